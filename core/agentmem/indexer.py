@@ -1,0 +1,246 @@
+"""The background indexer: the second phase of every write.
+
+A write commits its row to SQLite and returns. This worker then
+
+1. keyword-indexes every pending row (Tantivy add or delete, one commit per batch), so new
+   rows become keyword-searchable within about ``index_interval`` seconds, and
+2. embeds pending rows in batches and upserts them into their Chroma partition (or deletes
+   retired rows from it).
+
+The records carry the pending flags, so a crash at any point only means the work is done
+again on the next start (both index writes are idempotent by id). Embedding failures retry
+with exponential backoff; after the last retry the rows are flagged (``vec_pending = failed``,
+``embed_error``) and stay keyword-searchable; ``reindex`` retries them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from .embeddings import Embedder
+from .errors import AgentMemError
+from .keyword_index import KeywordDoc, KeywordIndex
+from .records import RecordStore, Row
+from .vector_index import VectorIndex, collection_name
+
+log = logging.getLogger("agentmem.indexer")
+
+KEYWORD_BATCH = 2000
+
+
+def keyword_doc(row: Row) -> KeywordDoc:
+    item = row.item
+    return KeywordDoc(
+        id=item.id,
+        tenant=item.tenant_id,
+        partition=row.partition,
+        session=item.session_id or "",
+        kind=item.kind,
+        memory_type=item.memory_type or "",
+        scope=item.scope,
+        content=index_text(row),
+    )
+
+
+def index_text(row: Row) -> str:
+    """The text both indexes see for a row (content plus its speaker, if any)."""
+    speaker = row.item.metadata.get("speaker") if row.item.metadata else None
+    if isinstance(speaker, str) and speaker.strip():
+        return f"{speaker}: {row.item.content}"
+    return row.item.content
+
+
+def vector_metadata(row: Row) -> dict[str, str]:
+    item = row.item
+    return {
+        "session_id": item.session_id or "",
+        "kind": item.kind,
+        "memory_type": item.memory_type or "",
+        "scope": item.scope,
+    }
+
+
+class Indexer:
+    """Owns both index writers; runs in one daemon thread.
+
+    Example:
+        >>> indexer = Indexer(records, keywords, vectors, embedder)  # doctest: +SKIP
+        >>> indexer.start(); indexer.notify(); indexer.flush(timeout=5)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        records: RecordStore,
+        keywords: KeywordIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        *,
+        batch_size: int = 64,
+        interval: float = 0.05,
+        retries: int = 3,
+        backoff: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.records = records
+        self.keywords = keywords
+        self.vectors = vectors
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.interval = interval
+        self.retries = retries
+        self.backoff = backoff
+        self._sleep = sleep
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._run_lock = threading.Lock()
+        self.embedded_total = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="agentmem-indexer", daemon=True)
+            self._thread.start()
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until no row is pending; True if caught up within ``timeout`` seconds."""
+        if self._thread is None:
+            self.run_once(drain=True)
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.notify()
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if self._idle.wait(remaining if remaining is not None else 1.0):
+                kw, vec, _ = self.records.pending_counts()
+                if kw == 0 and vec == 0:
+                    return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    # -- work --------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                did = self.run_once()
+            except Exception as exc:  # keep the worker alive; rows stay pending
+                log.exception("indexer pass failed: %s", exc)
+                did = False
+                self._sleep(min(self.backoff, 1.0))
+            if not did:
+                self._idle.set()
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+                if self.interval:
+                    # gather a batch of writes that arrive together
+                    self._stop.wait(self.interval)
+
+    def run_once(self, *, drain: bool = False, retry_failed: bool = False) -> bool:
+        """One pass: keyword-index all pending rows, embed one batch. True if work was done."""
+        with self._run_lock:
+            did = False
+            while True:
+                kw = self._keyword_pass()
+                vec = self._vector_pass(retry_failed=retry_failed)
+                did = did or kw or vec
+                if not drain or not (kw or vec):
+                    return did
+
+    def _keyword_pass(self) -> bool:
+        did = False
+        while True:
+            pending = self.records.pending_keyword(KEYWORD_BATCH)
+            if not pending:
+                return did
+            live = [row for _, row, is_live in pending if is_live]
+            dead = [row.item.id for _, row, is_live in pending if not is_live]
+            if live:
+                self.keywords.add([keyword_doc(r) for r in live])
+            if dead:
+                self.keywords.delete(dead)
+            self.keywords.commit()
+            self.records.mark_keyword_done([(seq, is_live) for seq, _, is_live in pending])
+            did = True
+            if len(pending) < KEYWORD_BATCH:
+                return did
+
+    def _vector_pass(self, *, retry_failed: bool = False) -> bool:
+        pending = self.records.pending_vector(self.batch_size, retry_failed=retry_failed)
+        if not pending:
+            return False
+        live = [(seq, row) for seq, row, is_live in pending if is_live]
+        dead = [(seq, row) for seq, row, is_live in pending if not is_live]
+        by_collection: dict[str, list[str]] = defaultdict(list)
+        for _, row in dead:
+            by_collection[collection_name(row.item.tenant_id, row.partition)].append(row.item.id)
+        for collection, ids in by_collection.items():
+            self.vectors.delete(collection, ids)
+        if dead:
+            self.records.mark_vector_done([(seq, False) for seq, _ in dead])
+        if live:
+            self._embed_and_store(live)
+        return True
+
+    def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
+        texts = [index_text(row) for _, row in live]
+        vectors = None
+        error: BaseException | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                vectors = self.embedder.embed_documents(texts)
+                break
+            except Exception as exc:
+                error = exc
+                if attempt < self.retries:
+                    delay = self.backoff * (2**attempt)
+                    log.warning(
+                        "embedding batch of %d failed (attempt %d/%d), retrying in %.1fs: %s",
+                        len(texts),
+                        attempt + 1,
+                        self.retries + 1,
+                        delay,
+                        exc,
+                    )
+                    self._sleep(delay)
+        if vectors is None:
+            log.error("embedding batch of %d failed permanently: %s", len(texts), error)
+            self.records.mark_vector_failed([seq for seq, _ in live], f"{error}")
+            return
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, (_, row) in enumerate(live):
+            tenant, partition = row.item.tenant_id, row.partition
+            name = collection_name(tenant, partition)
+            if name not in groups:
+                self.records.register_partition(tenant, partition, name)
+            groups[name].append(i)
+        try:
+            for name, idxs in groups.items():
+                self.vectors.upsert(
+                    name,
+                    [live[i][1].item.id for i in idxs],
+                    vectors[idxs],
+                    [vector_metadata(live[i][1]) for i in idxs],
+                )
+        except AgentMemError as exc:
+            log.error("vector upsert failed, rows stay pending: %s", exc)
+            raise
+        self.records.mark_vector_done([(seq, True) for seq, _ in live])
+        self.embedded_total += len(live)

@@ -1,0 +1,244 @@
+"""Keyword search over the records: an on-disk Tantivy index with a stemming analyzer.
+
+User and agent queries never go through Tantivy's query parser: the query text is run through
+the same analyzer as the documents and turned into a boolean query of term queries, so no
+character or word (``"``, ``:``, ``AND``, ``*``) can raise a syntax error or change the query's
+meaning. Identity filters are term queries on raw (untokenized) fields.
+
+One writer owns the index (the background indexer); ``commit()`` is followed by ``reload()``
+so searchers see new documents.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from .errors import StorageError
+
+ANALYZER = "agentmem_en"
+
+#: Common English function words: dropped from documents and queries alike, so a question
+#: like "where do I live" searches for "live".
+STOPWORDS: frozenset[str] = frozenset(
+    """a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could did didn do does doesn doing don
+    down during each few for from further had hadn has hasn have haven having he her here
+    hers herself him himself his how i if in into is isn it its itself just let me more most
+    my myself no nor not now of off on once only or other ought our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was wasn we were weren what
+    when where which while who whom why will with won would you your yours yourself
+    yourselves ll re ve s t d m""".split()
+)
+
+_FIELDS_RAW = ("id", "tenant", "partition", "session", "kind", "memory_type", "scope")
+
+
+def build_analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.custom_stopword(sorted(STOPWORDS)))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    for name in _FIELDS_RAW:
+        builder.add_text_field(name, stored=(name == "id"), tokenizer_name="raw")
+    builder.add_text_field("content", stored=False, tokenizer_name=ANALYZER)
+    return builder.build()
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordDoc:
+    id: str
+    tenant: str
+    partition: str
+    session: str
+    kind: str
+    memory_type: str
+    scope: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordFilter:
+    """Rows a keyword search may return: one tenant, some partitions, optional equalities."""
+
+    tenant: str
+    partitions: tuple[str, ...]
+    session: str | None = None
+    not_session: str | None = None
+    scopes: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    memory_types: tuple[str, ...] | None = None
+
+
+class KeywordIndex:
+    """Tantivy index of record contents.
+
+    Example:
+        >>> idx = KeywordIndex(tmp_path / "keywords")  # doctest: +SKIP
+        >>> idx.add([KeywordDoc(...)]); idx.commit()  # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.analyzer = build_analyzer()
+        self._schema = _schema()
+        self._lock = threading.Lock()
+        self._writer: tantivy.IndexWriter | None = None
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            self._index.register_tokenizer(ANALYZER, build_analyzer())
+        except (ValueError, OSError) as exc:
+            raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
+
+    def analyze(self, text: str) -> list[str]:
+        return list(self.analyzer.analyze(text))
+
+    # -- writing (single owner) --------------------------------------------------------------
+    def _w(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+            except ValueError as exc:
+                raise StorageError(f"cannot lock keyword index at {self.path}: {exc}") from exc
+        return self._writer
+
+    def add(self, docs: Sequence[KeywordDoc]) -> None:
+        """Add (or replace, by id) documents; visible after :meth:`commit`."""
+        with self._lock:
+            writer = self._w()
+            for doc in docs:
+                writer.delete_documents_by_term("id", doc.id)
+                writer.add_document(
+                    tantivy.Document(
+                        id=doc.id,
+                        tenant=doc.tenant,
+                        partition=doc.partition,
+                        session=doc.session,
+                        kind=doc.kind,
+                        memory_type=doc.memory_type,
+                        scope=doc.scope,
+                        content=doc.content,
+                    )
+                )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            writer = self._w()
+            for id_ in ids:
+                writer.delete_documents_by_term("id", id_)
+
+    def delete_all(self) -> None:
+        with self._lock:
+            self._w().delete_all_documents()
+
+    def commit(self) -> None:
+        with self._lock:
+            if self._writer is None:
+                return
+            try:
+                self._writer.commit()
+            except ValueError as exc:
+                raise StorageError(f"keyword index commit failed: {exc}") from exc
+        self._index.reload()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                try:
+                    self._writer.commit()
+                    self._writer.wait_merging_threads()
+                except ValueError:
+                    pass
+                self._writer = None
+
+    # -- reading -----------------------------------------------------------------------------
+    def num_docs(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def all_ids(self) -> set[str]:
+        searcher = self._index.searcher()
+        n = searcher.num_docs
+        if n == 0:
+            return set()
+        result = searcher.search(tantivy.Query.all_query(), limit=n)
+        return {searcher.doc(addr)["id"][0] for _, addr in result.hits}
+
+    def query_terms(self, text: str) -> list[str]:
+        """Distinct analyzed terms of a query, in order."""
+        seen: dict[str, None] = {}
+        for term in self.analyze(text):
+            seen.setdefault(term, None)
+        return list(seen)
+
+    def idf(self, terms: Sequence[str]) -> dict[str, float]:
+        """BM25-style inverse document frequency of each term over the whole index."""
+        searcher = self._index.searcher()
+        n = max(int(searcher.num_docs), 1)
+        out: dict[str, float] = {}
+        for term in terms:
+            df = int(searcher.doc_freq("content", term))
+            out[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return out
+
+    def search(
+        self, terms: Sequence[str], flt: KeywordFilter, limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 search for any of ``terms`` among the rows ``flt`` allows: (id, score) best first."""
+        if not terms or not flt.partitions:
+            return []
+        schema = self._schema
+        must = tantivy.Occur.Must
+        should = tantivy.Occur.Should
+        text_q = tantivy.Query.boolean_query(
+            [(should, tantivy.Query.term_query(schema, "content", t)) for t in terms]
+        )
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
+            (must, text_q),
+            (must, tantivy.Query.term_query(schema, "tenant", flt.tenant)),
+            (must, _any_of(schema, "partition", flt.partitions)),
+        ]
+        if flt.session is not None:
+            clauses.append((must, tantivy.Query.term_query(schema, "session", flt.session)))
+        if flt.not_session is not None:
+            clauses.append(
+                (
+                    tantivy.Occur.MustNot,
+                    tantivy.Query.term_query(schema, "session", flt.not_session),
+                )
+            )
+        for field, values in (
+            ("scope", flt.scopes),
+            ("kind", flt.kinds),
+            ("memory_type", flt.memory_types),
+        ):
+            if values is not None:
+                clauses.append((must, _any_of(schema, field, values)))
+        query = tantivy.Query.boolean_query(clauses)
+        searcher = self._index.searcher()
+        try:
+            result = searcher.search(query, limit=limit, count=False)
+        except ValueError as exc:
+            raise StorageError(f"keyword search failed: {exc}") from exc
+        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+
+def _any_of(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:
+    if len(values) == 1:
+        return tantivy.Query.term_query(schema, field, values[0])
+    return tantivy.Query.term_set_query(schema, field, list(values))

@@ -1,0 +1,74 @@
+"""Fusion and calibration: from two ranked candidate lists per scope to scores in [0, 1].
+
+1. **Weighted Reciprocal Rank Fusion** (seed 004, k=60) over every (scope, retriever) list,
+   each weighted by its scope's class prior (seed 000).
+2. **Calibration**: raw RRF values say nothing about whether *anything* matched, so each
+   candidate gets a probability-like score from absolute evidence:
+
+   - ``cos``: cosine similarity of query and memory embeddings (absolute, comparable across
+     queries; for a keyword-only candidate, the lowest similarity its scope's vector list
+     reached, an upper bound),
+   - ``coverage``: the IDF-weighted share of the query's terms the memory contains,
+   - ``fused``: the weighted RRF value, normalised to [0, 1].
+
+   ``score = sigmoid(W_COS*cos + W_COVERAGE*coverage + W_FUSED*fused + BIAS)``. The weights were
+   fitted by logistic regression on relevance labels of the golden dataset (see
+   ``benchmarks/fit_calibration.py``); a query unrelated to every memory lands far below the
+   default ``min_score`` of 0.3.
+
+Items are ordered by that score, so higher is better everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+W_COS = 9.0
+W_COVERAGE = 4.0
+W_FUSED = 1.0
+BIAS = -4.4
+
+
+@dataclass(slots=True)
+class Candidate:
+    """Evidence gathered for one candidate row."""
+
+    id: str
+    scope: str
+    fused: float = 0.0
+    cos: float | None = None
+    coverage: float = 0.0
+    in_keyword: bool = False
+    in_vector: bool = False
+    score: float = 0.0
+
+
+def rrf(
+    lists: Sequence[tuple[str, Sequence[str]]],
+    weights: Mapping[str, float],
+    k: int = 60,
+) -> dict[str, float]:
+    """Weighted RRF: ``sum(weight[scope] / (k + rank))`` over (scope, ranked ids) lists."""
+    out: dict[str, float] = {}
+    for scope, ids in lists:
+        w = weights.get(scope, 1.0)
+        for rank, id_ in enumerate(ids, start=1):
+            out[id_] = out.get(id_, 0.0) + w / (k + rank)
+    return out
+
+
+def coverage(query_idf: Mapping[str, float], doc_terms: set[str]) -> float:
+    """IDF-weighted share of query terms present in the document, in [0, 1]."""
+    total = sum(query_idf.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in query_idf.items() if t in doc_terms) / total
+
+
+def calibrate(c: Candidate, fused_max: float) -> float:
+    cos = 0.0 if c.cos is None else max(c.cos, 0.0)
+    fused = c.fused / fused_max if fused_max > 0 else 0.0
+    z = W_COS * cos + W_COVERAGE * c.coverage + W_FUSED * min(fused, 1.0) + BIAS
+    return 1.0 / (1.0 + math.exp(-z))

@@ -1,0 +1,314 @@
+"""The recall pipeline (seed 004, DESIGN.md):
+
+query -> keyword search (Tantivy) + vector search (Chroma), per partition
+      -> isolation gate (rows re-read from SQLite, checked against the bound identity)
+      -> weighted RRF + calibration -> rerank? (fail-open) -> min_score -> top_k -> token budget
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import scopes as scope_rules
+from .config import MemoryConfig
+from .embeddings import Embedder
+from .errors import RerankError
+from .indexer import index_text
+from .keyword_index import KeywordFilter, KeywordIndex
+from .models import Identity, RecallHit, RecallResult
+from .ranking import Candidate, calibrate, coverage, rrf
+from .records import RecordStore, Row
+from .rerank import Reranker
+from .tokens import count_tokens, truncate_to_tokens
+from .vector_index import VectorIndex, collection_name
+
+log = logging.getLogger("agentmem")
+
+#: Below this many tokens left in the budget, the next item is dropped rather than cut.
+MIN_TRUNCATED_TOKENS = 16
+RERANK_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    query: str
+    top_k: int
+    scope: str
+    kinds: tuple[str, ...] | None
+    memory_types: tuple[str, ...] | None
+    rerank: bool
+    min_score: float
+    token_budget: int
+    filters: Mapping[str, Any]
+    include_superseded: bool = False
+
+
+class RecallEngine:
+    """Runs recall requests against the three stores. Stateless between calls."""
+
+    def __init__(
+        self,
+        records: RecordStore,
+        keywords: KeywordIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        reranker: Reranker | None,
+        config: MemoryConfig,
+    ) -> None:
+        self.records = records
+        self.keywords = keywords
+        self.vectors = vectors
+        self.embedder = embedder
+        self.reranker = reranker
+        self.config = config
+
+    def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
+        started = time.perf_counter()
+        plans = scope_rules.plan(identity, req.scope)
+        wanted_scopes = {p.scope for p in plans}
+        by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
+        for p in plans:
+            by_partition[p.partition].append(p)
+
+        terms = self.keywords.query_terms(req.query)
+        pool = self.config.candidates * (4 if req.filters else 1)
+        keyword_lists: list[list[tuple[str, float]]] = []
+        vector_lists: list[list[tuple[str, float]]] = []
+        query_vec = self.embedder.embed_query(req.query) if by_partition else None
+        for partition, group in by_partition.items():
+            session = group[0].session if len(group) == 1 else None
+            not_session = group[0].not_session if len(group) == 1 else None
+            flt = KeywordFilter(
+                tenant=identity.tenant_id,
+                partitions=(partition,),
+                session=session,
+                not_session=not_session,
+                kinds=req.kinds,
+                memory_types=req.memory_types,
+            )
+            keyword_lists.append(self.keywords.search(terms, flt, pool))
+            where = _vector_where(session, not_session, req.kinds, req.memory_types)
+            assert query_vec is not None
+            vector_lists.append(
+                self.vectors.query(
+                    collection_name(identity.tenant_id, partition), query_vec, pool, where
+                )
+            )
+
+        # Isolation gate: only rows the records store confirms for this identity survive.
+        ids = {i for lst in (*keyword_lists, *vector_lists) for i, _ in lst}
+        rows = self.records.get_many(identity.tenant_id, sorted(ids))
+        visible: dict[str, tuple[str, Row]] = {}
+        for row in rows:
+            scope = _admit(identity, row, req, wanted_scopes)
+            if scope is not None:
+                visible[row.item.id] = (scope, row)
+
+        candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
+        ranked = sorted(candidates.values(), key=lambda c: c.score, reverse=True)
+
+        rerank_used = False
+        if req.rerank and self.reranker is not None and ranked:
+            head = ranked[:RERANK_CANDIDATES]
+            try:
+                scores = self.reranker.rerank(
+                    req.query, [visible[c.id][1].item.content for c in head]
+                )
+                if len(scores) != len(head):
+                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
+                for c, s in zip(head, scores, strict=True):
+                    c.score = float(s)
+                ranked = sorted(head, key=lambda c: c.score, reverse=True)
+                rerank_used = True
+            except Exception as exc:  # fail-open (seed 000): fused order, a warning
+                log.warning(
+                    json.dumps(
+                        {
+                            "event": "rerank_failed",
+                            "reranker": getattr(self.reranker, "name", "?"),
+                            "error": type(exc).__name__,
+                            "detail": str(exc)[:200],
+                        }
+                    )
+                )
+
+        ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
+        hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        degraded = self.records.has_unembedded(identity.tenant_id, list(by_partition))
+        result = RecallResult(
+            items=hits,
+            total=len(hits),
+            degraded=degraded,
+            rerank_used=rerank_used,
+            truncated=truncated,
+            token_count=token_count,
+        )
+        log.info(
+            json.dumps(
+                {
+                    "event": "recall",
+                    "correlation_id": uuid.uuid4().hex,
+                    "tenant_hash": _hash(identity.tenant_id),
+                    "query_hash": _hash(req.query),
+                    "scope": req.scope,
+                    "results": len(hits),
+                    "candidates": len(candidates),
+                    "degraded": degraded,
+                    "rerank_used": rerank_used,
+                    "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                }
+            )
+        )
+        return result
+
+    def _score(
+        self,
+        req: RecallRequest,
+        terms: Sequence[str],
+        keyword_lists: Sequence[Sequence[tuple[str, float]]],
+        vector_lists: Sequence[Sequence[tuple[str, float]]],
+        visible: Mapping[str, tuple[str, Row]],
+    ) -> dict[str, Candidate]:
+        cands: dict[str, Candidate] = {}
+        fusion_lists: list[tuple[str, list[str]]] = []
+        floor_cos: dict[str, float] = {}
+        for kind, lists in (("kw", keyword_lists), ("vec", vector_lists)):
+            for lst in lists:
+                per_scope: dict[str, list[str]] = defaultdict(list)
+                for id_, value in lst:
+                    if id_ not in visible:
+                        continue
+                    scope = visible[id_][0]
+                    per_scope[scope].append(id_)
+                    c = cands.setdefault(id_, Candidate(id=id_, scope=scope))
+                    if kind == "kw":
+                        c.in_keyword = True
+                    else:
+                        c.in_vector = True
+                        c.cos = value
+                        floor_cos[scope] = min(floor_cos.get(scope, value), value)
+                fusion_lists.extend(per_scope.items())
+        if not cands:
+            return cands
+        fused = rrf(fusion_lists, self.config.scope_weights, self.config.rrf_k)
+        max_weight = max(
+            (self.config.scope_weights.get(s, 1.0) for s, _ in fusion_lists), default=1.0
+        )
+        fused_max = 2 * max_weight / (self.config.rrf_k + 1)
+        query_idf = self.keywords.idf(terms) if terms else {}
+        for c in cands.values():
+            c.fused = fused.get(c.id, 0.0)
+            if c.cos is None:
+                c.cos = floor_cos.get(c.scope, 0.0)
+            row = visible[c.id][1]
+            if query_idf:
+                c.coverage = coverage(query_idf, set(self.keywords.analyze(index_text(row))))
+            c.score = calibrate(c, fused_max)
+        return cands
+
+
+def _admit(identity: Identity, row: Row, req: RecallRequest, wanted: set[str]) -> str | None:
+    item = row.item
+    if item.superseded_by is not None and not req.include_superseded:
+        return None
+    scope = scope_rules.visible_scope(
+        identity,
+        tenant_id=item.tenant_id,
+        scope=item.scope,
+        partition=row.partition,
+        session_id=item.session_id,
+        user_id=item.user_id,
+        agent_id=item.agent_id,
+    )
+    if scope is None or scope not in wanted:
+        return None
+    if req.kinds is not None and item.kind not in req.kinds:
+        return None
+    if req.memory_types is not None and item.memory_type not in req.memory_types:
+        return None
+    for key, value in req.filters.items():
+        if item.metadata.get(key) != value:
+            return None
+    return scope
+
+
+def _vector_where(
+    session: str | None,
+    not_session: str | None,
+    kinds: tuple[str, ...] | None,
+    memory_types: tuple[str, ...] | None,
+) -> dict[str, Any] | None:
+    clauses: list[dict[str, Any]] = []
+    if session is not None:
+        clauses.append({"session_id": session})
+    if not_session is not None:
+        clauses.append({"session_id": {"$ne": not_session}})
+    if kinds is not None:
+        clauses.append({"kind": {"$in": list(kinds)}})
+    if memory_types is not None:
+        clauses.append({"memory_type": {"$in": list(memory_types)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _budget(
+    ranked: Sequence[Candidate], visible: Mapping[str, tuple[str, Row]], budget: int
+) -> tuple[list[RecallHit], int, bool]:
+    hits: list[RecallHit] = []
+    used = 0
+    truncated = False
+    for c in ranked:
+        item = visible[c.id][1].item
+        content = item.content
+        n = count_tokens(content)
+        if used + n > budget:
+            room = budget - used
+            truncated = True
+            if room < MIN_TRUNCATED_TOKENS:
+                break
+            content, n = _fit(content, room)
+            if n == 0:
+                break
+        hits.append(
+            RecallHit(
+                id=item.id,
+                kind=item.kind,
+                memory_type=item.memory_type,
+                scope=c.scope,
+                content=content,
+                score=round(min(max(c.score, 0.0), 1.0), 6),
+                source_ref=item.source_ref,
+                event_time=item.event_time,
+                session_id=item.session_id,
+                metadata=dict(item.metadata),
+            )
+        )
+        used += n
+        if truncated:
+            break
+    return hits, used, truncated
+
+
+def _fit(text: str, room: int) -> tuple[str, int]:
+    """``text`` cut to at most ``room`` tokens (re-encoding a cut can add a token)."""
+    target = room
+    while target > 0:
+        cut = truncate_to_tokens(text, target)
+        n = count_tokens(cut)
+        if n <= room and cut.strip():
+            return cut, n
+        target -= max(n - room, 1)
+    return "", 0
+
+
+def _hash(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

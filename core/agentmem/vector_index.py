@@ -1,0 +1,182 @@
+"""Vector search over the records: Chroma collections partitioned by tenant and owner.
+
+A metadata ``where`` filter on a large Chroma collection costs ~25x an unfiltered query, so
+rows are spread over one collection per (tenant, partition), where the partition is the owner
+of a scope (a user's conversations, a user's facts, an agent's facts, the tenant's
+documents). The hot query (one partition, no kind/type filter) is unfiltered; only narrower
+requests add a ``where`` clause, on an already small collection.
+
+Collections use cosine space; a Chroma distance ``d`` becomes a similarity ``1 - d`` in [-1, 1]
+(higher is better).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import StorageError
+
+_PREFIX = "am_"
+
+
+def collection_name(tenant_id: str, partition: str) -> str:
+    """Deterministic, Chroma-valid collection name for a (tenant, partition)."""
+    digest = hashlib.sha256(f"{tenant_id}\x1f{partition}".encode()).hexdigest()[:40]
+    return f"{_PREFIX}{digest}"
+
+
+def _client_error(exc: Exception) -> bool:
+    return type(exc).__module__.startswith("chromadb")
+
+
+class VectorIndex:
+    """Chroma-backed vector index.
+
+    Args:
+        path: Directory for an embedded ``PersistentClient`` (ignored when ``client`` is given).
+        client: A caller-supplied Chroma client, e.g. ``chromadb.HttpClient(...)``.
+
+    Example:
+        >>> vi = VectorIndex(tmp_path / "chroma")  # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path | None = None, *, client: Any = None) -> None:
+        self.path = path
+        self._client = client
+        self._owns_client = client is None
+        self._collections: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    import chromadb
+                    from chromadb.config import Settings
+
+                    assert self.path is not None
+                    try:
+                        self.path.mkdir(parents=True, exist_ok=True)
+                        self._client = chromadb.PersistentClient(
+                            path=str(self.path),
+                            settings=Settings(anonymized_telemetry=False, allow_reset=True),
+                        )
+                    except Exception as exc:
+                        raise StorageError(
+                            f"cannot open vector index at {self.path}: {exc}"
+                        ) from exc
+        return self._client
+
+    def _collection(self, name: str, *, create: bool) -> Any:
+        col = self._collections.get(name)
+        if col is not None:
+            return col
+        try:
+            if create:
+                col = self.client.get_or_create_collection(
+                    name,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    embedding_function=None,
+                )
+            else:
+                col = self.client.get_collection(name, embedding_function=None)
+        except Exception as exc:
+            if not create and _client_error(exc):
+                return None
+            raise StorageError(f"vector index collection {name} unavailable: {exc}") from exc
+        self._collections[name] = col
+        return col
+
+    def upsert(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        metadatas: Sequence[dict[str, str]],
+    ) -> None:
+        col = self._collection(collection, create=True)
+        try:
+            col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        col = self._collection(collection, create=False)
+        if col is None or not ids:
+            return
+        try:
+            col.delete(ids=list(ids))
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
+
+    def query(
+        self,
+        collection: str,
+        embedding: np.ndarray,
+        n: int,
+        where: dict[str, Any] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Nearest neighbours: (id, cosine similarity) best first; [] for an unknown collection."""
+        col = self._collection(collection, create=False)
+        if col is None:
+            return []
+        try:
+            result = col.query(
+                query_embeddings=embedding.reshape(1, -1),
+                n_results=n,
+                where=where,
+                include=["distances"],
+            )
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            if _client_error(exc) and "does not exist" in str(exc).lower():
+                return []
+            raise StorageError(f"vector query on {collection} failed: {exc}") from exc
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def ids(self, collection: str) -> set[str]:
+        col = self._collection(collection, create=False)
+        if col is None:
+            return set()
+        out: set[str] = set()
+        offset = 0
+        while True:
+            batch = col.get(include=[], limit=5000, offset=offset)["ids"]
+            out.update(batch)
+            if len(batch) < 5000:
+                return out
+            offset += len(batch)
+
+    def count(self, collection: str) -> int:
+        col = self._collection(collection, create=False)
+        return 0 if col is None else int(col.count())
+
+    def collections(self) -> list[str]:
+        return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
+
+    def drop(self, collection: str) -> None:
+        self._collections.pop(collection, None)
+        try:
+            self.client.delete_collection(collection)
+        except Exception as exc:
+            if not _client_error(exc):
+                raise StorageError(f"cannot drop collection {collection}: {exc}") from exc
+
+    def close(self) -> None:
+        self._collections.clear()
+        if self._owns_client and self._client is not None:
+            with contextlib.suppress(Exception):  # closing is best effort
+                self._client.close()
+        self._client = None
