@@ -47,6 +47,7 @@ from .models import (
 from .recall import RecallEngine, RecallRequest
 from .records import NewRecord, RecordStore
 from .rerank import Reranker
+from .state import AgentState
 from .vector_index import VectorIndex
 
 log = logging.getLogger("agentmem")
@@ -334,6 +335,11 @@ class BoundMemory:
         return self._store
 
     @property
+    def state(self) -> AgentState:
+        """Key-value state of the bound agent (needs ``agent_id``)."""
+        return AgentState(self._store.records, self.identity)
+
+    @property
     def tenant_id(self) -> str:
         return self.identity.tenant_id
 
@@ -561,6 +567,33 @@ class BoundMemory:
             user_id=item.user_id,
             agent_id=item.agent_id,
         )
+
+    def messages(self, *, limit: int | None = None) -> list[MemoryItem]:
+        """This session's chat messages and tool outputs, oldest first (the last ``limit``)."""
+        scope_rules.require(self.identity, "session")
+        n = v.positive_int(limit, "limit")
+        partition = scope_rules.home_partition(self.identity, "session")
+        sql = (
+            "SELECT id FROM memories WHERE tenant_id = ? AND session_id = ? AND partition = ? "
+            "AND scope = 'session' AND kind IN ('chat_message', 'tool_output') "
+            "AND deleted_at IS NULL AND anonymized_at IS NULL ORDER BY seq DESC"
+        )
+        params: list[Any] = [self.tenant_id, self.session_id, partition]
+        if n is not None:
+            sql += " LIMIT ?"
+            params.append(n)
+        ids = [r[0] for r in self._store.records.read(sql, params)]
+        ids.reverse()
+        return self._items(ids)
+
+    def clear_session(self) -> int:
+        """Soft-delete this session's messages and tool outputs; returns how many."""
+        items = self.messages()
+        for item in items:
+            self._store.records.soft_delete(self.tenant_id, item.id)
+        if items:
+            self._store.indexer.notify()
+        return len(items)
 
     # -- documents ---------------------------------------------------------------------------
     def add_document(

@@ -91,6 +91,14 @@ _MIGRATIONS: list[str] = [
         memory_id TEXT,
         detail TEXT NOT NULL DEFAULT '{}'
     );
+    CREATE TABLE agent_state (
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, agent_id, key)
+    );
     """,
 ]
 

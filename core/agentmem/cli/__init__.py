@@ -1,0 +1,60 @@
+"""The ``agentmem`` command line.
+
+Each command lives in its own module with a ``register(subparsers)`` function that adds a
+sub-parser and sets ``func`` (called with the parsed args, returns an exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from ..errors import AgentMemError
+
+#: Modules (relative to this package) that register commands, in help order.
+COMMAND_MODULES: tuple[str, ...] = ("commands",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentmem",
+        description="Durable, searchable memory for AI agents.",
+    )
+    parser.add_argument("--home", help="data dir (default: $AGENTMEM_HOME or a per-user dir)")
+    parser.add_argument("--tenant", default=None, help="tenant id (default: $AGENTMEM_TENANT or 'default')")
+    parser.add_argument("--user", default=None, help="user id ($AGENTMEM_USER)")
+    parser.add_argument("--agent", default=None, help="agent id ($AGENTMEM_AGENT)")
+    parser.add_argument("--session", default=None, help="session id ($AGENTMEM_SESSION)")
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except AgentMemError as exc:
+        print(f"agentmem: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
