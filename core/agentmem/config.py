@@ -55,8 +55,10 @@ class MemoryConfig:
     """Rows per embedding batch in the background indexer."""
     index_interval: float = 0.05
     """Seconds the background indexer waits to gather a batch."""
-    durable_writes: bool = True
-    """SQLite ``synchronous=FULL`` (survives power loss) instead of NORMAL (process crash)."""
+    durable_writes: bool = False
+    """SQLite ``synchronous=FULL``: an acknowledged write also survives power loss or an OS
+    crash (``AGENTMEM_SYNC=full``). The default, WAL with ``synchronous=NORMAL``, survives any
+    process crash; a power loss may roll back the last few acknowledged writes."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemoryConfig:
@@ -76,6 +78,11 @@ class MemoryConfig:
             if value is not None:
                 weights[scope] = value
         kwargs["scope_weights"] = weights
+        sync = env.get("AGENTMEM_SYNC", "").strip().lower()
+        if sync in ("full", "normal"):
+            kwargs["durable_writes"] = sync == "full"
+        elif sync:
+            log.warning("ignoring AGENTMEM_SYNC=%r: use 'full' or 'normal'", sync)
         kwargs.update(overrides)
         return replace(cls(), **kwargs)
 

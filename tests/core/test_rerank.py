@@ -337,6 +337,15 @@ def test_http_bad_responses_raise_rerank_error(
     assert info.value.context["url"] == tei.url + "/rerank"
 
 
+@pytest.mark.parametrize("mode", ["nan", "infinite", "string_score", "duplicate"])
+def test_http_bad_raw_scores_raise_rerank_error(
+    tei: TeiServer, make_http: Callable[..., HttpReranker], mode: str
+) -> None:
+    tei.state.mode = mode
+    with pytest.raises(RerankError):
+        make_http(raw_scores=True).rerank(QUERY, DOCS)
+
+
 @pytest.mark.parametrize(("mode", "status"), [("http500", 500), ("http413", 413)])
 def test_http_status_is_reported(
     tei: TeiServer, make_http: Callable[..., HttpReranker], mode: str, status: int
