@@ -16,6 +16,7 @@ with exponential backoff; after the last retry the rows are flagged (``vec_pendi
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import defaultdict
@@ -42,8 +43,12 @@ def keyword_doc(row: Row) -> KeywordDoc:
         kind=item.kind,
         memory_type=item.memory_type or "",
         scope=item.scope,
-        content=index_text(row),
+        content=keyword_text(row),
     )
+
+
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
+_CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def index_text(row: Row) -> str:
@@ -52,6 +57,14 @@ def index_text(row: Row) -> str:
     if isinstance(speaker, str) and speaker.strip():
         return f"{speaker}: {row.item.content}"
     return row.item.content
+
+
+def keyword_text(row: Row) -> str:
+    """What the keyword index sees: :func:`index_text` plus camelCase words split apart
+    (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
+    text = index_text(row)
+    parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
+    return f"{text}\n{' '.join(sorted(parts))}" if parts else text
 
 
 def vector_metadata(row: Row) -> dict[str, str]:

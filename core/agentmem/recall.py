@@ -21,10 +21,10 @@ from . import scopes as scope_rules
 from .config import MemoryConfig
 from .embeddings import Embedder
 from .errors import RerankError
-from .indexer import index_text
+from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
-from .ranking import Candidate, calibrate, coverage, rrf
+from .ranking import Candidate, calibrate, coverage, features, rrf
 from .records import RecordStore, Row
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
@@ -72,6 +72,66 @@ class RecallEngine:
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
+        ranked, visible, partitions = self.candidates(identity, req)
+        n_candidates = len(ranked)
+        rerank_used = False
+        if req.rerank and self.reranker is not None and ranked:
+            head = ranked[:RERANK_CANDIDATES]
+            try:
+                scores = self.reranker.rerank(
+                    req.query, [visible[c.id][1].item.content for c in head]
+                )
+                if len(scores) != len(head):
+                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
+                for c, s in zip(head, scores, strict=True):
+                    c.score = float(s)
+                ranked = sorted(head, key=lambda c: c.score, reverse=True)
+                rerank_used = True
+            except Exception as exc:  # fail-open (seed 000): fused order, a warning
+                log.warning(
+                    json.dumps(
+                        {
+                            "event": "rerank_failed",
+                            "reranker": getattr(self.reranker, "name", "?"),
+                            "error": type(exc).__name__,
+                            "detail": str(exc)[:200],
+                        }
+                    )
+                )
+
+        ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
+        hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        degraded = self.records.has_unembedded(identity.tenant_id, partitions)
+        result = RecallResult(
+            items=hits,
+            total=len(hits),
+            degraded=degraded,
+            rerank_used=rerank_used,
+            truncated=truncated,
+            token_count=token_count,
+        )
+        log.info(
+            json.dumps(
+                {
+                    "event": "recall",
+                    "correlation_id": uuid.uuid4().hex,
+                    "tenant_hash": _hash(identity.tenant_id),
+                    "query_hash": _hash(req.query),
+                    "scope": req.scope,
+                    "results": len(hits),
+                    "candidates": n_candidates,
+                    "degraded": degraded,
+                    "rerank_used": rerank_used,
+                    "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                }
+            )
+        )
+        return result
+
+    def candidates(
+        self, identity: Identity, req: RecallRequest
+    ) -> tuple[list[Candidate], dict[str, tuple[str, Row]], list[str]]:
+        """Every admitted candidate, scored and best first, before rerank and cut-offs."""
         plans = scope_rules.plan(identity, req.scope)
         wanted_scopes = {p.scope for p in plans}
         by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
@@ -114,60 +174,7 @@ class RecallEngine:
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
         ranked = sorted(candidates.values(), key=lambda c: c.score, reverse=True)
-
-        rerank_used = False
-        if req.rerank and self.reranker is not None and ranked:
-            head = ranked[:RERANK_CANDIDATES]
-            try:
-                scores = self.reranker.rerank(
-                    req.query, [visible[c.id][1].item.content for c in head]
-                )
-                if len(scores) != len(head):
-                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
-                for c, s in zip(head, scores, strict=True):
-                    c.score = float(s)
-                ranked = sorted(head, key=lambda c: c.score, reverse=True)
-                rerank_used = True
-            except Exception as exc:  # fail-open (seed 000): fused order, a warning
-                log.warning(
-                    json.dumps(
-                        {
-                            "event": "rerank_failed",
-                            "reranker": getattr(self.reranker, "name", "?"),
-                            "error": type(exc).__name__,
-                            "detail": str(exc)[:200],
-                        }
-                    )
-                )
-
-        ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
-        hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
-        degraded = self.records.has_unembedded(identity.tenant_id, list(by_partition))
-        result = RecallResult(
-            items=hits,
-            total=len(hits),
-            degraded=degraded,
-            rerank_used=rerank_used,
-            truncated=truncated,
-            token_count=token_count,
-        )
-        log.info(
-            json.dumps(
-                {
-                    "event": "recall",
-                    "correlation_id": uuid.uuid4().hex,
-                    "tenant_hash": _hash(identity.tenant_id),
-                    "query_hash": _hash(req.query),
-                    "scope": req.scope,
-                    "results": len(hits),
-                    "candidates": len(candidates),
-                    "degraded": degraded,
-                    "rerank_used": rerank_used,
-                    "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-                }
-            )
-        )
-        return result
+        return ranked, visible, list(by_partition)
 
     def _score(
         self,
@@ -210,8 +217,12 @@ class RecallEngine:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
             if query_idf:
-                c.coverage = coverage(query_idf, set(self.keywords.analyze(index_text(row))))
-            c.score = calibrate(c, fused_max)
+                c.coverage = coverage(query_idf, set(self.keywords.analyze(keyword_text(row))))
+        best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
+        best_coverage = max(c.coverage for c in cands.values())
+        for c in cands.values():
+            c.features = features(c, fused_max, best_cos, best_coverage)
+            c.score = calibrate(c.features)
         return cands
 
 

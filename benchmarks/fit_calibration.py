@@ -1,0 +1,154 @@
+"""Fit the recall score calibration on a golden dataset, with cross-validated figures.
+
+The calibrated score is ``sigmoid(bias + w . features)`` over the features computed in
+``agentmem.ranking.features`` (cosine, IDF-weighted keyword coverage, normalised weighted RRF,
+and the gaps to the best candidate of the same query). This script:
+
+1. writes every case of the dataset into one fresh store (as ``agentmem eval`` does),
+2. collects every admitted candidate of every case's query with its features and a label
+   (is its content one of the case's expected retrievals?),
+3. fits an L2-regularised logistic regression (Newton's method, numpy only), and
+4. reports Recall@5 / Precision@5 at the default ``min_score`` under k-fold cross-validation
+   by case (weights fitted on the other folds), so the figure is not measured on the data the
+   weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
+
+Usage:
+    python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json] [--folds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+
+import numpy as np
+
+from agentmem import AgentMemory
+from agentmem.config import MAX_TOP_K
+from agentmem.embeddings import default_embedder
+from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
+from agentmem.ranking import BIAS, WEIGHTS
+from agentmem.recall import RecallRequest
+
+
+def collect(dataset_path: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """Per case: (features matrix, labels, expect_empty)."""
+    dataset = load_dataset(dataset_path)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+        for n, case in enumerate(dataset.cases):
+            _write_case(mem, _prefix(n), case)
+        mem.flush()
+        for n, case in enumerate(dataset.cases):
+            bound = mem.bind(
+                f"{_prefix(n)}.{case.tenant_id}",
+                f"{_prefix(n)}.{case.user_id}",
+                case.agent_id,
+                case.session_id,
+            )
+            req = RecallRequest(
+                query=case.query,
+                top_k=MAX_TOP_K,
+                scope=case.scope,
+                kinds=case.kinds,
+                memory_types=case.types,
+                rerank=False,
+                min_score=0.0,
+                token_budget=10**9,
+                filters={},
+            )
+            ranked, visible, _ = mem.engine.candidates(bound.identity, req)
+            expected = set(case.expected)
+            feats = np.array([c.features for c in ranked], dtype=float).reshape(-1, len(WEIGHTS))
+            labels = np.array(
+                [visible[c.id][1].item.content in expected for c in ranked], dtype=float
+            )
+            out.append((feats, labels, not case.expected))
+    return out
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> np.ndarray:
+    """Logistic regression with an intercept (last weight), L2 on the non-intercept weights."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    reg = np.eye(xb.shape[1]) * l2
+    reg[-1, -1] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -60, 60)))
+        grad = xb.T @ (p - y) + reg @ w
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def score(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(feats @ w[:-1] + w[-1], -60, 60)))
+
+
+def evaluate(
+    cases: list, weights: list[np.ndarray], threshold: float, k: int = 5
+) -> tuple[float, float, float]:
+    """Recall@k, Precision@k, expect-empty pass rate, each case scored with its own weights."""
+    recalls, precisions, empties = [], [], []
+    for (feats, labels, empty), w in zip(cases, weights, strict=True):
+        if len(feats) == 0:
+            if empty:
+                empties.append(1.0)
+            else:
+                recalls.append(0.0)
+            continue
+        s = score(feats, w)
+        order = np.argsort(-s)
+        chosen = [i for i in order if s[i] >= threshold][:k]
+        hits = labels[chosen].sum() if chosen else 0.0
+        if empty:
+            empties.append(1.0 if not chosen else 0.0)
+            if chosen:
+                precisions.append(0.0)
+            continue
+        recalls.append(hits / labels.sum() if labels.sum() else 0.0)
+        if chosen:
+            precisions.append(hits / len(chosen))
+    return float(np.mean(recalls)), float(np.mean(precisions)), float(np.mean(empties or [1.0]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="eval/memory_golden_dataset.json")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--threshold", type=float, default=0.3)
+    parser.add_argument("--l2", type=float, default=1.0)
+    args = parser.parse_args()
+    cases = collect(args.dataset)
+    current = np.array([*WEIGHTS, BIAS])
+    print(f"cases {len(cases)}, candidates {sum(len(c[1]) for c in cases)}")
+    r, p, e = evaluate(cases, [current] * len(cases), args.threshold)
+    print(f"shipped weights     R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    order = list(range(len(cases)))
+    random.Random(0).shuffle(order)
+    fold_of = {case: i % args.folds for i, case in enumerate(order)}
+    per_case: list[np.ndarray] = [current] * len(cases)
+    for fold in range(args.folds):
+        train = [c for i, c in enumerate(cases) if fold_of[i] != fold]
+        x = np.vstack([c[0] for c in train if len(c[0])])
+        y = np.concatenate([c[1] for c in train if len(c[1])])
+        w = fit(x, y, args.l2)
+        for i in range(len(cases)):
+            if fold_of[i] == fold:
+                per_case[i] = w
+    for t in (0.2, 0.3, 0.4, 0.5):
+        r, p, e = evaluate(cases, per_case, t)
+        print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    x = np.vstack([c[0] for c in cases if len(c[0])])
+    y = np.concatenate([c[1] for c in cases if len(c[1])])
+    w = fit(x, y, args.l2)
+    r, p, e = evaluate(cases, [w] * len(cases), args.threshold)
+    print(f"fit on all (in-sample) R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    names = ("cos", "coverage", "fused", "cos_gap", "coverage_gap")
+    print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + ")  # " + ", ".join(names))
+    print(f"BIAS = {w[-1]:.3f}")
+
+
+if __name__ == "__main__":
+    main()

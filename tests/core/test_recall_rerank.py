@@ -1,0 +1,120 @@
+"""Recall with a reranker: the TEI HTTP reranker against a real loopback server, fail-open."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from agentmem import HttpReranker
+
+MEMORIES = [
+    "The staging database password rotates every 30 days",
+    "I prefer dark roast coffee in the morning",
+    "The staging database lives on host db-stage-2 in Frankfurt",
+]
+
+
+class _Server(ThreadingHTTPServer):
+    mode = "ok"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        mode = self.server.mode
+        if mode == "slow":
+            time.sleep(1.5)
+        if mode == "500":
+            self.send_response(500)
+            self.end_headers()
+            return
+        if mode == "malformed":
+            payload = b"{not json"
+        else:
+            # Prefer documents that mention "Frankfurt": the opposite of what fusion would do
+            # for a query about rotation, so a test can see the reranker's order win.
+            scores = [0.95 if "Frankfurt" in t else 0.2 for t in body["texts"]]
+            order = sorted(range(len(scores)), key=lambda i: -scores[i])
+            payload = json.dumps([{"index": i, "score": scores[i]} for i in order]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _memory(make_memory: Any, url: str) -> Any:
+    mem = make_memory(reranker=HttpReranker(url, timeout=0.5))
+    m = mem.bind("acme", user_id="u1")
+    for text in MEMORIES:
+        m.remember(text)
+    mem.flush()
+    return m
+
+
+def test_reranker_orders_results(make_memory: Any, server: _Server) -> None:
+    m = _memory(make_memory, f"http://127.0.0.1:{server.server_port}")
+    result = m.recall("staging database password rotation", min_score=0.0)
+    assert result.rerank_used is True
+    assert "Frankfurt" in result.items[0].content
+    assert result.items[0].score == pytest.approx(0.95)
+    plain = m.recall("staging database password rotation", rerank=False, min_score=0.0)
+    assert plain.rerank_used is False
+    assert "rotates" in plain.items[0].content
+
+
+@pytest.mark.parametrize("mode", ["500", "malformed", "slow"])
+def test_reranker_failure_is_fail_open(
+    make_memory: Any, server: _Server, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = _memory(make_memory, f"http://127.0.0.1:{server.server_port}")
+    server.mode = mode
+    with caplog.at_level(logging.WARNING, logger="agentmem"):
+        result = m.recall("staging database password rotation", min_score=0.0)
+    assert result.rerank_used is False
+    assert "rotates" in result.items[0].content
+    assert any("rerank_failed" in r.getMessage() for r in caplog.records)
+
+
+def test_reranker_down_is_fail_open(make_memory: Any, server: _Server) -> None:
+    port = server.server_port
+    server.shutdown()
+    server.server_close()
+    m = _memory(make_memory, f"http://127.0.0.1:{port}")
+    result = m.recall("staging database password rotation", min_score=0.0)
+    assert result.rerank_used is False
+    assert result.total >= 2
+
+
+def test_reranker_from_env(
+    make_memory: Any, server: _Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTMEM_RERANKER_URL", f"http://127.0.0.1:{server.server_port}")
+    mem = make_memory()
+    assert isinstance(mem.reranker, HttpReranker)
+    m = mem.bind("acme", user_id="u1")
+    m.remember(MEMORIES[2])
+    mem.flush()
+    assert m.recall("where is the staging database").rerank_used is True
