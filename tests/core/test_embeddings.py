@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-
 from agentmem.embeddings import (
     MINILM_INT8_SHA256,
     MINILM_TOKENIZER_SHA256,
@@ -371,7 +370,7 @@ def test_chroma_onnx_function_adapter(
     for name in ("config.json", "special_tokens_map.json", "tokenizer_config.json", "vocab.txt"):
         shutil.copyfile(extra / name, model_dir / name)
     fn = ONNXMiniLM_L6_V2(preferred_providers=["CPUExecutionProvider"])
-    fn.DOWNLOAD_PATH = tmp_path  # type: ignore[misc]
+    fn.DOWNLOAD_PATH = tmp_path
 
     adapter = ChromaEmbeddingFunctionEmbedder(fn)
     assert adapter.model_name == ONNXMiniLM_L6_V2.name()

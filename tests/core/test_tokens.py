@@ -10,11 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agentmem.errors import ValidationError
 from agentmem.tokens import count_tokens, encoding_name, get_encoding, truncate_to_tokens
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CORE_DIR = Path(__file__).resolve().parents[2] / "core"
 
@@ -83,7 +82,9 @@ def test_truncate_rejects_negative_budget() -> None:
     assert info.value.field == "max_tokens"
 
 
-@pytest.mark.parametrize(("budget", "expected"), [(1, ""), (2, ""), (3, "🎉"), (5, "🎉"), (6, "🎉🎉")])
+@pytest.mark.parametrize(
+    ("budget", "expected"), [(1, ""), (2, ""), (3, "🎉"), (5, "🎉"), (6, "🎉🎉")]
+)
 def test_truncate_never_splits_a_multi_token_character(budget: int, expected: str) -> None:
     # Each 🎉 is three byte-level tokens; a cut inside one drops it whole.
     assert truncate_to_tokens("🎉🎉🎉", budget) == expected
