@@ -68,7 +68,7 @@ def query(value: Any, field: str = "query") -> str:
     _clean(value, field)
     if len(value) > MAX_QUERY_CHARS:
         log.warning("query truncated from %d to %d characters", len(value), MAX_QUERY_CHARS)
-        value = value[:MAX_QUERY_CHARS]
+        return value[:MAX_QUERY_CHARS]
     return value
 
 
@@ -155,6 +155,5 @@ def event_time(value: Any, field: str = "event_time") -> datetime | None:
             raise ValidationError(field, f"is not an ISO-8601 timestamp: {value!r}") from exc
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime or ISO string, got {type(value)}")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    when: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return when.astimezone(UTC)

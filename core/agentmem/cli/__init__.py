@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from ..errors import AgentMemError
 
 #: Modules (relative to this package) that register commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("commands",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "commands",
+    "mcp_cmd",
+    "eval_cmd",
+    "bench_cmd",
+    "derived_cmd",
+    "tiers_cmd",
+    "doctor_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable, searchable memory for AI agents.",
     )
     parser.add_argument("--home", help="data dir (default: $AGENTMEM_HOME or a per-user dir)")
-    parser.add_argument("--tenant", default=None, help="tenant id (default: $AGENTMEM_TENANT or 'default')")
+    parser.add_argument(
+        "--tenant", default=None, help="tenant id (default: $AGENTMEM_TENANT or 'default')"
+    )
     parser.add_argument("--user", default=None, help="user id ($AGENTMEM_USER)")
     parser.add_argument("--agent", default=None, help="agent id ($AGENTMEM_AGENT)")
     parser.add_argument("--session", default=None, help="session id ($AGENTMEM_SESSION)")

@@ -1,0 +1,316 @@
+"""Helpers shared by every ``agentmem`` command module.
+
+- :func:`open_memory`: the :class:`~agentmem.AgentMemory` of ``--home`` (else
+  ``$AGENTMEM_HOME`` or the per-user data dir), as a context manager that closes it.
+- :func:`resolve_identity` / :func:`bind`: identity from the global flags, else from
+  ``AGENTMEM_TENANT``/``AGENTMEM_USER``/``AGENTMEM_AGENT``/``AGENTMEM_SESSION``; the tenant
+  defaults to ``"default"``.
+- :class:`Output`: rich output for people, JSON for ``--json``; errors go to stderr.
+- :func:`command`: decorator for a command's ``func`` that turns agentmem errors into a
+  message and an exit status.
+
+Exit statuses used by every command:
+
+====  =====================================================================
+0     success
+1     the operation failed (not found, storage error, a demo check failed)
+2     bad input: a usage error, an invalid argument or an invalid import line
+====  =====================================================================
+
+Example (a new command module)::
+
+    from ._common import Output, bind, command, open_memory
+
+    def register(sub):
+        p = sub.add_parser("hello", help="say hello")
+        p.set_defaults(func=run)
+
+    @command
+    def run(args):
+        out = Output.from_args(args)
+        with open_memory(args) as mem:
+            m = bind(mem, args)
+            out.result({"tenant": m.tenant_id}, text=f"hello {m.tenant_id}")
+        return 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ..embeddings import CachedEmbedder, default_embedder
+from ..errors import AgentMemError, ValidationError
+from ..memory import AgentMemory, BoundMemory
+from ..models import Identity, RecallHit
+
+#: Environment variables read for identity when the matching flag is not given.
+IDENTITY_ENV: dict[str, str] = {
+    "tenant": "AGENTMEM_TENANT",
+    "user": "AGENTMEM_USER",
+    "agent": "AGENTMEM_AGENT",
+    "session": "AGENTMEM_SESSION",
+}
+DEFAULT_TENANT = "default"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class CliError(Exception):
+    """A command-level failure with a message and an exit status (raised inside commands)."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# -- identity and the store -------------------------------------------------------------------
+def _flag_or_env(args: argparse.Namespace, name: str) -> str | None:
+    value = getattr(args, name, None)
+    if value is None:
+        value = os.environ.get(IDENTITY_ENV[name]) or None
+    return value if value is None else str(value)
+
+
+def resolve_identity(args: argparse.Namespace) -> Identity:
+    """Identity from ``--tenant/--user/--agent/--session``, else ``AGENTMEM_*``, tenant 'default'.
+
+    Values are not validated here; :meth:`AgentMemory.bind` does that.
+    """
+    return Identity(
+        tenant_id=_flag_or_env(args, "tenant") or DEFAULT_TENANT,
+        user_id=_flag_or_env(args, "user"),
+        agent_id=_flag_or_env(args, "agent"),
+        session_id=_flag_or_env(args, "session"),
+    )
+
+
+def bind(mem: AgentMemory, args: argparse.Namespace) -> BoundMemory:
+    """``mem`` bound to the identity of the command line (see :func:`resolve_identity`)."""
+    i = resolve_identity(args)
+    return mem.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)
+
+
+#: What each scope needs bound, as (Identity attribute, flag) pairs.
+_SCOPE_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "session": (("session_id", "session"),),
+    "user": (("user_id", "user"),),
+    "agent": (("agent_id", "agent"),),
+    "history": (("user_id", "user"), ("agent_id", "agent")),
+}
+
+
+def require_scope(identity: Identity, scope: str, purpose: str) -> None:
+    """Raise :class:`CliError` naming the flag and variable when ``scope`` lacks its identity.
+
+    ``history`` needs a user or an agent; the others need the component of their name.
+    """
+    needs = _SCOPE_NEEDS.get(scope, ())
+    if needs and all(getattr(identity, attr) is None for attr, _ in needs):
+        options = " or ".join(f"--{flag} (or {IDENTITY_ENV[flag]})" for _, flag in needs)
+        raise CliError(f"{purpose} needs {options}")
+
+
+def home_of(args: argparse.Namespace) -> Path | None:
+    """The ``--home`` dir, or None for ``$AGENTMEM_HOME`` / the per-user default."""
+    home = getattr(args, "home", None)
+    return Path(home).expanduser() if home else None
+
+
+@functools.cache
+def shared_embedder() -> CachedEmbedder:
+    """One default embedder per process, so commands run in-process share the loaded model."""
+    return default_embedder()
+
+
+@contextmanager
+def open_memory(
+    args: argparse.Namespace,
+    *,
+    home: Path | None = None,
+    background: bool = True,
+    **kwargs: Any,
+) -> Iterator[AgentMemory]:
+    """Open the data dir of ``--home`` (or ``home``) and close it afterwards.
+
+    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...).
+    """
+    kwargs.setdefault("embedder", shared_embedder())
+    mem = AgentMemory(home or home_of(args), background=background, **kwargs)
+    try:
+        yield mem
+    finally:
+        mem.close()
+
+
+# -- output ---------------------------------------------------------------------------------
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, datetimes, paths, tuples and mappings as JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def hit_to_dict(hit: RecallHit) -> dict[str, Any]:
+    """A recall hit as a JSON-ready dict."""
+    out: dict[str, Any] = to_jsonable(hit)
+    return out
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    return json.dumps(to_jsonable(value), ensure_ascii=False, indent=indent)
+
+
+def short(text: str, width: int = 100) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class Output:
+    """Where a command writes: rich tables for people, one JSON document with ``--json``.
+
+    Results go to stdout; progress bars, notes and errors to stderr, so ``--json`` output
+    and ``export`` JSONL stay parseable. Consoles are made per call (not at import), so
+    in-process callers that swap ``sys.stdout`` (pytest's capsys) see the output.
+    """
+
+    def __init__(self, *, json_mode: bool = False) -> None:
+        self.json = json_mode
+        self.console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Output:
+        return cls(json_mode=bool(getattr(args, "json", False)))
+
+    def result(self, data: Any, *, text: str | None = None) -> None:
+        """Print ``data`` as JSON (``--json``) or ``text`` (rich markup allowed)."""
+        if self.json:
+            sys.stdout.write(dumps(data) + "\n")
+            sys.stdout.flush()
+        elif text is not None:
+            self.console.print(text)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Rich output for people; nothing in ``--json`` mode."""
+        if not self.json:
+            self.console.print(*objects, **kwargs)
+
+    def note(self, message: str) -> None:
+        """A side remark on stderr (shown in both modes)."""
+        self.err.print(message)
+
+    def error(self, message: str, *, status: int, **context: Any) -> None:
+        """An error: ``agentmem: error: ...`` on stderr; with ``--json`` also JSON on stdout."""
+        sys.stderr.write(f"agentmem: error: {message}\n")
+        sys.stderr.flush()
+        if self.json:
+            payload = {"error": {"message": message, "status": status, **context}}
+            sys.stdout.write(dumps(payload) + "\n")
+            sys.stdout.flush()
+
+    @contextmanager
+    def progress(self, description: str, total: int | None = None) -> Iterator[ProgressCallback]:
+        """A rich progress bar on stderr; yields ``update(done, total)``.
+
+        Hidden in ``--json`` mode and when stderr is not a terminal.
+        """
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+            disable=self.json or not self.err.is_terminal,
+        )
+        task = progress.add_task(description, total=total)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        with progress:
+            yield update
+
+
+def markup(text: str) -> str:
+    """``text`` escaped for rich markup."""
+    return escape(text)
+
+
+# -- error handling ---------------------------------------------------------------------------
+def command(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Run a command, turning failures into a message and an exit status.
+
+    ``ValidationError`` (and :class:`CliError` without a status) exit 2, any other
+    :class:`AgentMemError` exits 1; the message names the field or id involved.
+    """
+
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        out = Output.from_args(args)
+        try:
+            return func(args)
+        except CliError as exc:
+            out.error(str(exc), status=exc.status)
+            return exc.status
+        except ValidationError as exc:
+            out.error(str(exc), status=EXIT_USAGE, type=type(exc).__name__, field=exc.field)
+            return EXIT_USAGE
+        except AgentMemError as exc:
+            out.error(str(exc), status=EXIT_FAILED, type=type(exc).__name__)
+            return EXIT_FAILED
+
+    return wrapper
+
+
+def parse_json_arg(raw: str | None, name: str) -> Any:
+    """A JSON command-line value, or a :class:`CliError` naming the flag."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{name}: not valid JSON: {exc.msg} (at character {exc.pos})") from exc
+
+
+def read_text_arg(value: str, name: str, stdin: IO[str] | None = None) -> str:
+    """A positional text argument; ``-`` reads it from stdin."""
+    if value != "-":
+        return value
+    data = (stdin or sys.stdin).read()
+    if not data.strip():
+        raise CliError(f"{name}: stdin was empty")
+    return data.rstrip("\n")

@@ -1,0 +1,654 @@
+"""Tests for the ``agentmem`` command line (``agentmem.cli``).
+
+Commands run in-process through ``agentmem.cli.main`` (output captured with capsys) on real
+stores under ``tmp_path``; one test runs the installed console script in a subprocess.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmem import AgentMemory
+from agentmem.chunking import chunk_text
+from agentmem.cli import demo, main
+from agentmem.cli.commands import join_chunks
+from agentmem.config import CHAT_COPY_MAX_BYTES
+from agentmem.embeddings import CachedEmbedder
+
+
+@dataclass
+class Run:
+    status: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def jsonl(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.split("\n") if line.strip()]
+
+
+CLI = Callable[..., Run]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], home: Path) -> CLI:
+    """``cli(*argv, home=...)``: run ``agentmem --home HOME *argv`` in-process."""
+
+    def run(*argv: str, home_dir: Path | None = None) -> Run:
+        capsys.readouterr()
+        status = main(["--home", str(home_dir or home), *argv])
+        captured = capsys.readouterr()
+        return Run(status, captured.out, captured.err)
+
+    return run
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").split("\n") if line.strip()]
+
+
+def _write_jsonl(path: Path, lines: list[Any]) -> Path:
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), "utf-8"
+    )
+    return path
+
+
+# -- remember / recall / add-message ----------------------------------------------------------
+def test_remember_then_recall_json(cli: CLI) -> None:
+    who = ["--tenant", "acme", "--user", "maya"]
+    first = cli(
+        *who, "--json", "remember", "I always fly with a window seat", "--type", "preference"
+    )
+    assert first.status == 0, first.err
+    created = first.json()
+    assert created["was_new"] is True
+    assert created["scope"] == "user"  # the default when a user is bound
+    again = cli(
+        *who, "--json", "remember", "I always fly with a window seat", "--type", "preference"
+    )
+    assert again.json() == {**created, "was_new": False}
+
+    found = cli(*who, "--json", "recall", "where does she like to sit on planes?")
+    assert found.status == 0, found.err
+    body = found.json()
+    assert body["items"][0]["id"] == created["id"]
+    assert body["items"][0]["kind"] == "memory"
+    assert body["items"][0]["memory_type"] == "preference"
+    assert 0.3 <= body["items"][0]["score"] <= 1.0
+    assert body["degraded"] is False
+    assert isinstance(body["latency_ms"], float)
+
+    # another tenant sees nothing; another user of the same tenant neither
+    for other in (["--tenant", "other", "--user", "maya"], ["--tenant", "acme", "--user", "tom"]):
+        assert cli(*other, "--json", "recall", "window seat on planes").json()["items"] == []
+
+
+def test_recall_text_output_shows_table(cli: CLI) -> None:
+    assert cli("--user", "u1", "remember", "The staging database runs PostgreSQL 16").status == 0
+    run = cli("--user", "u1", "recall", "which postgres version is on staging?")
+    assert run.status == 0, run.err
+    assert "PostgreSQL 16" in run.out
+    assert "degraded=False" in run.out
+    assert "memory" in run.out and "user" in run.out
+    nothing = cli("--user", "u1", "recall", "best hiking trails in Patagonia")
+    assert nothing.status == 0
+    assert "no memories above the score threshold" in nothing.out
+
+
+def test_identity_comes_from_environment(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMEM_TENANT", "envco")
+    monkeypatch.setenv("AGENTMEM_USER", "ana")
+    monkeypatch.setenv("AGENTMEM_SESSION", "s1")
+    stored = cli("--json", "add-message", "user", "My flight to Lisbon leaves on Friday")
+    assert stored.status == 0, stored.err
+    assert stored.json()["session_id"] == "s1"
+    # a flag overrides the variable: a later session of the same user sees it as history
+    hit = cli("--session", "s2", "--json", "recall", "when is the trip to Portugal?").json()
+    assert hit["items"][0]["id"] == stored.json()["id"]
+    assert hit["items"][0]["scope"] == "history"
+    exported = cli("export").jsonl()
+    assert [(r["tenant_id"], r["user_id"], r["session_id"]) for r in exported] == [
+        ("envco", "ana", "s1")
+    ]
+    monkeypatch.delenv("AGENTMEM_TENANT")
+    assert cli("export").jsonl()[0]["tenant_id"] == "envco"  # export covers every tenant
+    assert cli("export", "--tenant-only").jsonl() == []  # tenant 'default' has nothing
+
+
+def test_tenant_defaults_to_default(cli: CLI) -> None:
+    assert cli("remember", "Deploys happen on Tuesdays").status == 0
+    (row,) = cli("export").jsonl()
+    assert row["tenant_id"] == "default"
+    assert row["scope"] == "tenant"  # no user or agent bound: a tenant memory
+
+
+def test_long_message_is_kept_in_full(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = "log line with details\n" * 2000  # ~44 KB, above the 16 KiB chat copy cap
+    monkeypatch.setattr(sys, "stdin", io.StringIO(body))
+    run = cli("--user", "u", "--session", "s", "--json", "add-message", "tool", "-")
+    assert run.status == 0, run.err
+    ref = run.json()["source_ref"]
+    assert ref
+    full = cli("--user", "u", "--session", "s", "read-tool-output", ref)
+    assert full.status == 0
+    assert full.out == body
+
+
+# -- errors -------------------------------------------------------------------------------
+def test_empty_query_is_a_usage_error(cli: CLI) -> None:
+    run = cli("recall", "   ")
+    assert run.status == 2
+    assert "query: must not be empty" in run.err
+    as_json = cli("--json", "recall", "")
+    assert as_json.status == 2
+    error = as_json.json()["error"]
+    assert error["status"] == 2
+    assert error["field"] == "query"
+
+
+def test_unknown_kind_is_rejected_by_the_parser(
+    cli: CLI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli("recall", "anything", "--kind", "bogus")
+    assert exc.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli("export", "--kind", "notes")
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (["remember", "x", "--scope", "user"], 2, "needs --user (or AGENTMEM_USER)"),
+        (["remember", "x", "--scope", "session"], 2, "needs --session"),
+        (["remember", "x", "--metadata", "{nope"], 2, "--metadata: not valid JSON"),
+        (["remember", "x", "--importance", "3"], 2, "importance: must be between 0 and 1"),
+        (["add-message", "user", "hello"], 2, "add-message needs --session"),
+        (["--session", "s", "add-message", "user", " "], 2, "content: must not be empty"),
+        (["recall", "x", "--top-k", "50"], 2, "top_k: must be between 1 and 20"),
+        (["recall", "x", "--scope", "user"], 2, "scope 'user' needs user_id"),
+        (["recall", "x", "--filter", "user_id=u1"], 2, "cannot filter on identity keys"),
+        (["forget", "0123456789abcdef"], 1, "not found"),
+        (["read-tool-output", "tout_missing"], 1, "no tool output with key"),
+        (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: no such file"),
+    ],
+)
+def test_error_statuses_and_messages(cli: CLI, argv: list[str], status: int, message: str) -> None:
+    run = cli(*argv)
+    assert run.status == status, (run.out, run.err)
+    assert message in run.err
+    assert run.err.startswith("agentmem: error: ")
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    for name in ("remember", "recall", "add-message", "import", "export", "stats", "demo"):
+        assert name in out
+
+
+# -- import ---------------------------------------------------------------------------------
+def test_import_all_types_with_line_identity(cli: CLI, tmp_path: Path) -> None:
+    payload = json.dumps({"invoice": "INV-2231", "lines": [{"n": i} for i in range(600)]})
+    src = _write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {
+                "type": "message",
+                "role": "user",
+                "content": "My invoice INV-2231 is wrong",
+                "event_time": "2024-05-01T10:00:00Z",
+            },
+            {"type": "message", "role": "assistant", "content": "Let me fetch the invoice."},
+            {
+                "type": "tool_output",
+                "tool_call_id": "c1",
+                "tool_name": "get_invoice",
+                "content": payload,
+            },
+            "",
+            {
+                "type": "memory",
+                "content": "Customer is on the annual plan",
+                "memory_type": "fact",
+                "importance": 0.8,
+                "metadata": {"source": "crm"},
+            },
+            {"type": "memory", "content": "Support team answers in German", "scope": "tenant"},
+            {
+                "type": "document",
+                "content": "Invoices are corrected within 3 business days.",
+                "source_ref": "kb/invoices.md",
+            },
+            {"type": "memory", "content": "Other user's secret", "user_id": "someone-else"},
+        ],
+    )
+    run = cli("--tenant", "t1", "--user", "u1", "--session", "s1", "--json", "import", str(src))
+    assert run.status == 0, run.err
+    counts = run.json()
+    assert counts["lines"] == 7
+    assert (counts["messages"], counts["tool_outputs"], counts["documents"]) == (2, 1, 1)
+    assert (counts["memories"], counts["memories_new"]) == (3, 3)
+
+    rows = cli("export").jsonl()
+    assert Counter(r["kind"] for r in rows) == {
+        "chat_message": 2,
+        "tool_output": 1,
+        "memory": 3,
+        "document_chunk": 1,
+    }
+    first = rows[0]
+    assert first["event_time"].startswith("2024-05-01T10:00:00")
+    assert first["session_id"] == "s1" and first["tenant_id"] == "t1"
+    other = next(r for r in rows if r["content"] == "Other user's secret")
+    assert other["user_id"] == "someone-else"  # the line's identity won over --user
+    annual = next(r for r in rows if r["content"] == "Customer is on the annual plan")
+    assert (annual["importance"], annual["metadata"]) == (0.8, {"source": "crm"})
+    tool = next(r for r in rows if r["kind"] == "tool_output")
+    assert tool["full_content"] == payload  # the stored content is an elided preview
+    full = cli(
+        "--tenant", "t1", "--user", "u1", "--session", "s2", "read-tool-output", tool["source_ref"]
+    )
+    assert full.out.rstrip("\n") == payload
+
+    hit = cli(
+        "--tenant",
+        "t1",
+        "--user",
+        "u1",
+        "--session",
+        "s2",
+        "--json",
+        "recall",
+        "how long does fixing a bill take?",
+    ).json()
+    assert hit["items"][0]["kind"] == "document_chunk"
+
+
+def test_import_validates_every_line_before_writing(cli: CLI, tmp_path: Path) -> None:
+    src = _write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"type": "memory", "content": "fine"},
+            {"type": "message", "role": "user", "content": "fine too", "session_id": "s"},
+            '{"type": "memory", "content": ',
+            {"type": "memory", "content": "x", "memory_type": "opinion"},
+            {"type": "message", "role": "robot", "content": "hi", "session_id": "s"},
+            {"type": "message", "role": "user", "content": "no session"},
+            {"type": "memory", "content": "x", "colour": "red"},
+            ["not", "an", "object"],
+            {"content": "no type"},
+            {"type": "memory", "content": "   "},
+        ],
+    )
+    run = cli("--user", "u1", "import", str(src))
+    assert run.status == 2
+    err = run.err
+    assert "8 bad line(s); nothing was imported" in err
+    assert "line 3: not valid JSON" in err
+    assert "line 4: memory_type: must be one of" in err
+    assert "line 5: role: must be one of" in err
+    assert "line 6: a message needs a session" in err
+    assert "line 7: unknown keys ['colour']" in err
+    assert "line 8: must be a JSON object, got list" in err
+    assert "line 9: needs a 'type'" in err
+    assert "line 10: content: must not be empty" in err
+    assert "line 1:" not in err and "line 2:" not in err
+    stats = cli("--json", "stats").json()
+    assert stats["live"] == 0  # the two good lines were not written either
+
+
+def test_import_from_stdin_in_batches(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [
+        json.dumps(
+            {
+                "type": "message",
+                "role": "user" if n % 2 else "assistant",
+                "content": f"message number {n} about topic {n % 7}",
+            }
+        )
+        for n in range(25)
+    ]
+    lines += [json.dumps({"type": "memory", "content": f"fact {n}"}) for n in range(7)]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines)))
+    run = cli("--user", "u", "--session", "s", "--json", "import", "-", "--batch-size", "4")
+    assert run.status == 0, run.err
+    assert run.json()["messages"] == 25 and run.json()["memories"] == 7
+    rows = cli("export", "--kind", "chat_message").jsonl()
+    assert [r["content"] for r in rows] == [
+        f"message number {n} about topic {n % 7}" for n in range(25)
+    ]  # order kept across batches
+    stats = cli("--json", "stats").json()
+    assert stats["keyword_pending"] == 0 and stats["vector_pending"] == 0  # flushed
+
+
+def test_import_never_revives_a_superseded_memory(cli: CLI, tmp_path: Path) -> None:
+    src = _write_jsonl(
+        tmp_path / "sup.jsonl",
+        [
+            # retired by the judge in the source store: no topic key can replay that
+            {"type": "memory", "content": "Lives in Paris", "superseded_by": "m9"},
+            # retired through a topic key that a later line supersedes again
+            {"type": "memory", "content": "Uses vim", "topic_key": "editor", "superseded_by": "m7"},
+            {
+                "type": "memory",
+                "content": "Old plan: move in May",
+                "topic_key": "plan",
+                "superseded_by": "m8",
+            },
+            {"type": "memory", "content": "Uses emacs", "topic_key": "Editor"},
+            {"type": "memory", "content": "Lives in Lyon"},
+        ],
+    )
+    run = cli("--user", "u1", "--json", "import", str(src))
+    assert run.status == 0, run.err
+    assert (run.json()["memories"], run.json()["superseded_skipped"]) == (3, 2)
+    rows = {r["content"]: r for r in cli("export").jsonl()}
+    assert set(rows) == {"Uses vim", "Uses emacs", "Lives in Lyon"}
+    assert rows["Uses vim"]["superseded_by"] == rows["Uses emacs"]["id"]
+    assert rows["Uses emacs"]["superseded_by"] is None
+
+
+def test_bad_batch_size(cli: CLI, tmp_path: Path) -> None:
+    src = _write_jsonl(tmp_path / "x.jsonl", [{"type": "memory", "content": "a"}])
+    run = cli("import", str(src), "--batch-size", "0")
+    assert run.status == 2
+    assert "--batch-size" in run.err
+
+
+# -- export / round trip --------------------------------------------------------------------
+POLICY = " ".join(
+    f"Rule {n}: refunds for category {n} are paid within {n + 2} business days of the "
+    f"return arriving, and exchanges of category {n} items ship the same day."
+    for n in range(1, 16)
+)
+
+
+def _populate(mem: AgentMemory) -> None:
+    a = mem.bind("acme", user_id="maya", agent_id="bot", session_id="s1")
+    a.add_messages(
+        [
+            {
+                "role": "user",
+                "content": "Order A-1 arrived broken",
+                "event_time": "2024-03-01T09:00:00Z",
+            },
+            {
+                "role": "assistant",
+                "content": "Sorry!\u2028A line separator inside",
+                "metadata": {"lang": "en"},
+            },
+            {"role": "tool", "content": "x" * (CHAT_COPY_MAX_BYTES + 500)},
+        ]
+    )
+    a.add_tool_output("call-9", json.dumps({"rows": list(range(3000))}), tool_name="sql")
+    a.remember("Prefers email", memory_type="preference", topic_key="contact")
+    a.remember("Prefers phone after all", memory_type="preference", topic_key="contact")
+    a.remember("Working on the returns flow today", scope="session", importance=0.4)
+    a.remember("Bot persona: concise", scope="agent", memory_type="instruction")
+    a.add_document(POLICY, source_ref="kb/policy.md", metadata={"version": 3})
+    b = mem.bind("globex", agent_id="ops", session_id="night")
+    b.add_message("user", "Disk on db-2 is at 91%")
+    b.remember("On-call rotation changes on Mondays", scope="tenant")
+    gone = b.remember("temporary note", scope="tenant")
+    b.forget(gone.id)
+    mem.flush()
+
+
+def _projection(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    keys = (
+        "type",
+        "kind",
+        "tenant_id",
+        "user_id",
+        "agent_id",
+        "session_id",
+        "memory_type",
+        "scope",
+        "role",
+        "content",
+        "full_content",
+        "importance",
+        "topic_key",
+    )
+    out = []
+    for r in rows:
+        # event_time survives for messages; other writes are stamped with the import time
+        event = r["event_time"] if r["type"] == "message" else None
+        out.append(
+            (
+                *(r.get(k) for k in keys),
+                json.dumps(r["metadata"], sort_keys=True),
+                r["superseded_by"] is not None,
+                event,
+            )
+        )
+    return sorted(out, key=repr)
+
+
+def test_export_import_round_trip(
+    cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedder
+) -> None:
+    src_home = tmp_path / "src"
+    with AgentMemory(src_home, embedder=shared_embedder) as mem:
+        _populate(mem)
+        chunks = chunk_text(POLICY)
+        assert len(chunks) >= 3  # the document really is split (and overlapped)
+
+    exported = tmp_path / "export.jsonl"
+    run = cli("--json", "export", "-o", str(exported), home_dir=src_home)
+    assert run.status == 0, run.err
+    rows = _jsonl(exported)
+    assert run.json() == {"exported": len(rows), "path": str(exported)}
+    assert not any(r["content"] == "temporary note" for r in rows)  # deleted: not exported
+    assert cli("export", home_dir=src_home).jsonl() == rows  # stdout gives the same lines
+    assert {r["tenant_id"] for r in rows} == {"acme", "globex"}
+    assert sum(r["superseded_by"] is not None for r in rows) == 1
+
+    dst_home = tmp_path / "dst"
+    imported = cli("--json", "import", str(exported), home_dir=dst_home)
+    assert imported.status == 0, imported.err
+    second = tmp_path / "second.jsonl"
+    assert cli("export", "-o", str(second), home_dir=dst_home).status == 0
+    rows2 = _jsonl(second)
+    assert _projection(rows2) == _projection(rows)
+    # ids are new; the document is chunked exactly as before
+    assert not {r["id"] for r in rows} & {r["id"] for r in rows2}
+    assert [r["content"] for r in rows2 if r["kind"] == "document_chunk"] == chunks
+
+    # the imported store answers like the original
+    hit = cli(
+        "--tenant",
+        "acme",
+        "--user",
+        "maya",
+        "--agent",
+        "bot",
+        "--session",
+        "s2",
+        "--json",
+        "recall",
+        "does she want phone calls or emails?",
+        home_dir=dst_home,
+    ).json()
+    assert hit["items"][0]["content"] == "Prefers phone after all"  # supersession survived
+
+    # importing the export again duplicates messages (they have no natural key) but not
+    # current memories, tool outputs or documents
+    twice = cli("--json", "import", str(exported), home_dir=dst_home)
+    assert twice.status == 0, twice.err
+    rows3 = cli("export", home_dir=dst_home).jsonl()
+
+    def current(rs: list[dict[str, Any]], kind: str) -> list[str]:
+        return sorted(r["content"] for r in rs if r["kind"] == kind and not r["superseded_by"])
+
+    for kind in ("memory", "document_chunk"):
+        assert current(rows3, kind) == current(rows2, kind)
+    assert [r["type"] for r in rows3].count("tool_output") == 1
+    assert [r["type"] for r in rows3].count("message") == 2 * [r["type"] for r in rows2].count(
+        "message"
+    )
+
+
+def test_join_chunks_undoes_the_overlap() -> None:
+    chunks = chunk_text(POLICY)
+    shuffled = [(i, 100 - i, c) for i, c in enumerate(chunks)][::-1]
+    assert join_chunks(shuffled) == POLICY
+    assert join_chunks([(0, 1, "Only one chunk.")]) == "Only one chunk."
+
+
+def test_export_filters(cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedder) -> None:
+    with AgentMemory(tmp_path / "src", embedder=shared_embedder) as mem:
+        _populate(mem)
+    src = tmp_path / "src"
+    only = cli("--tenant", "globex", "export", "--tenant-only", home_dir=src).jsonl()
+    assert only and {r["tenant_id"] for r in only} == {"globex"}
+    kinds = cli("export", "--kind", "memory", "--kind", "document_chunk", home_dir=src).jsonl()
+    assert {r["kind"] for r in kinds} == {"memory", "document_chunk"}
+    assert cli("--tenant", "nobody", "export", "--tenant-only", home_dir=src).out == ""
+
+
+# -- stats / forget / reindex -------------------------------------------------------------------
+def test_stats_forget_and_reindex(cli: CLI) -> None:
+    who = ["--tenant", "acme", "--user", "u1"]
+    ids = [
+        cli(*who, "--json", "remember", text).json()["id"]
+        for text in ("The VPN gateway is vpn.acme.test", "Lunch is at noon", "Builds use Bazel")
+    ]
+    stats = cli("--json", "stats").json()
+    assert stats["live"] == 3 and stats["by_kind"]["memory"] == 3
+    assert stats["tenants"] == 1 and stats["deleted"] == 0
+    assert stats["vector_pending"] == 0
+    assert set(stats["disk_bytes"]) == {"records", "keywords", "vectors"}
+    table = cli("stats")
+    assert "live records" in table.out and "3" in table.out
+
+    # forgetting needs an identity that can see the record
+    assert cli("--tenant", "acme", "--user", "u2", "forget", ids[0]).status == 1
+    gone = cli(*who, "--json", "forget", ids[0])
+    assert gone.status == 0
+    assert gone.json() == {"forgotten": [ids[0]], "not_found": []}
+    assert cli(*who, "forget", ids[0]).status == 1  # already gone
+    stats = cli("--json", "stats").json()
+    assert (stats["live"], stats["deleted"]) == (2, 1)
+    hits = cli(*who, "--json", "recall", "what is the address of the vpn gateway?").json()
+    assert ids[0] not in [h["id"] for h in hits["items"]]
+
+    re = cli("--json", "reindex")
+    assert re.status == 0, re.err
+    assert re.json()["reindexed"] == 2
+    hits = cli(*who, "--json", "recall", "which build tool do we use?").json()
+    assert hits["items"][0]["id"] == ids[2]
+    assert "reindexed 2 live record(s)" in cli("reindex").out
+
+
+# -- demo -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_demo_passes_its_checks(cli: CLI, home: Path) -> None:
+    run = cli("--json", "demo")
+    assert run.status == 0, run.err
+    report = run.json()
+    assert report["ok"] is True
+    assert report["home"] == str(home)  # --home is used (and kept)
+    assert home.joinpath("records.sqlite3").exists()
+    assert all(c["ok"] for c in report["checks"])
+    assert len(report["checks"]) == len(demo.QUESTIONS) + 3
+    answered = report["questions"][:-1]
+    for q, spec in zip(answered, demo.QUESTIONS, strict=True):
+        top = q["hits"][0]
+        assert (top["kind"], spec.contains in top["content"]) == (spec.kind, True)
+        assert q["degraded"] is False
+    assert report["questions"][-1]["hits"] == []
+    assert report["summary"].startswith("demo passed")
+
+    again = cli("demo")  # --home now holds data: refuse rather than mix runs
+    assert again.status == 2
+    assert "fresh data dir" in again.err
+
+
+@pytest.mark.slow
+def test_demo_text_output_on_a_temporary_dir(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    for text in (
+        "1. Writing the conversation",
+        "3. Tool output expanded",
+        "degraded=False",
+        "document_chunk",
+        "tool_output",
+        "history",
+        "demo passed",
+    ):
+        assert text in out
+    line = next(x for x in out.splitlines() if "data dir:" in x)
+    path = line.split("data dir:")[1].split("(")[0].strip(" │")
+    assert "agentmem-demo-" in path
+    assert not Path(path).exists()  # removed at exit without --keep
+
+
+@pytest.mark.slow
+def test_demo_fails_when_an_expectation_is_wrong(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = demo.Question(
+        "How does this customer want us to get in touch with her?",
+        "document_chunk",
+        "phone",
+        "a deliberately wrong expectation",
+    )
+    monkeypatch.setattr(demo, "QUESTIONS", (wrong, *demo.QUESTIONS[1:]))
+    monkeypatch.setattr(
+        demo, "UNRELATED", "What did she end up doing about the jacket that didn't fit?"
+    )
+    run = cli("--json", "demo")
+    assert run.status == 1
+    report = run.json()
+    assert report["ok"] is False
+    failed = [c["name"] for c in report["checks"] if not c["ok"]]
+    assert any("deliberately wrong" in name for name in failed)
+    assert "an unrelated question returns nothing" in failed
+    assert report["summary"].startswith("demo FAILED")
+
+
+# -- the installed console script ---------------------------------------------------------------
+def test_console_script_subprocess(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("agentmem")
+    exe = str(script) if script.exists() else shutil.which("agentmem")
+    assert exe, "the agentmem console script is not installed"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    env["AGENTMEM_HOME"] = str(tmp_path / "home")
+    env["AGENTMEM_USER"] = "dev"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [exe, *argv], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+
+    stored = run("--json", "remember", "The CI runners use Ubuntu 24.04", "--type", "fact")
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    found = run("--json", "recall", "which Ubuntu release do the CI runners have?")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["items"][0]["id"] == memory_id
+    bad = run("recall", "")
+    assert bad.returncode == 2
+    assert "query: must not be empty" in bad.stderr
