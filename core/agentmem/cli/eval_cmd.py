@@ -1,0 +1,161 @@
+"""``agentmem eval``: measure recall quality on a benchmark.
+
+``agentmem eval --dataset FILE [--json] [--out DIR] [--mlflow [DIR]] [--workdir DIR]`` runs a
+seed-004 golden dataset (see :mod:`agentmem.evaluation.golden`) in a fresh temporary store
+and prints Recall@5, Precision@5, latency p50/p95, token budget compliance, cross-user and
+cross-tenant safety and a table of the cases that missed. Exit status: 0 when every
+blocking threshold holds, 1 when one fails (the breakdown says which), 2 for a dataset
+that is not valid (every problem is listed with its JSON path).
+
+Other benchmark sources plug into the same command as further members of the mutually
+exclusive source group. ``--locomo FILE`` is registered only when the module
+``agentmem.evaluation.locomo`` exists and provides ``run_cli(args) -> int`` (called
+with the parsed arguments, including ``json``, ``out`` and ``mlflow``) and may provide
+``add_arguments(parser)`` for options of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..evaluation.golden import (
+    GoldenReport,
+    MlflowError,
+    MlflowUnavailable,
+    load_dataset,
+    log_to_mlflow,
+    run_golden,
+    write_report,
+)
+from ._common import EXIT_FAILED, EXIT_OK, Output, command, shared_embedder
+
+LOCOMO_MODULE = "agentmem.evaluation.locomo"
+
+
+def _locomo() -> ModuleType | None:
+    """The LoCoMo evaluation module when it exists and provides ``run_cli``, else None."""
+    try:
+        if importlib.util.find_spec(LOCOMO_MODULE) is None:
+            return None
+    except ImportError:
+        return None
+    module = importlib.import_module(LOCOMO_MODULE)
+    return module if callable(getattr(module, "run_cli", None)) else None
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="evaluate recall quality on a golden dataset",
+        description=(
+            "Run a benchmark in a fresh temporary store and report retrieval quality. "
+            "With --dataset: a seed-004 golden dataset; exits 1 when Recall@5 < 0.8, "
+            "Precision@5 < 0.7, any cross-user or cross-tenant item comes back, or any "
+            "recall exceeds its token budget."
+        ),
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--dataset",
+        metavar="FILE",
+        type=Path,
+        help="golden dataset JSON (e.g. eval/memory_golden_dataset.json)",
+    )
+    locomo = _locomo()
+    if locomo is not None:
+        source.add_argument(
+            "--locomo", metavar="FILE", type=Path, help="LoCoMo benchmark JSON (list of samples)"
+        )
+        add_arguments = getattr(locomo, "add_arguments", None)
+        if add_arguments is not None:
+            add_arguments(p)
+    # default=SUPPRESS keeps a global `agentmem --json eval ...` working as well.
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
+    )
+    p.add_argument("--out", metavar="DIR", type=Path, help="write report.json and report.md here")
+    p.add_argument(
+        "--mlflow",
+        metavar="DIR",
+        nargs="?",
+        const="",
+        default=None,
+        help=(
+            "also log the metrics to a file-based MLflow tracking dir (default DIR: "
+            "<out>/mlruns with --out, else ./mlruns); skipped when mlflow is not installed"
+        ),
+    )
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        type=Path,
+        help="keep the evaluation store in this new or empty dir (to inspect misses)",
+    )
+    p.add_argument(
+        "--max-misses",
+        metavar="N",
+        type=int,
+        default=None,
+        help="show at most N rows of the misses table (default: all)",
+    )
+    p.set_defaults(func=run)
+
+
+@command
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "locomo", None) is not None:
+        module = importlib.import_module(LOCOMO_MODULE)
+        return int(module.run_cli(args))
+    return run_dataset(args)
+
+
+def run_dataset(args: argparse.Namespace) -> int:
+    """``agentmem eval --dataset FILE``: run, print, write and log a golden evaluation."""
+    out = Output.from_args(args)
+    dataset = load_dataset(args.dataset)
+    total = len(dataset.cases)
+    with out.progress(f"evaluating {total} cases", total=2 * total) as update:
+
+        def progress(phase: str, done: int, n: int) -> None:
+            update(done if phase == "write" else n + done, 2 * n)
+
+        report = run_golden(
+            dataset, embedder=shared_embedder(), workdir=args.workdir, progress=progress
+        )
+    if out.json:
+        out.result(report.to_dict())
+    else:
+        report.render(out.console, max_misses=args.max_misses)
+    if args.out is not None:
+        json_path, md_path = write_report(report, args.out)
+        out.note(f"wrote {json_path} and {md_path}")
+    if args.mlflow is not None:
+        _log_mlflow(report, args, out)
+    if not report.passed:
+        if out.json:
+            out.note("agentmem eval: FAILED: " + "; ".join(report.reasons))
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _log_mlflow(report: GoldenReport, args: argparse.Namespace, out: Output) -> None:
+    if args.mlflow:
+        tracking = Path(args.mlflow)
+    elif args.out is not None:
+        tracking = Path(args.out) / "mlruns"
+    else:
+        tracking = Path("mlruns")
+    try:
+        run_id = log_to_mlflow(report, tracking)
+    except MlflowUnavailable as exc:
+        out.note(f"--mlflow: {exc}")
+        return
+    except MlflowError as exc:  # optional logging never changes the verdict
+        out.note(f"--mlflow: {exc}")
+        return
+    out.note(f"logged to MLflow at {tracking} (run {run_id})")
