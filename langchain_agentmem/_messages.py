@@ -1,0 +1,197 @@
+"""Translation between LangChain messages and agentmem session rows.
+
+Writing: ``HumanMessage``/``AIMessage``/``SystemMessage`` (and ``ChatMessage`` with one of
+those roles) become chat messages; ``ToolMessage`` becomes a tool output keyed by its
+``tool_call_id``. What the core's row cannot hold natively rides in the stored metadata
+under ``lc_*`` keys: the message id and name, an AI message's ``tool_calls``, a tool
+message's status, and the original content when it was empty or a list of content blocks
+(the core stores non-empty text only).
+
+Reading reverses it, so ``history.messages`` reproduces what was added.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from agentmem import BoundMemory, MemoryItem, NotFoundError, ValidationError
+
+_ROLE_ALIASES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+_EMPTY_TEXT = "(empty message)"
+
+
+@dataclass
+class ChatRow:
+    """A message to store with ``BoundMemory.add_messages``."""
+
+    role: str
+    content: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, "metadata": self.metadata}
+
+
+@dataclass
+class ToolRow:
+    """A tool result to store with ``BoundMemory.add_tool_output``."""
+
+    tool_call_id: str
+    content: str
+    tool_name: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _text(message: BaseMessage) -> str:
+    return str(message.text)
+
+
+def _render_tool_calls(calls: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for call in calls:
+        args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True)
+        parts.append(f"{call.get('name', '?')}({args})")
+    return "[tool calls: " + "; ".join(parts) + "]"
+
+
+def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
+    """The row that stores ``message`` (``position`` names it in validation errors)."""
+    meta: dict[str, Any] = {}
+    if message.id is not None:
+        meta["lc_id"] = message.id
+    if message.name is not None:
+        meta["lc_name"] = message.name
+    text = _text(message)
+    if not isinstance(message.content, str):
+        meta["lc_content"] = message.content  # content blocks, restored verbatim
+    elif not text.strip():
+        meta["lc_content"] = message.content
+    if isinstance(message, ToolMessage):
+        if message.status != "success":
+            meta["lc_status"] = message.status
+        return ToolRow(
+            tool_call_id=message.tool_call_id,
+            content=text if text.strip() else _EMPTY_TEXT,
+            tool_name=message.name,
+            metadata=meta,
+        )
+    if isinstance(message, HumanMessage):
+        role = "user"
+    elif isinstance(message, AIMessage):
+        role = "assistant"
+        if message.tool_calls:
+            meta["lc_tool_calls"] = [
+                {"name": c["name"], "args": c["args"], "id": c.get("id")}
+                for c in message.tool_calls
+            ]
+            if not text.strip():
+                text = _render_tool_calls(message.tool_calls)
+    elif isinstance(message, SystemMessage):
+        role = "system"
+    elif isinstance(message, ChatMessage) and message.role.lower() in _ROLE_ALIASES:
+        role = _ROLE_ALIASES[message.role.lower()]
+        meta["lc_role"] = message.role
+    else:
+        raise ValidationError(
+            f"messages[{position}]",
+            f"cannot store a {type(message).__name__} "
+            f"(supported: HumanMessage, AIMessage, SystemMessage, ToolMessage)",
+        )
+    return ChatRow(role=role, content=text if text.strip() else _EMPTY_TEXT, metadata=meta)
+
+
+def _full_content(memory: BoundMemory, item: MemoryItem) -> str:
+    """The whole stored text of ``item`` (its recallable copy may be capped or elided)."""
+    ref = item.source_ref
+    if ref is None:
+        return item.content
+    cut = item.kind == "chat_message" or f"read_tool_output(key={ref!r})" in item.content
+    if not cut:
+        return item.content
+    try:
+        return memory.read_tool_output(ref)
+    except NotFoundError:
+        return item.content
+
+
+def item_to_message(memory: BoundMemory, item: MemoryItem) -> BaseMessage:
+    """The LangChain message for a stored session row."""
+    meta = item.metadata
+    content: Any = meta["lc_content"] if "lc_content" in meta else _full_content(memory, item)
+    msg_id = meta.get("lc_id") or item.id
+    name = meta.get("lc_name")
+    if item.kind == "tool_output" or item.role == "tool":
+        return ToolMessage(
+            content=content,
+            tool_call_id=str(meta.get("tool_call_id") or item.source_ref or item.id),
+            name=name if name is not None else meta.get("tool_name"),
+            id=msg_id,
+            status=meta.get("lc_status", "success"),
+        )
+    if item.role == "assistant":
+        return AIMessage(
+            content=content,
+            id=msg_id,
+            name=name,
+            tool_calls=[
+                {"name": c["name"], "args": c.get("args", {}), "id": c.get("id")}
+                for c in meta.get("lc_tool_calls", [])
+            ],
+        )
+    if "lc_role" in meta:
+        return ChatMessage(content=content, role=meta["lc_role"], id=msg_id, name=name)
+    if item.role == "system":
+        return SystemMessage(content=content, id=msg_id, name=name)
+    return HumanMessage(content=content, id=msg_id, name=name)
+
+
+def store_messages(memory: BoundMemory, messages: Sequence[BaseMessage]) -> None:
+    """Store ``messages`` in order: every run of chat messages in one ``add_messages`` call,
+    every ``ToolMessage`` with ``add_tool_output`` (the core's bulk call has no tool form).
+
+    All messages are translated, so validated, before anything is written.
+    """
+    rows = [message_to_row(m, n) for n, m in enumerate(messages)]
+    run: list[dict[str, Any]] = []
+    for row in rows:
+        if isinstance(row, ChatRow):
+            run.append(row.as_dict())
+            continue
+        if run:
+            memory.add_messages(run)
+            run = []
+        memory.add_tool_output(
+            row.tool_call_id, row.content, tool_name=row.tool_name, metadata=row.metadata
+        )
+    if run:
+        memory.add_messages(run)
+
+
+def load_messages(memory: BoundMemory, window: int | None) -> list[BaseMessage]:
+    """The session's messages, oldest first; with ``window``, the last ``window`` of them
+    less any leading tool results whose calling AI message fell outside the window."""
+    items = memory.messages(limit=window)
+    messages = [item_to_message(memory, item) for item in items]
+    if window is not None:
+        while messages and isinstance(messages[0], ToolMessage):
+            messages.pop(0)
+    return messages

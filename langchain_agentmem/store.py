@@ -1,0 +1,460 @@
+"""``AgentMemStore``: a LangGraph ``BaseStore`` backed by agentmem, with hybrid search.
+
+How LangGraph's namespaces map onto agentmem
+============================================
+
+* **Tenant** is fixed when the store is built (``tenant_id=``); no namespace can reach
+  another tenant.
+* **User / agent**: with ``user_position=i`` the namespace label at index ``i`` is a user id
+  (LangMem's ``("memories", "{user_id}")`` is ``user_position=1``), and each item in such a
+  namespace is a *user-scope* memory of that user: that user's ``recall`` (tool, retriever)
+  finds it, no other user's does. ``agent_position`` works the same way for agent ids
+  (agent scope). Items in namespaces too short to hold the position, or in a store built
+  with neither, are *tenant-scope* memories (visible to the tenant's ``scope="tenant"``
+  recall). Namespace labels are never used for anything else; the rest of the path is an
+  organising path inside that owner's space.
+* **Items** are explicit memories (kind ``memory``, type ``memory_type``, default ``note``)
+  whose content is a text rendering of the value's indexed fields (``index={"fields":
+  [...]}``, JSON paths as in ``InMemoryStore``; default the whole value). The memory's
+  metadata holds the store id, namespace and key, so recall can be narrowed to a
+  namespace prefix. The memory's ``topic_key`` is derived from (store, namespace, key), so
+  a put supersedes the previous version of that key in the core.
+* **Values** (any JSON object, up to 64 KiB encoded) and timestamps are kept in the agent
+  state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
+  hash of (namespace, key). That entry is the system of record for ``get``, listing and
+  filtering: the core has no lookup by topic key and no listing by metadata.
+
+Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
+[0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
+not rank (not indexed, ``index=False``, or beyond the core's top 20) follow without a
+score, as ``InMemoryStore`` does for items without embeddings. ``filter`` matches value
+fields (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, nested objects).
+
+The core indexes in the background: an item is returned by ``get``/``search`` without a
+query at once, and by a query search once indexed (``wait_for_index=True`` makes each put
+wait for that; ``AgentMemory.flush()`` waits for everything pending).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+    validate_op_namespace,
+)
+
+from agentmem import AgentMemory, BoundMemory, RecallHit, ValidationError
+from agentmem.models import MEMORY_TYPES
+
+_ENTRY_PREFIX = "item:"
+_SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
+_NO_BUDGET = 1_000_000_000
+_RECALL_MAX = 20
+_STATE_MAX_BYTES = 64 * 1024  # the core's limit on an agent-state value
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """The agentmem identity an item of a namespace belongs to."""
+
+    user_id: str | None
+    agent_id: str | None
+
+    @property
+    def scope(self) -> str:
+        if self.user_id is not None:
+            return "user"
+        return "agent" if self.agent_id is not None else "tenant"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    memory_id: str | None
+
+    def item(self) -> Item:
+        return Item(
+            value=self.value,
+            key=self.key,
+            namespace=self.namespace,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+        )
+
+    def search_item(self, score: float | None) -> SearchItem:
+        return SearchItem(
+            namespace=self.namespace,
+            key=self.key,
+            value=self.value,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            score=score,
+        )
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "memory_id": self.memory_id,
+        }
+
+    @classmethod
+    def decode(cls, raw: Mapping[str, Any]) -> _Entry:
+        return cls(
+            namespace=tuple(raw["namespace"]),
+            key=raw["key"],
+            value=raw["value"],
+            created_at=datetime.fromisoformat(raw["created_at"]),
+            updated_at=datetime.fromisoformat(raw["updated_at"]),
+            memory_id=raw.get("memory_id"),
+        )
+
+
+def _check_encodable(entry: _Entry) -> None:
+    """Raise ValidationError unless agent state can hold ``entry`` (JSON, at most 64 KiB)."""
+    try:
+        encoded = json.dumps({"value": entry.encode()}, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("value", f"is not JSON-serialisable: {exc}") from exc
+    size = len(encoded.encode("utf-8"))
+    if size > _STATE_MAX_BYTES:
+        raise ValidationError(
+            "value", f"is {size} bytes as stored JSON; the limit is {_STATE_MAX_BYTES}"
+        )
+
+
+def _render(value: Any) -> str:
+    """A readable rendering of a whole value (``$``): one ``field: text`` line per field."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        lines = []
+        for k, v in value.items():
+            text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            lines.append(f"{k}: {text}")
+        return "\n".join(lines)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _cap_utf8(text: str, max_bytes: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    """LangGraph's filter semantics: exact match, ``$``-operators, nested objects."""
+    if isinstance(filter_value, Mapping):
+        if any(str(k).startswith("$") for k in filter_value):
+            return all(_operator(item_value, op, arg) for op, arg in filter_value.items())
+        if not isinstance(item_value, Mapping):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, list | tuple):
+        return (
+            isinstance(item_value, list | tuple)
+            and len(item_value) == len(filter_value)
+            and all(_compare(a, b) for a, b in zip(item_value, filter_value, strict=True))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return bool(value == arg)
+    if op == "$ne":
+        return bool(value != arg)
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(value), float(arg)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise ValidationError("filter", f"unsupported operator {op!r}")
+
+
+def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    if not path:
+        return True
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
+
+
+class AgentMemStore(BaseStore):
+    """A LangGraph store whose items are agentmem memories (hybrid keyword + vector search).
+
+    Args:
+        memory: The :class:`agentmem.AgentMemory` to store items in.
+        tenant_id: The tenant every item belongs to.
+        user_position: Index of the namespace label that names the user (see the module
+            docstring); ``None``: no user mapping.
+        agent_position: Index of the namespace label that names the agent.
+        index: ``{"fields": [json paths]}``: what of a value is indexed for query search
+            (default ``["$"]``, the whole value). Embedding settings (``dims``,
+            ``embed``) are not used: the memory's own embedder is.
+        store_id: Separates several stores in one tenant.
+        memory_type: The memory type items are stored with.
+        wait_for_index: Make every put wait until its item is searchable by query.
+
+    Example:
+        >>> from agentmem import AgentMemory
+        >>> mem = AgentMemory(tmp_path)  # doctest: +SKIP
+        >>> store = AgentMemStore(mem, tenant_id="acme", user_position=1)  # doctest: +SKIP
+        >>> store.put(("memories", "u1"), "pref", {"content": "Prefers dark mode"})  # doctest: +SKIP
+        >>> mem.flush()  # doctest: +SKIP
+        >>> store.search(("memories", "u1"), query="UI theme")[0].key  # doctest: +SKIP
+        'pref'
+        >>> graph = builder.compile(store=store)  # doctest: +SKIP
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(
+        self,
+        memory: AgentMemory,
+        *,
+        tenant_id: str,
+        user_position: int | None = None,
+        agent_position: int | None = None,
+        index: Mapping[str, Any] | None = None,
+        store_id: str = "langgraph",
+        memory_type: str = "note",
+        wait_for_index: bool = False,
+    ) -> None:
+        for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
+            if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
+                raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")
+        if memory_type not in MEMORY_TYPES:
+            raise ValidationError(
+                "memory_type", f"must be one of {', '.join(MEMORY_TYPES)}; got {memory_type!r}"
+            )
+        fields = list((index or {}).get("fields") or ["$"])
+        if not all(isinstance(f, str) and f for f in fields):
+            raise ValidationError("index", "fields must be a list of JSON path strings")
+        self.memory = memory
+        self.tenant_id = tenant_id
+        self.user_position = user_position
+        self.agent_position = agent_position
+        self.index_fields = fields
+        self.store_id = store_id
+        self.memory_type = memory_type
+        self.wait_for_index = wait_for_index
+        # Binding validates tenant_id and store_id (printable, at most 256 characters).
+        self._registry: BoundMemory = memory.bind(
+            tenant_id=tenant_id, agent_id=f"langgraph-store:{store_id}"
+        )
+
+    # -- mapping helpers ---------------------------------------------------------------------
+    def _owner(self, namespace: tuple[str, ...]) -> _Owner:
+        def label(pos: int | None) -> str | None:
+            return namespace[pos] if pos is not None and pos < len(namespace) else None
+
+        return _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
+
+    def _bind(self, owner: _Owner) -> BoundMemory:
+        return self.memory.bind(
+            tenant_id=self.tenant_id, user_id=owner.user_id, agent_id=owner.agent_id
+        )
+
+    def _entry_key(self, namespace: tuple[str, ...], key: str) -> str:
+        digest = hashlib.sha256(json.dumps([list(namespace), key]).encode("utf-8")).hexdigest()
+        return _ENTRY_PREFIX + digest[:48]
+
+    def _topic(self, namespace: tuple[str, ...], key: str) -> str:
+        raw = json.dumps([self.store_id, list(namespace), key]).encode("utf-8")
+        return "lgstore:" + hashlib.sha256(raw).hexdigest()[:40]
+
+    def _memory_metadata(self, namespace: tuple[str, ...], key: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "lg_store": self.store_id,
+            "lg_namespace": list(namespace),
+            "lg_key": key,
+        }
+        meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
+        return meta
+
+    def _search_text(self, value: Mapping[str, Any], index: Sequence[str] | None) -> str | None:
+        texts: list[str] = []
+        for path in index if index is not None else self.index_fields:
+            if path == "$":
+                texts.append(_render(value))
+            else:
+                texts.extend(get_text_at_path(dict(value), path))
+        text = "\n".join(t for t in texts if t and t.strip())
+        return _cap_utf8(text, _SEARCH_TEXT_MAX_BYTES) if text.strip() else None
+
+    def _entries(self) -> list[_Entry]:
+        return [
+            _Entry.decode(e.value)
+            for e in self._registry.state.list()
+            if e.key.startswith(_ENTRY_PREFIX)
+        ]
+
+    def _get_entry(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
+        found = self._registry.state.get(self._entry_key(namespace, key))
+        return None if found is None else _Entry.decode(found.value)
+
+    # -- operations --------------------------------------------------------------------------
+    def _remember(self, namespace: tuple[str, ...], key: str, text: str) -> str:
+        owner = self._owner(namespace)
+        bound = self._bind(owner)
+        meta = self._memory_metadata(namespace, key)
+        topic = self._topic(namespace, key)
+        result = bound.remember(
+            text, memory_type=self.memory_type, scope=owner.scope, topic_key=topic, metadata=meta
+        )
+        if result.was_new:
+            return result.id
+        existing = bound.get(result.id)
+        if all(existing.metadata.get(k) == v for k, v in meta.items()):
+            return result.id  # the same text put again under the same key
+        # Another key holds the same text (the core dedups on content): make ours distinct.
+        tagged = f"{text}\n[{'/'.join(namespace)}/{key}]"
+        return bound.remember(
+            tagged, memory_type=self.memory_type, scope=owner.scope, topic_key=topic, metadata=meta
+        ).id
+
+    def _put(self, op: PutOp) -> None:
+        namespace, key = tuple(op.namespace), str(op.key)
+        old = self._get_entry(namespace, key)
+        if op.value is None:
+            if old is not None:
+                self._forget(old)
+                self._registry.state.delete(self._entry_key(namespace, key))
+            return
+        if not isinstance(op.value, Mapping):
+            raise ValidationError("value", f"must be a dict, got {type(op.value).__name__}")
+        now = datetime.now(UTC)
+        entry = _Entry(
+            namespace=namespace,
+            key=key,
+            value=dict(op.value),
+            created_at=old.created_at if old is not None else now,
+            updated_at=now,
+            memory_id="0" * 32,  # the size of the id it will get
+        )
+        _check_encodable(entry)  # before anything is written
+        text = None if op.index is False else self._search_text(entry.value, op.index)
+        memory_id = self._remember(namespace, key, text) if text is not None else None
+        if old is not None and old.memory_id is not None and old.memory_id != memory_id:
+            self._forget(old)  # superseded by topic already when re-indexed; gone if not
+        entry = replace(entry, memory_id=memory_id)
+        self._registry.state.set(self._entry_key(namespace, key), entry.encode())
+        if self.wait_for_index and memory_id is not None:
+            self.memory.flush()
+
+    def _forget(self, entry: _Entry) -> None:
+        if entry.memory_id is not None:
+            self._bind(self._owner(entry.namespace)).forget(entry.memory_id)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        entries = [
+            e
+            for e in self._entries()
+            if e.namespace[: len(prefix)] == prefix
+            and all(_compare(e.value.get(k), v) for k, v in (op.filter or {}).items())
+        ]
+        entries.sort(key=lambda e: (e.updated_at, e.namespace, e.key), reverse=True)
+        ranked: list[SearchItem] = []
+        if op.query:
+            by_memory = {e.memory_id: e for e in entries if e.memory_id is not None}
+            hits: list[RecallHit] = []
+            owners = {self._owner(e.namespace) for e in by_memory.values()}
+            for owner in sorted(owners, key=lambda o: (o.user_id or "", o.agent_id or "")):
+                hits.extend(self._recall(owner, prefix, op.query))
+            hits.sort(key=lambda h: h.score, reverse=True)
+            for hit in hits:
+                entry = by_memory.pop(hit.id, None)
+                if entry is not None:  # a live, current version inside prefix and filter
+                    ranked.append(entry.search_item(hit.score))
+            seen = {(i.namespace, i.key) for i in ranked}
+            ranked.extend(e.search_item(None) for e in entries if (e.namespace, e.key) not in seen)
+        else:
+            ranked = [e.search_item(None) for e in entries]
+        return ranked[op.offset : op.offset + op.limit]
+
+    def _recall(self, owner: _Owner, prefix: tuple[str, ...], query: str) -> list[RecallHit]:
+        filters: dict[str, Any] = {"lg_store": self.store_id}
+        filters.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
+        return (
+            self._bind(owner)
+            .recall(
+                query,
+                top_k=_RECALL_MAX,
+                kinds=["memory"],
+                scope=owner.scope,
+                min_score=0.0,
+                token_budget=_NO_BUDGET,
+                filters=filters,
+            )
+            .items
+        )
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = {e.namespace for e in self._entries()}
+        if op.match_conditions:
+            namespaces = {
+                ns for ns in namespaces if all(_matches(ns, c) for c in op.match_conditions)
+            }
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    # -- BaseStore ---------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order (a get after a put in the same batch sees the put)."""
+        results: list[Result] = []
+        for op in ops:
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                entry = self._get_entry(tuple(op.namespace), str(op.key))
+                results.append(None if entry is None else entry.item())
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                raise TypeError(f"unknown store operation {type(op).__name__}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the core is synchronous)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentMemStore(tenant_id={self.tenant_id!r}, store_id={self.store_id!r}, "
+            f"user_position={self.user_position!r}, agent_position={self.agent_position!r})"
+        )
