@@ -1,0 +1,93 @@
+"""LlamaIndex ``ChatMessage`` <-> agentmem message dicts and stored items.
+
+agentmem stores four roles (user, assistant, system, tool); LlamaIndex has eight. The
+original role is kept in the message metadata (``llama_index_role``) so a round trip through
+the chat store gives back the same role. Only text blocks are stored; images, audio and
+other blocks are not. JSON-serialisable ``additional_kwargs`` (tool call ids, tool calls in
+dict form) are kept under ``llama_index_additional_kwargs``.
+
+agentmem does not store empty text, so a message without text (an assistant turn that only
+calls tools) is stored with the placeholder :data:`EMPTY_PLACEHOLDER` and the metadata flag
+``llama_index_empty``; reading it back gives an empty content again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+
+from agentmem.models import MemoryItem
+
+ROLE_MAP: dict[str, str] = {
+    MessageRole.SYSTEM.value: "system",
+    MessageRole.DEVELOPER.value: "system",
+    MessageRole.USER.value: "user",
+    MessageRole.ASSISTANT.value: "assistant",
+    MessageRole.CHATBOT.value: "assistant",
+    MessageRole.MODEL.value: "assistant",
+    MessageRole.TOOL.value: "tool",
+    MessageRole.FUNCTION.value: "tool",
+}
+ROLE_KEY = "llama_index_role"
+KWARGS_KEY = "llama_index_additional_kwargs"
+EMPTY_KEY = "llama_index_empty"
+EMPTY_PLACEHOLDER = "(message without text)"
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text blocks of ``message`` joined by newlines (non-text blocks are skipped)."""
+    return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock) and b.text)
+
+
+def _json_kwargs(kwargs: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in skip or not isinstance(key, str):
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            continue
+        out[key] = value
+    return out
+
+
+def to_agentmem(
+    message: ChatMessage,
+    *,
+    keep_empty: bool,
+    extra_metadata: Mapping[str, Any] | None = None,
+    skip_kwargs: frozenset[str] = frozenset(),
+) -> dict[str, Any] | None:
+    """An ``add_messages`` dict for ``message``; None for an empty one unless ``keep_empty``."""
+    text = message_text(message)
+    metadata: dict[str, Any] = {ROLE_KEY: message.role.value, **(extra_metadata or {})}
+    kwargs = _json_kwargs(message.additional_kwargs, skip_kwargs)
+    if kwargs:
+        metadata[KWARGS_KEY] = kwargs
+    if not text.strip():
+        if not keep_empty:
+            return None
+        text = EMPTY_PLACEHOLDER
+        metadata[EMPTY_KEY] = True
+    return {"role": ROLE_MAP.get(message.role.value, "user"), "content": text, "metadata": metadata}
+
+
+def from_item(item: MemoryItem, full_text: str | None = None) -> ChatMessage:
+    """A ``ChatMessage`` for a stored message (``full_text`` replaces a capped copy)."""
+    meta = item.metadata or {}
+    role = meta.get(ROLE_KEY) or item.role or "user"
+    try:
+        role_value = MessageRole(role)
+    except ValueError:
+        role_value = MessageRole.USER
+    text = "" if meta.get(EMPTY_KEY) else (full_text if full_text is not None else item.content)
+    kwargs = meta.get(KWARGS_KEY)
+    return ChatMessage(
+        role=role_value,
+        content=text,
+        additional_kwargs=dict(kwargs) if isinstance(kwargs, Mapping) else {},
+    )

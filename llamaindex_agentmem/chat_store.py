@@ -1,0 +1,168 @@
+"""``AgentMemChatStore``: a LlamaIndex ``BaseChatStore`` whose keys are agentmem sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.storage.chat_store import BaseChatStore
+
+from agentmem import scopes
+from agentmem import validation as v
+from agentmem.errors import NotFoundError, ValidationError
+from agentmem.memory import AgentMemory, BoundMemory
+from agentmem.models import Identity, MemoryItem
+
+from ._messages import from_item, to_agentmem
+
+
+class AgentMemChatStore(BaseChatStore):
+    """Chat history of LlamaIndex ``ChatMemoryBuffer`` (or any chat-store user) in agentmem.
+
+    **Key mapping:** a chat-store key *is* an agentmem session id. Key ``k`` reads and
+    writes the messages of ``memory.bind(tenant_id, user_id, agent_id, session_id=k)``, so
+    the history is also recallable (``scope="session"`` for that key, ``"history"`` from the
+    same user's other sessions) and visible to every other agentmem adapter bound to that
+    session. Keys must be valid agentmem identity strings (non-empty, at most 256 printable
+    characters). ``get_keys`` lists the sessions with live messages in this store's
+    conversation partition: the user's when ``user_id`` is set, else the agent's, else the
+    sessions bound with neither.
+
+    Messages keep their LlamaIndex role and JSON-serialisable ``additional_kwargs`` (in the
+    message metadata); only text blocks are stored. Deletes are soft deletes in agentmem
+    (the rows leave recall and history at once). ``set_messages`` replaces a session's
+    history by deleting it and then adding the new messages (two transactions). The async
+    methods of ``BaseChatStore`` run these in a worker thread (``asyncio.to_thread``).
+
+    Args:
+        memory: The open :class:`~agentmem.AgentMemory`.
+        tenant_id: Tenant every key belongs to.
+        user_id: Optional user owning the sessions.
+        agent_id: Optional agent owning the sessions.
+
+    Example:
+        >>> from llama_index.core.memory import ChatMemoryBuffer  # doctest: +SKIP
+        >>> store = AgentMemChatStore(AgentMemory("./memdata"), "acme", user_id="u1")  # doctest: +SKIP
+        >>> buffer = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="s1")  # doctest: +SKIP
+    """
+
+    tenant_id: str = Field(description="Tenant every key belongs to.")
+    user_id: str | None = Field(default=None, description="User owning the sessions.")
+    agent_id: str | None = Field(default=None, description="Agent owning the sessions.")
+    _store: AgentMemory = PrivateAttr()
+
+    def __init__(
+        self,
+        memory: AgentMemory,
+        tenant_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(memory, AgentMemory):
+            raise ValidationError("memory", f"must be an AgentMemory, got {type(memory).__name__}")
+        fields: dict[str, Any] = {
+            "tenant_id": v.identity(tenant_id, "tenant_id", required=True),
+            "user_id": v.identity(user_id, "user_id"),
+            "agent_id": v.identity(agent_id, "agent_id"),
+        }
+        super().__init__(**fields, **kwargs)
+        self._store = memory
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AgentMemChatStore"
+
+    @property
+    def memory(self) -> AgentMemory:
+        """The underlying :class:`~agentmem.AgentMemory`."""
+        return self._store
+
+    def session(self, key: str) -> BoundMemory:
+        """The bound memory of chat-store key ``key`` (its session id)."""
+        return self._store.bind(self.tenant_id, self.user_id, self.agent_id, session_id=key)
+
+    def _to_message(self, bound: BoundMemory, item: MemoryItem) -> ChatMessage:
+        full: str | None = None
+        if item.source_ref is not None:
+            try:
+                full = bound.read_tool_output(item.source_ref)
+            except NotFoundError:
+                full = None
+        return from_item(item, full)
+
+    def _dicts(self, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+        out = []
+        for message in messages:
+            item = to_agentmem(message, keep_empty=True)
+            assert item is not None
+            out.append(item)
+        return out
+
+    # -- BaseChatStore --------------------------------------------------------------------
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Replace the session's messages with ``messages``."""
+        bound = self.session(key)
+        batch = self._dicts(messages)  # convert (and fail) before deleting anything
+        bound.clear_session()
+        if batch:
+            bound.add_messages(batch)
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        """The session's messages, oldest first."""
+        bound = self.session(key)
+        return [self._to_message(bound, item) for item in bound.messages()]
+
+    def add_message(self, key: str, message: ChatMessage) -> None:
+        """Append ``message`` to the session."""
+        self.session(key).add_messages(self._dicts([message]))
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Delete the session's messages; returns them (None when there were none)."""
+        bound = self.session(key)
+        items = bound.messages()
+        if not items:
+            return None
+        messages = [self._to_message(bound, item) for item in items]
+        bound.clear_session()
+        return messages
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Delete the ``idx``-th message (0 = oldest); None when there is no such message."""
+        bound = self.session(key)
+        items = bound.messages()
+        if not 0 <= idx < len(items):
+            return None
+        message = self._to_message(bound, items[idx])
+        bound.forget(items[idx].id)
+        return message
+
+    def delete_last_message(self, key: str) -> ChatMessage | None:
+        """Delete the newest message; None when the session is empty."""
+        bound = self.session(key)
+        items = bound.messages(limit=1)
+        if not items:
+            return None
+        message = self._to_message(bound, items[-1])
+        bound.forget(items[-1].id)
+        return message
+
+    def get_keys(self) -> list[str]:
+        """Session ids with live messages in this store's partition, oldest session first."""
+        ident = Identity(self.tenant_id, self.user_id, self.agent_id)
+        partition = scopes.conversation_partition(ident)
+        where = "tenant_id = ? AND scope = 'session' AND kind IN ('chat_message', 'tool_output')"
+        where += " AND deleted_at IS NULL AND anonymized_at IS NULL AND session_id IS NOT NULL"
+        params: list[Any] = [self.tenant_id]
+        if partition is None:
+            where += " AND partition = 'conv:s:' || session_id"
+        else:
+            where += " AND partition = ?"
+            params.append(partition)
+        rows = self._store.records.read(
+            f"SELECT session_id FROM memories WHERE {where} GROUP BY session_id ORDER BY MIN(seq)",
+            params,
+        )
+        return [str(r[0]) for r in rows]
