@@ -20,14 +20,15 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import scopes as scope_rules
 from . import validation as v
+from .access import AccessTracker
 from .chunking import cap_utf8, chunk_text, elide
 from .config import CHAT_COPY_MAX_BYTES, TOOL_OUTPUT_PREVIEW_CHARS, MemoryConfig
 from .embeddings import Embedder, default_embedder
@@ -39,6 +40,7 @@ from .models import (
     MEMORY_TYPES,
     RECALL_SCOPES,
     ROLES,
+    TIERS,
     Identity,
     MemoryItem,
     RecallResult,
@@ -46,9 +48,17 @@ from .models import (
 )
 from .recall import RecallEngine, RecallRequest
 from .records import NewRecord, RecordStore
-from .rerank import Reranker
+from .rerank import HttpReranker, Reranker
 from .state import AgentState
+from .tiers import TierConfig
 from .vector_index import VectorIndex
+
+if TYPE_CHECKING:
+    from .knowledge import Knowledge
+    from .llm.base import LLM, ChatTurn
+    from .models import AnswerResult, IngestResult, JudgeResult, RetentionResult
+    from .tiers import CloseResult, SessionDetail
+    from .working import CompactionResult, WorkingMemory
 
 log = logging.getLogger("agentmem")
 
@@ -93,11 +103,17 @@ class AgentMemory:
         path: Data dir; ``None`` means ``$AGENTMEM_HOME`` or a per-user data dir.
         embedder: Any :class:`~agentmem.embeddings.Embedder`; default all-MiniLM-L6-v2 (int8 ONNX,
             offline), loaded on first use.
-        reranker: Optional :class:`~agentmem.rerank.Reranker`; default none.
+        reranker: Optional :class:`~agentmem.rerank.Reranker`; default an
+            :class:`~agentmem.rerank.HttpReranker` when ``AGENTMEM_RERANKER_URL`` is set, else none.
+        llm: The :class:`~agentmem.llm.LLM` for extraction, summaries, the judge and answers;
+            default :func:`~agentmem.llm.default_llm` (Anthropic when ``ANTHROPIC_API_KEY`` is
+            set, else the offline heuristics), built on first use.
         chroma_client: A Chroma client to use instead of the embedded one (e.g. ``HttpClient``).
         config: Tunables; default ``MemoryConfig.from_env()``.
         background: Index in a background thread (default). With False, indexing happens
             in :meth:`flush`.
+        tier_config: Tunables of working memory and the session tiers; default
+            ``TierConfig.from_env()`` (see :mod:`agentmem.tiers`).
 
     Only one process may open a data dir at a time; a second gets ``DataDirLockedError``.
 
@@ -112,26 +128,31 @@ class AgentMemory:
         *,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
+        llm: LLM | None = None,
         chroma_client: Any = None,
         config: MemoryConfig | None = None,
         background: bool = True,
+        tier_config: TierConfig | None = None,
     ) -> None:
         self.home = Path(path).expanduser() if path is not None else default_home()
         self.config = config or MemoryConfig.from_env()
+        self.tier_config = tier_config or TierConfig.from_env()
         self._lock_file = self._acquire_lock()
         try:
             self.records = RecordStore(
                 self.home / "records.sqlite3", durable=self.config.durable_writes
             )
-            self.keywords = KeywordIndex(self.home / "keywords")
+            #: Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``).
+            self.recovered: list[str] = []
+            self.keywords = self._open_keywords()
             self.vectors = VectorIndex(self.home / "chroma", client=chroma_client)
         except BaseException:
             self._release_lock()
             raise
         self.embedder: Embedder = embedder or default_embedder()
-        self.reranker = reranker
+        self.reranker = reranker if reranker is not None else HttpReranker.from_env()
         self.engine = RecallEngine(
-            self.records, self.keywords, self.vectors, self.embedder, reranker, self.config
+            self.records, self.keywords, self.vectors, self.embedder, self.reranker, self.config
         )
         self.indexer = Indexer(
             self.records,
@@ -140,8 +161,14 @@ class AgentMemory:
             self.embedder,
             batch_size=self.config.embed_batch_size,
             interval=self.config.index_interval,
+            keyword_context=self.config.keyword_context,
+            vector_context=self.config.vector_context,
         )
+        self.access = AccessTracker(self.records)
+        self.engine.access = self.access  # recall counts hits; flushed in batches (seed 001)
+        self._llm = llm
         self._closed = False
+        self._background = background
         if background:
             self.indexer.start()
             self.indexer.notify()  # pick up work left by an earlier process
@@ -173,6 +200,27 @@ class AgentMemory:
         handle.flush()
         return handle
 
+    def _open_keywords(self) -> KeywordIndex:
+        """The keyword index; a corrupted one is set aside and rebuilt from the records."""
+        path = self.home / "keywords"
+        try:
+            return KeywordIndex(path)
+        except StorageError as exc:
+            if not path.is_dir():
+                raise
+            self._set_aside(path, "keyword index", exc)
+        index = KeywordIndex(path)
+        with self.records.write() as conn:  # the indexer re-adds every row
+            conn.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
+        return index
+
+    def _set_aside(self, path: Path, what: str, exc: BaseException | None = None) -> None:
+        aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d%H%M%S')}")
+        path.rename(aside)
+        note = f"{what} at {path} was unreadable ({exc}); moved to {aside.name}, rebuilt"
+        log.error(note)
+        self.recovered.append(note)
+
     def _release_lock(self) -> None:
         try:
             fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
@@ -185,6 +233,7 @@ class AgentMemory:
             return
         self._closed = True
         self.indexer.stop()
+        self.access.flush()
         self.keywords.close()
         self.vectors.close()
         self.records.close()
@@ -235,7 +284,14 @@ class AgentMemory:
         try:
             self.keywords.delete_all()
             self.keywords.commit()
-            for name in self.vectors.collections():
+            try:
+                names = self.vectors.collections()
+            except StorageError:
+                if self.vectors.path is None or not self.vectors._owns_client:
+                    raise
+                self._set_aside(self.vectors.path, "vector index")  # unreadable: start afresh
+                names = self.vectors.collections()
+            for name in names:
                 self.vectors.drop(name)
             self.records.mark_all_pending()
             total = self.records.count("deleted_at IS NULL AND anonymized_at IS NULL")
@@ -244,7 +300,8 @@ class AgentMemory:
                 if progress is not None:
                     progress(self.indexer.embedded_total - before, total)
         finally:
-            self.indexer.start()
+            if self._background:  # background=False: indexing stays in flush()
+                self.indexer.start()
         return total
 
     def stats(self) -> Stats:
@@ -291,13 +348,49 @@ class AgentMemory:
         for row in self.records.iter_rows(where, params):
             yield item_to_dict(row.item)
 
+    # -- derived memories (issue 3; logic in supersession.py / retention.py) -------------------
+    @property
+    def llm(self) -> LLM:
+        """The LLM of this store (built on first use by :func:`~agentmem.llm.default_llm`)."""
+        if self._llm is None:
+            from .llm import default_llm
+
+            self._llm = default_llm(embedder=self.embedder)
+        return self._llm
+
+    def judge_pending(self, *, limit: int | None = None) -> JudgeResult:
+        """Run the supersession judge over facts/instructions not yet judged (seed 000).
+
+        ``ingest`` judges its own memories synchronously; memories written with
+        ``remember`` wait for this pass (call it from a maintenance job or ``agentmem judge``).
+        """
+        from .supersession import judge_pending
+
+        self._check_open()
+        return judge_pending(self, limit=limit)
+
+    def retention(
+        self,
+        *,
+        dry_run: bool | None = None,
+        now: datetime | None = None,
+        tenant_id: str | None = None,
+    ) -> RetentionResult:
+        """Anonymize retired rows past their TTLs (seed 000); see :mod:`agentmem.retention`."""
+        from .retention import RetentionPolicy, run_retention
+
+        self._check_open()
+        return run_retention(
+            self, RetentionPolicy.from_env(), dry_run=dry_run, now=now, tenant_id=tenant_id
+        )
+
 
 def item_to_dict(item: MemoryItem) -> dict[str, Any]:
     """A JSON-ready dict of a stored item (timestamps as ISO strings)."""
     out: dict[str, Any] = {}
-    for name in MemoryItem.__slots__:  # type: ignore[attr-defined]
-        value = getattr(item, name)
-        out[name] = value.isoformat() if isinstance(value, datetime) else value
+    for f in fields(MemoryItem):
+        value = getattr(item, f.name)
+        out[f.name] = value.isoformat() if isinstance(value, datetime) else value
     return out
 
 
@@ -338,6 +431,48 @@ class BoundMemory:
     def state(self) -> AgentState:
         """Key-value state of the bound agent (needs ``agent_id``)."""
         return AgentState(self._store.records, self.identity)
+
+    # -- tiers (issue 3; logic in working.py / tiers.py / knowledge.py) ---------------------------
+    @property
+    def working(self) -> WorkingMemory:
+        """This session's working memory: window, reference summary, token counts."""
+        from .working import WorkingMemory
+
+        return WorkingMemory(self)
+
+    def context_messages(
+        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+    ) -> list[dict[str, str]]:
+        """The messages to send to a model (pinned, reference summary, window); compacts
+        first when the prompt passes ``budget_ratio`` of ``model_window``. See
+        :meth:`agentmem.working.WorkingMemory.context_messages`."""
+        return self.working.context_messages(model_window=model_window, budget_ratio=budget_ratio)
+
+    def compact(self, *, keep: int | None = None) -> CompactionResult:
+        """Fold this session's window into its reference summary, keeping a short tail."""
+        return self.working.compact(keep=keep)
+
+    def close_session(self, *, summary_timeout: float | None = None) -> CloseResult:
+        """Run the session shutdown pipeline: summary, chunks, embedding, promotion (seed 003).
+
+        Idempotent: a second call without new messages does nothing. See :mod:`agentmem.tiers`.
+        """
+        from .tiers import close_session
+
+        return close_session(self, summary_timeout=summary_timeout)
+
+    def session_detail(self, session_id: str) -> SessionDetail:
+        """The full events (and summary) of one session of this conversation, any tier."""
+        from .tiers import session_detail
+
+        return session_detail(self, session_id)
+
+    @property
+    def knowledge(self) -> Knowledge:
+        """Agent-managed knowledge: readable tenant-wide, writable by its own agent only."""
+        from .knowledge import Knowledge
+
+        return Knowledge(self)
 
     @property
     def tenant_id(self) -> str:
@@ -494,7 +629,7 @@ class BoundMemory:
                     )
                 )
             except ValidationError as exc:
-                raise ValidationError(
+                raise type(exc)(  # keeps ScopeError a ScopeError
                     f"messages[{n}].{exc.field}", str(exc).split(": ", 1)[-1]
                 ) from exc
         ids: list[str] = []
@@ -524,7 +659,9 @@ class BoundMemory:
         meta.setdefault("tool_call_id", call_id)
         if name is not None:
             meta.setdefault("tool_name", name)
-        key = "tout_" + _sha(self.tenant_id, self.session_id, call_id)[:24]
+        # the conversation partition keeps two users (or agents) sharing a session id apart
+        partition = scope_rules.home_partition(self.identity, "session")
+        key = "tout_" + _sha(self.tenant_id, partition, self.session_id, call_id)[:24]
         preview = elide(text, key, TOOL_OUTPUT_PREVIEW_CHARS)
         rec = self._record(
             kind="tool_output",
@@ -715,7 +852,7 @@ class BoundMemory:
                         "item", f"must be a str or dict, got {type(item).__name__}"
                     )
             except ValidationError as exc:
-                raise ValidationError(
+                raise type(exc)(  # keeps ScopeError a ScopeError
                     f"items[{n}].{exc.field}", str(exc).split(": ", 1)[-1]
                 ) from exc
         out: list[RememberResult] = []
@@ -764,6 +901,7 @@ class BoundMemory:
         token_budget: int | None = None,
         filters: Mapping[str, Any] | None = None,
         include_superseded: bool = False,
+        tiers: Iterable[str] | str | None = None,
     ) -> RecallResult:
         """Hybrid (keyword + vector) recall within this identity's scopes.
 
@@ -780,6 +918,9 @@ class BoundMemory:
             filters: Equality filters on the caller's stored metadata; identity keys are
                 rejected (identity comes only from :meth:`AgentMemory.bind`).
             include_superseded: Audit callers only: include superseded memories.
+            tiers: Only rows of these tiers (working, mid_term, long_term, knowledge); the
+                default searches messages, memories, documents, knowledge and session
+                summaries, but not session chunks (see :mod:`agentmem.tiers`).
         """
         self._store._check_open()
         q = v.query(query)
@@ -811,5 +952,35 @@ class BoundMemory:
             token_budget=self._store.config.token_budget if budget is None else budget,
             filters=flt,
             include_superseded=bool(include_superseded),
+            tiers=v.choices(tiers, "tiers", TIERS),
         )
         return self._store.engine.recall(self.identity, req)
+
+    # -- derived memories (issue 3; logic in ingest.py / supersession.py / answer.py) ---------
+    def ingest(self, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> IngestResult:
+        """Store a conversation verbatim and the memories extracted from it (seed 002).
+
+        Messages are content-addressed (re-ingesting creates no duplicates); without a bound
+        session, one is derived from the conversation. See :mod:`agentmem.ingest`.
+        """
+        from .ingest import ingest
+
+        self._store._check_open()
+        return ingest(self, messages)
+
+    def history(self, memory_id: str) -> list[MemoryItem]:
+        """The supersession chain of a memory, oldest first (both directions)."""
+        from .supersession import history
+
+        self._store._check_open()
+        return history(self, memory_id)
+
+    def answer(self, question: str, *, top_k: int = 5) -> AnswerResult:
+        """A grounded answer from the top recalled memories, with the ids it used (seed 002).
+
+        The answer is empty when nothing relevant was recalled.
+        """
+        from .answer import answer
+
+        self._store._check_open()
+        return answer(self, question, top_k=top_k)

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 Kind = Literal["chat_message", "tool_output", "document_chunk", "memory", "summary"]
 MemoryType = Literal["fact", "preference", "decision", "note", "event", "instruction", "task"]
-Scope = Literal["session", "history", "user", "agent", "tenant"]
-RecallScope = Literal["session", "history", "user", "agent", "tenant", "any"]
+Scope = Literal["session", "history", "user", "agent", "tenant", "knowledge"]
+RecallScope = Literal["session", "history", "user", "agent", "tenant", "knowledge", "any"]
+Tier = Literal["working", "mid_term", "long_term", "knowledge"]
 
 KINDS: tuple[str, ...] = ("chat_message", "tool_output", "document_chunk", "memory", "summary")
 MEMORY_TYPES: tuple[str, ...] = (
@@ -25,8 +26,10 @@ MEMORY_TYPES: tuple[str, ...] = (
     "instruction",
     "task",
 )
-SCOPES: tuple[str, ...] = ("session", "history", "user", "agent", "tenant")
+SCOPES: tuple[str, ...] = ("session", "history", "user", "agent", "tenant", "knowledge")
 RECALL_SCOPES: tuple[str, ...] = (*SCOPES, "any")
+#: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers`.
+TIERS: tuple[str, ...] = ("working", "mid_term", "long_term", "knowledge")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 
 
@@ -143,3 +146,134 @@ class RecallResult:
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+# -- derived memories (issue 3) -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class IngestError:
+    """One problem met by ``ingest``; nothing is silently dropped.
+
+    Example:
+        >>> for err in m.ingest(messages).errors:  # doctest: +SKIP
+        ...     print(err.stage, err.message, err.raw)
+
+    Attributes:
+        stage: ``extract`` (the LLM failed or replied malformed), ``validate`` (an extracted
+            item was unusable) or ``judge`` (the supersession judge failed; fail-open).
+        message: What went wrong (no content beyond the model's own reply in ``raw``).
+        source_ids: Ids of the messages (or memory) concerned.
+        raw: The model's raw reply, kept for inspection, when there was one.
+    """
+
+    stage: str
+    message: str
+    source_ids: tuple[str, ...] = ()
+    raw: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What ``ingest`` did.
+
+    Example:
+        >>> r = m.ingest([{"role": "user", "content": "I live in Berlin"}])  # doctest: +SKIP
+        >>> r.memories_created, r.ok
+        (1, True)
+
+    Attributes:
+        session_id: The session the messages were stored in (derived when none was bound).
+        messages_stored: Messages in the batch, each stored or already present.
+        messages_new: Messages that were not stored before.
+        memories_created: New derived memories.
+        memories_duplicate: Extracted memories already stored (batch or store).
+        memories_superseded: Older memories retired by the new ones (topic key or judge).
+        message_ids: The content-addressed ids of the batch's messages, in order.
+        memory_ids: Ids of the created memories.
+        errors: Extraction, validation and judge problems (see :class:`IngestError`).
+        extractor: Name of the LLM (or heuristic) that extracted the memories.
+    """
+
+    session_id: str
+    messages_stored: int
+    messages_new: int
+    memories_created: int
+    memories_duplicate: int
+    memories_superseded: int
+    message_ids: tuple[str, ...] = ()
+    memory_ids: tuple[str, ...] = ()
+    errors: tuple[IngestError, ...] = ()
+    extractor: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when extraction, validation and the judge met no problem."""
+        return not self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerResult:
+    """A grounded answer (seed 002 synthesis).
+
+    Example:
+        >>> m.answer("where do I live?").text  # doctest: +SKIP
+        'I live in Lisbon (I moved to Lisbon last month)'
+
+    Attributes:
+        text: The answer; empty when nothing relevant was recalled.
+        used_ids: Ids of the memories the answer is grounded in.
+        sources: The recalled hits that were offered to the answerer.
+        answered_by: Name of the LLM (or heuristic) that wrote the answer.
+    """
+
+    text: str
+    used_ids: tuple[str, ...] = ()
+    sources: tuple[RecallHit, ...] = ()
+    answered_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeResult:
+    """Outcome of a supersession judge pass.
+
+    Example:
+        >>> mem.judge_pending().superseded  # doctest: +SKIP
+        (('old-id', 'new-id'),)
+
+    Attributes:
+        judged: Memories processed (``judged_at`` set, including fail-open ones).
+        superseded: (old id, new id) pairs retired by the judge.
+        failed: Memories whose judge call failed (nothing retired for them).
+    """
+
+    judged: int = 0
+    superseded: tuple[tuple[str, str], ...] = ()
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionResult:
+    """Outcome of a retention (anonymization) run.
+
+    Example:
+        >>> mem.retention(dry_run=True).ids  # doctest: +SKIP
+        ('id-of-a-row-deleted-40-days-ago',)
+
+    Attributes:
+        dry_run: True when nothing was changed.
+        soft_deleted: Rows soft-deleted longer than the soft TTL (anonymized, or would be).
+        superseded: Rows superseded longer than the supersession TTL (anonymized, or would be).
+        ids: Ids of those rows.
+        scrubbed: Anonymized rows whose partition (owner) label was cleared after the indexer
+            removed their index entries.
+    """
+
+    dry_run: bool
+    soft_deleted: int = 0
+    superseded: int = 0
+    ids: tuple[str, ...] = ()
+    scrubbed: int = 0
+
+    @property
+    def anonymized(self) -> int:
+        """Rows anonymized by this run (0 in a dry run)."""
+        return 0 if self.dry_run else self.soft_deleted + self.superseded

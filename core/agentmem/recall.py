@@ -15,7 +15,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import scopes as scope_rules
 from .config import MemoryConfig
@@ -24,11 +24,14 @@ from .errors import RerankError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
-from .ranking import Candidate, calibrate, coverage, features, rrf
+from .ranking import Candidate, calibrate, coverage, features, monotone, rank_key, rrf
 from .records import RecordStore, Row
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
 from .vector_index import VectorIndex, collection_name
+
+if TYPE_CHECKING:
+    from .access import AccessTracker
 
 log = logging.getLogger("agentmem")
 
@@ -49,6 +52,7 @@ class RecallRequest:
     token_budget: int
     filters: Mapping[str, Any]
     include_superseded: bool = False
+    tiers: tuple[str, ...] | None = None
 
 
 class RecallEngine:
@@ -69,6 +73,8 @@ class RecallEngine:
         self.embedder = embedder
         self.reranker = reranker
         self.config = config
+        #: Counts hits without a write per hit (issue 3); set by ``AgentMemory``.
+        self.access: AccessTracker | None = None
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
@@ -100,7 +106,11 @@ class RecallEngine:
                 )
 
         ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
+        for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
+            c.score = score
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        if self.access is not None and hits:
+            self.access.record([h.id for h in hits])
         degraded = self.records.has_unembedded(identity.tenant_id, partitions)
         result = RecallResult(
             items=hits,
@@ -132,7 +142,7 @@ class RecallEngine:
         self, identity: Identity, req: RecallRequest
     ) -> tuple[list[Candidate], dict[str, tuple[str, Row]], list[str]]:
         """Every admitted candidate, scored and best first, before rerank and cut-offs."""
-        plans = scope_rules.plan(identity, req.scope)
+        plans = scope_rules.plan(identity, req.scope, req.tiers)
         wanted_scopes = {p.scope for p in plans}
         by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
         for p in plans:
@@ -173,7 +183,7 @@ class RecallEngine:
                 visible[row.item.id] = (scope, row)
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
-        ranked = sorted(candidates.values(), key=lambda c: c.score, reverse=True)
+        ranked = sorted(candidates.values(), key=lambda c: rank_key(c.features), reverse=True)
         return ranked, visible, list(by_partition)
 
     def _score(
@@ -198,9 +208,12 @@ class RecallEngine:
                     c = cands.setdefault(id_, Candidate(id=id_, scope=scope))
                     if kind == "kw":
                         c.in_keyword = True
+                        c.bm25 = value
+                        c.kw_rank = len(per_scope[scope])
                     else:
                         c.in_vector = True
                         c.cos = value
+                        c.vec_rank = len(per_scope[scope])
                         floor_cos[scope] = min(floor_cos.get(scope, value), value)
                 fusion_lists.extend(per_scope.items())
         if not cands:
@@ -220,8 +233,9 @@ class RecallEngine:
                 c.coverage = coverage(query_idf, set(self.keywords.analyze(keyword_text(row))))
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
+        best_bm25 = max(c.bm25 for c in cands.values())
         for c in cands.values():
-            c.features = features(c, fused_max, best_cos, best_coverage)
+            c.features = features(c, fused_max, best_cos, best_coverage, best_bm25)
             c.score = calibrate(c.features)
         return cands
 
@@ -240,6 +254,8 @@ def _admit(identity: Identity, row: Row, req: RecallRequest, wanted: set[str]) -
         agent_id=item.agent_id,
     )
     if scope is None or scope not in wanted:
+        return None
+    if req.tiers is not None and scope_rules.row_tier(row.tier, scope) not in req.tiers:
         return None
     if req.kinds is not None and item.kind not in req.kinds:
         return None

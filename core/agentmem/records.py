@@ -100,16 +100,74 @@ _MIGRATIONS: list[str] = [
         PRIMARY KEY (tenant_id, agent_id, key)
     );
     """,
+    # 2: derived memories (issue 3): judge bookkeeping and which messages were extracted
+    """
+    ALTER TABLE memories ADD COLUMN judged_at TEXT;
+    CREATE INDEX memories_judge_pending ON memories (seq)
+        WHERE judged_at IS NULL AND kind = 'memory';
+    CREATE INDEX memories_superseded_by ON memories (superseded_by)
+        WHERE superseded_by IS NOT NULL;
+    CREATE TABLE ingest_log (
+        tenant_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        extracted_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, message_id)
+    );
+    """,
+    # 3: tiers (issue 3): tier of session-derived rows, closed sessions, working-memory state
+    """
+    ALTER TABLE memories ADD COLUMN tier TEXT;
+    CREATE INDEX memories_tier ON memories (tenant_id, partition, session_id, tier)
+        WHERE tier IS NOT NULL;
+    CREATE TABLE sessions (
+        tenant_id TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        status TEXT NOT NULL DEFAULT 'closed',
+        tier TEXT NOT NULL,
+        close_order INTEGER NOT NULL,
+        closed_at TEXT NOT NULL,
+        promoted_at TEXT,
+        last_seq INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        summary_status TEXT NOT NULL,
+        summarizer TEXT,
+        summary_ids TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (tenant_id, partition, session_id)
+    );
+    CREATE INDEX sessions_order ON sessions (tenant_id, partition, tier, close_order);
+    CREATE TABLE working_state (
+        tenant_id TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        boundary_seq INTEGER NOT NULL DEFAULT 0,
+        held TEXT NOT NULL DEFAULT '[]',
+        version INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0,
+        trips INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, partition, session_id)
+    );
+    """,
 ]
 
 _COLUMNS = (
     "id, tenant_id, user_id, agent_id, session_id, kind, memory_type, scope, role, content, "
     "content_hash, source_ref, metadata, importance, event_time, created_at, updated_at, "
     "access_count, last_accessed, superseded_by, deleted_at, anonymized_at, keyword_indexed, "
-    "embedded, partition"
+    "embedded, partition, tier"
 )
 
 LIVE = "deleted_at IS NULL AND anonymized_at IS NULL"
+#: Rows that belong in the vector index: live, and not a long-term detail chunk (issue 3 tiers:
+#: those stay keyword-searchable but leave the vector index; the indexer deletes their vectors).
+VECTOR_LIVE = f"{LIVE} AND COALESCE(tier, '') != 'long_term_detail'"
 
 
 def now_utc() -> datetime:
@@ -149,6 +207,7 @@ class NewRecord:
     payload: str | None = None
     payload_key: str | None = None
     vectorize: bool = True
+    tier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +216,7 @@ class Row:
 
     item: MemoryItem
     partition: str
+    tier: str | None = None
 
 
 def row_to_item(r: sqlite3.Row | tuple[Any, ...]) -> Row:
@@ -186,6 +246,7 @@ def row_to_item(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         keyword_indexed,
         embedded,
         partition,
+        tier,
     ) = tuple(r)
     item = MemoryItem(
         id=id_,
@@ -213,7 +274,7 @@ def row_to_item(r: sqlite3.Row | tuple[Any, ...]) -> Row:
         keyword_indexed=bool(keyword_indexed),
         embedded=bool(embedded),
     )
-    return Row(item=item, partition=partition)
+    return Row(item=item, partition=partition, tier=tier)
 
 
 class RecordStore:
@@ -342,7 +403,8 @@ class RecordStore:
                     "INSERT INTO memories (id, tenant_id, user_id, agent_id, session_id, kind, "
                     "memory_type, scope, role, content, content_hash, source_ref, metadata, "
                     "importance, event_time, created_at, updated_at, partition, dedup_key, "
-                    "vec_pending, topic_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "vec_pending, topic_key, tier) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         rec.id,
                         rec.tenant_id,
@@ -365,6 +427,7 @@ class RecordStore:
                         rec.dedup_key,
                         VEC_PENDING if rec.vectorize else VEC_SKIP,
                         rec.topic_key,
+                        rec.tier,
                     ),
                 )
                 if rec.topic_key is not None:
@@ -451,6 +514,18 @@ class RecordStore:
         )
         return (rows[0][0], rows[0][1]) if rows else None
 
+    def preceding_messages(
+        self, tenant_id: str, session_id: str, partition: str, memory_id: str, n: int
+    ) -> list[Row]:
+        """Up to ``n`` live chat messages before ``memory_id`` in its session, oldest first."""
+        rows = self.read(
+            f"SELECT {_COLUMNS} FROM memories WHERE tenant_id = ? AND session_id = ? "
+            f"AND partition = ? AND kind = 'chat_message' AND tier IS NULL AND {LIVE} "
+            f"AND seq < (SELECT seq FROM memories WHERE id = ?) ORDER BY seq DESC LIMIT ?",
+            (tenant_id, session_id, partition, memory_id, n),
+        )
+        return [row_to_item(r) for r in reversed(rows)]
+
     def has_unembedded(self, tenant_id: str, partitions: Sequence[str]) -> bool:
         if not partitions:
             return False
@@ -510,26 +585,32 @@ class RecordStore:
     ) -> list[tuple[int, Row, bool]]:
         states = f"({VEC_PENDING}, {VEC_FAILED})" if retry_failed else f"({VEC_PENDING})"
         rows = self.read(
-            f"SELECT seq, {_COLUMNS}, ({LIVE}) FROM memories WHERE vec_pending IN {states} "
+            f"SELECT seq, {_COLUMNS}, ({VECTOR_LIVE}) FROM memories WHERE vec_pending IN {states} "
             f"ORDER BY seq LIMIT ?",
             (limit,),
         )
         return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
 
     def mark_keyword_done(self, done: Sequence[tuple[int, bool]]) -> None:
-        """(seq, indexed) pairs: clear kw_pending; keyword_indexed = indexed."""
+        """(seq, indexed) pairs: clear kw_pending; keyword_indexed = indexed.
+
+        ``indexed`` is the liveness the indexer saw; a row deleted or anonymized since then
+        stays pending, so the next pass removes it from the index.
+        """
         with self.write() as conn:
             conn.executemany(
-                "UPDATE memories SET kw_pending = 0, keyword_indexed = ? WHERE seq = ?",
-                [(int(indexed), seq) for seq, indexed in done],
+                f"UPDATE memories SET kw_pending = 0, keyword_indexed = ? "
+                f"WHERE seq = ? AND ({LIVE}) = ?",
+                [(int(indexed), seq, int(indexed)) for seq, indexed in done],
             )
 
     def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
+        """(seq, embedded) pairs; like :meth:`mark_keyword_done`, guarded by liveness."""
         with self.write() as conn:
             conn.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
-                f"embed_error = NULL WHERE seq = ?",
-                [(int(embedded), seq) for seq, embedded in done],
+                f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
+                [(int(embedded), seq, int(embedded)) for seq, embedded in done],
             )
 
     def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:

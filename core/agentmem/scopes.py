@@ -9,10 +9,18 @@ session    chat messages, tool outputs          ``conv:u:<user>`` (or ``conv:a:<
 user       explicit user facts                  ``user:<user>``
 agent      explicit agent facts                 ``agent:<agent>``
 tenant     document chunks, tenant facts        ``tenant``
+knowledge  agent-managed knowledge entries      ``knowledge`` (one per tenant; rows carry
+                                                their agent)
 =========  ==================================  =======================================
 
+Session chunks written by ``close_session`` (issue 3 tiers) are ``session`` rows in the
+conversation's chunk partition ``chunks:<conversation partition>``: the same owner, but a
+separate partition (and Chroma collection), so default recall never searches them; only
+``recall(tiers=...)`` naming ``mid_term`` or ``long_term`` does.
+
 Recall scopes are views over those rows: ``session`` is this session's conversation rows,
-``history`` the same partition's other sessions, and ``any`` all five.
+``history`` the same partition's other sessions, ``knowledge`` every agent's knowledge of the
+tenant (readable by all, written only by the owning agent), and ``any`` all six.
 :func:`visible_scope` is the single gate every recalled row passes: it re-checks the row's
 tenant and owner against the bound identity, whatever the indexes returned.
 """
@@ -23,6 +31,18 @@ from dataclasses import dataclass
 
 from .errors import ScopeError
 from .models import Identity
+
+KNOWLEDGE_PARTITION = "knowledge"
+CHUNK_PREFIX = "chunks:"
+#: Tiers kept in the conversation partition (working rows, session summaries) and in the
+#: chunk partition (session chunks).
+_CONVERSATION_TIERS = frozenset({"working", "mid_term", "long_term"})
+_CHUNK_TIERS = frozenset({"mid_term", "long_term"})
+
+
+def chunk_partition(conversation: str) -> str:
+    """The partition holding the session chunks of a conversation partition."""
+    return CHUNK_PREFIX + conversation
 
 
 def conversation_partition(identity: Identity) -> str | None:
@@ -50,6 +70,14 @@ def home_partition(identity: Identity, scope: str) -> str:
         return f"agent:{identity.agent_id}"
     if scope == "tenant":
         return "tenant"
+    if scope == "knowledge":
+        if identity.agent_id is None:
+            raise ScopeError(
+                "scope",
+                "knowledge is written by an agent, but this memory is bound without one "
+                "(pass agent_id= to AgentMemory.bind)",
+            )
+        return KNOWLEDGE_PARTITION
     raise ScopeError("scope", f"rows cannot be written to scope {scope!r}")
 
 
@@ -83,17 +111,41 @@ class ScopePlan:
     not_session: str | None = None
 
 
-def plan(identity: Identity, scope: str) -> list[ScopePlan]:
-    """Partitions and filters for a recall ``scope`` (``any`` skips scopes it cannot serve)."""
+def plan(identity: Identity, scope: str, tiers: tuple[str, ...] | None = None) -> list[ScopePlan]:
+    """Partitions and filters for a recall ``scope`` (``any`` skips scopes it cannot serve).
+
+    With ``tiers`` (issue 3), only the partitions that can hold rows of those tiers are
+    planned, plus the conversation's chunk partition when ``mid_term`` or ``long_term`` is
+    asked for; :func:`row_tier` then admits the rows of the wanted tiers only.
+    """
+    plans = _plan(identity, scope)
+    if tiers is None:
+        return plans
+    wanted = set(tiers)
+    # which tiers each planned scope can serve (history: other sessions' summaries)
+    serves = {"knowledge": {"knowledge"}, "session": _CONVERSATION_TIERS, "history": _CHUNK_TIERS}
+    out = [p for p in plans if wanted & serves.get(p.scope, set())]
+    if wanted & _CHUNK_TIERS:
+        out.extend(
+            ScopePlan(p.scope, chunk_partition(p.partition), p.session, p.not_session)
+            for p in plans
+            if p.scope in ("session", "history")
+        )
+    return out
+
+
+def _plan(identity: Identity, scope: str) -> list[ScopePlan]:
     if scope == "any":
         plans: list[ScopePlan] = []
-        for name in ("session", "history", "user", "agent", "tenant"):
+        for name in ("session", "history", "user", "agent", "tenant", "knowledge"):
             try:
-                plans.extend(plan(identity, name))
+                plans.extend(_plan(identity, name))
             except ScopeError:
                 continue
         return plans
     require(identity, scope)
+    if scope == "knowledge":
+        return [ScopePlan("knowledge", KNOWLEDGE_PARTITION)]
     if scope == "session":
         return [ScopePlan("session", home_partition(identity, "session"), identity.session_id)]
     if scope == "history":
@@ -118,6 +170,8 @@ def visible_scope(
         return None
     if scope == "tenant":
         return "tenant" if partition == "tenant" else None
+    if scope == "knowledge":  # readable by every identity of the tenant (seed 003)
+        return "knowledge" if partition == KNOWLEDGE_PARTITION else None
     if scope == "user":
         ok = identity.user_id is not None and user_id == identity.user_id
         return "user" if ok and partition == f"user:{identity.user_id}" else None
@@ -125,6 +179,8 @@ def visible_scope(
         ok = identity.agent_id is not None and agent_id == identity.agent_id
         return "agent" if ok and partition == f"agent:{identity.agent_id}" else None
     if scope == "session":
+        # a session chunk has its conversation's owner; only its partition name differs
+        partition = partition.removeprefix(CHUNK_PREFIX)
         if identity.session_id is not None and session_id == identity.session_id:
             try:
                 own = home_partition(identity, "session")
@@ -139,4 +195,22 @@ def visible_scope(
         if identity.user_id is None and agent_id != identity.agent_id:
             return None
         return "history"
+    return None
+
+
+def row_tier(tier: str | None, scope: str) -> str | None:
+    """The tier (``working``, ``mid_term``, ``long_term``, ``knowledge``) of an admitted row.
+
+    ``tier`` is the row's stored tier column (session chunks and summaries); ``scope`` the
+    recall scope :func:`visible_scope` gave it. Rows of no tier (other sessions' raw messages,
+    explicit memories, documents) return None: only default recall (no ``tiers``) shows them.
+    """
+    if tier in ("long_term_summary", "long_term_detail"):
+        return "long_term"
+    if tier is not None:
+        return tier
+    if scope == "knowledge":
+        return "knowledge"
+    if scope == "session":
+        return "working"
     return None

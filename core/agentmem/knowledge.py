@@ -1,0 +1,286 @@
+"""Knowledge (seed 003 tier 4): explicit, agent-managed entries with an optional dedup key.
+
+Knowledge is not tied to a session: persistent facts, preferences, domain notes, reference
+material an agent (or its operator) curates. Access (seed 003):
+
+=================  =============================================
+write (upsert,     the owning agent only (needs ``agent_id`` bound)
+delete)
+read (get, list,   every identity of the tenant, any agent's entries
+recall)
+=================  =============================================
+
+Entries are ``kind="memory"`` rows of scope ``knowledge`` in the tenant's ``knowledge``
+partition; each carries its agent. They are embedded and keyword-indexed like every row, and
+recall finds them (``scope="knowledge"``, ``tiers=("knowledge",)`` or the default ``any``).
+Because every identity of the tenant can read them, keep user-private facts out of knowledge
+(``remember(scope="user")`` is for those).
+
+**Update by key**: an ``upsert`` with a ``key`` the agent already used supersedes the earlier
+entry (it stays in history, ``superseded_by`` set, and leaves recall). Upserting the same
+content again is a no-op that returns the existing id. The key is also in
+``metadata["knowledge_key"]`` of the stored row (and so of recall hits).
+
+Example:
+    >>> kb = mem.bind("acme", agent_id="support").knowledge  # doctest: +SKIP
+    >>> kb.upsert("Refunds are processed within 5 business days", key="refund-sla")  # doctest: +SKIP
+    >>> kb.get("refund-sla").content  # doctest: +SKIP
+    'Refunds are processed within 5 business days'
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from . import scopes as scope_rules
+from . import validation as v
+from .config import CHAT_COPY_MAX_BYTES
+from .errors import ScopeError
+from .models import MEMORY_TYPES, MemoryItem, RecallResult
+from .records import LIVE, NewRecord, Row
+
+if TYPE_CHECKING:
+    from .memory import BoundMemory
+
+SCOPE = "knowledge"
+KEY_METADATA = "knowledge_key"
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeEntry:
+    """One live knowledge entry.
+
+    Attributes:
+        id: Row id (changes when an upsert by key replaces the entry).
+        key: The dedup key, if the entry has one.
+        agent_id: The agent that owns (and alone may change) the entry.
+    """
+
+    id: str
+    key: str | None
+    content: str
+    agent_id: str
+    memory_type: str | None
+    metadata: dict[str, Any]
+    importance: float | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    """Outcome of :meth:`Knowledge.upsert`.
+
+    Attributes:
+        id: Id of the live entry.
+        was_new: False when the same entry (same key and content) existed already.
+        replaced: Id of the entry this one superseded (same key, other content), if any.
+    """
+
+    id: str
+    key: str | None
+    was_new: bool
+    replaced: str | None = None
+
+
+def _sha(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def _topic(agent_id: str, key: str) -> str:
+    return f"knowledge/{agent_id}/{key}"
+
+
+class Knowledge:
+    """The knowledge base of a bound identity (``m.knowledge``).
+
+    Args:
+        memory: The bound memory; writes need its ``agent_id``.
+
+    Example:
+        >>> kb = m.knowledge  # doctest: +SKIP
+        >>> kb.upsert("Our office is in Porto", key="office").was_new  # doctest: +SKIP
+        True
+        >>> [e.key for e in kb.list()]  # doctest: +SKIP
+        ['office']
+    """
+
+    def __init__(self, memory: BoundMemory) -> None:
+        self._m = memory
+        self._store = memory.store
+
+    def _own_agent(self) -> str:
+        scope_rules.home_partition(self._m.identity, SCOPE)  # raises ScopeError without agent
+        assert self._m.agent_id is not None
+        return self._m.agent_id
+
+    # -- writes --------------------------------------------------------------------------------
+    def upsert(
+        self,
+        content: str,
+        key: str | None = None,
+        *,
+        memory_type: str = "note",
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> UpsertResult:
+        """Insert an entry, or replace this agent's entry under ``key``.
+
+        Args:
+            content: The knowledge text (up to 16 KiB).
+            key: Optional dedup key: a later upsert with the same key supersedes this entry.
+            memory_type: fact, preference, decision, note (default), event, instruction, task.
+            importance: Optional weight in [0, 1].
+            metadata: The caller's metadata (``knowledge_key`` is set by agentmem).
+        """
+        self._store._check_open()
+        agent = self._own_agent()
+        text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
+        k = v.identity(key, "key")
+        mtype = v.choice(memory_type, "memory_type", MEMORY_TYPES)
+        imp = v.unit_float(importance, "importance")
+        meta = v.metadata(metadata)
+        meta.pop(KEY_METADATA, None)
+        if k is not None:
+            meta[KEY_METADATA] = k
+        i = self._m.identity
+        rec = NewRecord(
+            id=uuid.uuid4().hex,
+            tenant_id=i.tenant_id,
+            user_id=None,
+            agent_id=agent,
+            session_id=None,
+            kind="memory",
+            memory_type=mtype,
+            scope=SCOPE,
+            role=None,
+            content=text,
+            content_hash=_sha(text),
+            source_ref=None,
+            metadata=meta,
+            importance=imp,
+            event_time=None,
+            partition=scope_rules.home_partition(i, SCOPE),
+            dedup_key=_sha("knowledge", i.tenant_id, agent, k or "", mtype, text.strip()),
+            topic_key=_topic(agent, k) if k is not None else None,
+        )
+        ((id_, new),) = self._m._write([rec], "knowledge_upsert")
+        replaced = None
+        if new and k is not None:
+            rows = self._store.records.read(
+                "SELECT id FROM memories WHERE superseded_by = ? ORDER BY seq DESC LIMIT 1",
+                (id_,),
+            )
+            replaced = rows[0][0] if rows else None
+        return UpsertResult(id=id_, key=k, was_new=new, replaced=replaced)
+
+    def delete(self, key_or_id: str) -> bool:
+        """Delete this agent's entry with that key (or id); False if there is none.
+
+        Raises:
+            ScopeError: the id names another agent's entry (knowledge is written only by its
+                own agent).
+        """
+        self._store._check_open()
+        agent = self._own_agent()
+        ref = v.identity(key_or_id, "key_or_id", required=True)
+        assert ref is not None
+        ids = self._ids(agent, ref)
+        if not ids:
+            row = self._store.records.get(ref)
+            if row is None or not self._readable(row) or row.item.deleted_at is not None:
+                return False
+            if row.item.agent_id != agent:
+                raise ScopeError(
+                    "key_or_id",
+                    "knowledge entries can be changed only by their own agent "
+                    f"(this one belongs to agent {row.item.agent_id!r})",
+                )
+            ids = [ref]
+        done = False
+        for id_ in ids:
+            done = self._store.records.soft_delete(self._m.tenant_id, id_) or done
+        self._store.indexer.notify()
+        return done
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, key: str, *, agent_id: str | None = None) -> KnowledgeEntry | None:
+        """The live entry under ``key`` of ``agent_id`` (default: the bound agent), or None."""
+        k = v.identity(key, "key", required=True)
+        assert k is not None
+        agent = v.identity(agent_id, "agent_id") or self._m.agent_id
+        if agent is None:
+            raise ScopeError(
+                "agent_id", "this memory is bound without an agent: pass agent_id= to read one"
+            )
+        entries = self._entries(self._ids(agent, k))
+        return entries[-1] if entries else None
+
+    def list(
+        self, *, agent_id: str | None = None, all_agents: bool = False
+    ) -> list[KnowledgeEntry]:
+        """Live entries, oldest first: the bound agent's, ``agent_id``'s, or with
+        ``all_agents=True`` every agent's of the tenant (an identity without an agent sees
+        every agent's by default)."""
+        self._store._check_open()
+        sql = (
+            f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND scope = ? "
+            f"AND superseded_by IS NULL AND {LIVE}"
+        )
+        params: list[Any] = [self._m.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE]
+        agent = v.identity(agent_id, "agent_id")
+        if agent is None and not all_agents:
+            agent = self._m.agent_id
+        if agent is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent)
+        ids = [r[0] for r in self._store.records.read(sql + " ORDER BY seq", params)]
+        return self._entries(ids)
+
+    def search(self, query: str, *, top_k: int = 5, **kwargs: Any) -> RecallResult:
+        """Recall over knowledge only (``m.recall(query, scope="knowledge", ...)``)."""
+        return self._m.recall(query, top_k=top_k, scope=SCOPE, **kwargs)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _ids(self, agent: str, key: str) -> builtins.list[str]:
+        rows = self._store.records.read(
+            f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND topic_key = ? "
+            f"AND scope = ? AND superseded_by IS NULL AND {LIVE} ORDER BY seq",
+            (self._m.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE),
+        )
+        return [r[0] for r in rows]
+
+    def _readable(self, row: Row) -> bool:
+        return row.item.scope == SCOPE and self._m._visible(row) == SCOPE
+
+    def _entries(self, ids: builtins.list[str]) -> builtins.list[KnowledgeEntry]:
+        rows = {r.item.id: r for r in self._store.records.get_many(self._m.tenant_id, ids)}
+        out = []
+        for id_ in ids:
+            row = rows.get(id_)
+            if row is None or not self._readable(row):
+                continue
+            out.append(_entry(row.item))
+        return out
+
+
+def _entry(item: MemoryItem) -> KnowledgeEntry:
+    key = item.metadata.get(KEY_METADATA)
+    assert item.agent_id is not None
+    return KnowledgeEntry(
+        id=item.id,
+        key=key if isinstance(key, str) else None,
+        content=item.content,
+        agent_id=item.agent_id,
+        memory_type=item.memory_type,
+        metadata=dict(item.metadata),
+        importance=item.importance,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )

@@ -1,0 +1,612 @@
+"""Working memory (seed 003 tier 1, seed 000 "compressed mode"): what a model sees of a session.
+
+A session's working memory is
+
+- **pinned messages**: ``system`` messages and messages stored with ``metadata={"pinned":
+  true}`` (system prompt, identity files). Never compacted, always first in the prompt.
+- **the window**: the session's other messages and tool outputs that have not rolled off.
+- **the reference summary** (seed 003): a structured document (``summary``, ``facts``
+  ``[{key, value, source_event}]``, ``referenced_sessions``, ``referenced_events``) of what
+  rolled off, updated only through the LLM's structured deltas (``summary_delta``).
+
+**Compaction** folds the oldest compactable window messages into the reference summary. It
+never folds pinned messages or the latest user message (the one being answered). It runs
+
+- automatically in :meth:`WorkingMemory.context_messages`: when pinned + summary + window pass
+  ``budget_ratio`` (80%) of the model window, everything but a short tail (``working_tail``,
+  4 messages, seed 000) rolls off; older content is then reached through ``recall``. When the
+  window holds more than ``working_max_messages`` (50, seed 003), the oldest roll off until
+  half remain.
+- manually with :meth:`WorkingMemory.compact` (``BoundMemory.compact``).
+
+A delta is validated completely before anything changes, and the new state is swapped in with
+one compare-and-set write: an LLM error, a malformed delta or a concurrent compaction leave the
+previous summary and window intact (the error is recorded, the next trigger retries). If the
+prompt is still over budget then, :meth:`~WorkingMemory.context_messages` trims its *view*
+(oldest first, never the latest user message) without changing the stored state.
+
+**Persistence**: the state (summary, window boundary, counters) is a row of the records store's
+``working_state`` table; the window itself is rebuilt from the session's messages, so a
+restarted process sees the same working memory (seed 003 crash recovery).
+
+Example:
+    >>> m = mem.bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
+    >>> m.add_message("system", "You are a helpful travel agent.")  # doctest: +SKIP
+    >>> m.add_message("user", "Book me a flight to Lisbon")  # doctest: +SKIP
+    >>> m.context_messages(model_window=8000)  # doctest: +SKIP
+    [{'role': 'system', 'content': 'You are a helpful travel agent.'},
+     {'role': 'user', 'content': 'Book me a flight to Lisbon'}]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from . import scopes as scope_rules
+from . import validation as v
+from .errors import ValidationError
+from .models import MemoryItem
+from .records import LIVE, iso, now_utc
+from .tokens import count_tokens
+
+if TYPE_CHECKING:
+    from .llm.base import LLM, ChatTurn
+    from .memory import BoundMemory
+    from .tiers import TierConfig
+
+log = logging.getLogger("agentmem.working")
+
+#: Tokens a chat message costs beyond its content (role and separators, OpenAI-style).
+MESSAGE_OVERHEAD_TOKENS = 4
+#: Facts and references kept in a reference summary at most (oldest dropped first).
+MAX_FACTS = 200
+MAX_REFERENCES = 1000
+#: Messages handed to one ``summary_delta`` call; a longer roll-off is folded in batches.
+MAX_DELTA_MESSAGES = 64
+SUMMARY_HEADER = (
+    "Summary of earlier messages of this conversation (they were compacted out of the "
+    "prompt; call recall to look up details before answering):"
+)
+_MESSAGE_KINDS = "('chat_message', 'tool_output')"
+
+
+# -- the reference summary --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReferenceFact:
+    """One fact of a reference summary, with the message it came from."""
+
+    key: str
+    value: str
+    source_event: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceSummary:
+    """The structured summary of what rolled off a session's window (seed 003).
+
+    Example:
+        >>> ReferenceSummary(summary="User plans a trip.").to_dict()["summary"]
+        'User plans a trip.'
+    """
+
+    summary: str = ""
+    facts: tuple[ReferenceFact, ...] = ()
+    referenced_sessions: tuple[str, ...] = ()
+    referenced_events: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.summary or self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "facts": [
+                {"key": f.key, "value": f.value, "source_event": f.source_event} for f in self.facts
+            ],
+            "referenced_sessions": list(self.referenced_sessions),
+            "referenced_events": list(self.referenced_events),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReferenceSummary:
+        return cls(
+            summary=str(data.get("summary", "")),
+            facts=tuple(
+                ReferenceFact(str(f["key"]), str(f["value"]), f.get("source_event"))
+                for f in data.get("facts", ())
+            ),
+            referenced_sessions=tuple(data.get("referenced_sessions", ())),
+            referenced_events=tuple(data.get("referenced_events", ())),
+        )
+
+    def render(self) -> str:
+        """The text of the system message that carries this summary into a prompt."""
+        parts = [SUMMARY_HEADER]
+        if self.summary:
+            parts.append(self.summary)
+        if self.facts:
+            parts.append("Known facts:")
+            parts.extend(f"- {f.key}: {f.value}" for f in self.facts)
+        return "\n".join(parts)
+
+
+class MalformedDeltaError(ValueError):
+    """A summary delta that cannot be applied (the summary stays as it was)."""
+
+
+def apply_delta(current: ReferenceSummary, delta: Any) -> ReferenceSummary:
+    """The summary after ``delta`` (a :class:`~agentmem.llm.SummaryDelta`), validated first.
+
+    Raises:
+        MalformedDeltaError: anything about the delta is off; nothing is applied then.
+    """
+    from .llm.base import SummaryDelta
+
+    if not isinstance(delta, SummaryDelta):
+        raise MalformedDeltaError(f"expected a SummaryDelta, got {type(delta).__name__}")
+    if delta.mode not in ("append", "overwrite"):
+        raise MalformedDeltaError(f"mode must be 'append' or 'overwrite', got {delta.mode!r}")
+    if not isinstance(delta.summary_update, str):
+        raise MalformedDeltaError("summary_update must be a string")
+    if delta.mode == "overwrite" and not delta.summary_update.strip():
+        raise MalformedDeltaError("an overwrite delta must carry a summary")
+    added: list[ReferenceFact] = []
+    for n, fact in enumerate(_seq(delta.add_facts, "add_facts")):
+        if not isinstance(fact, Mapping):
+            raise MalformedDeltaError(f"add_facts[{n}] must be an object")
+        key, value, source = fact.get("key"), fact.get("value"), fact.get("source_event")
+        if not isinstance(key, str) or not key.strip():
+            raise MalformedDeltaError(f"add_facts[{n}].key must be a non-empty string")
+        if not isinstance(value, str | int | float | bool) or (
+            isinstance(value, str) and not value
+        ):
+            raise MalformedDeltaError(f"add_facts[{n}].value must be a non-empty scalar")
+        if source is not None and not isinstance(source, str):
+            raise MalformedDeltaError(f"add_facts[{n}].source_event must be a string")
+        added.append(ReferenceFact(key.strip(), str(value), source))
+    removed = set(_strings(delta.remove_fact_keys, "remove_fact_keys"))
+    add_refs = _strings(delta.add_references, "add_references")
+    remove_refs = set(_strings(delta.remove_references, "remove_references"))
+
+    update = delta.summary_update.strip()
+    if delta.mode == "overwrite":
+        text = update
+    else:
+        text = f"{current.summary}\n{update}".strip() if update else current.summary
+    facts = {f.key: f for f in current.facts if f.key not in removed}
+    for fact in added:
+        facts.pop(fact.key, None)  # re-inserted last: newest facts at the end
+        facts[fact.key] = fact
+    sessions = [s for s in current.referenced_sessions if s not in remove_refs]
+    events = [e for e in current.referenced_events if e not in remove_refs]
+    for ref in add_refs:
+        if ref.startswith("session:"):
+            if ref[8:] not in sessions:
+                sessions.append(ref[8:])
+        elif ref not in events:
+            events.append(ref)
+    return ReferenceSummary(
+        summary=text,
+        facts=tuple(facts.values())[-MAX_FACTS:],
+        referenced_sessions=tuple(sessions[-MAX_REFERENCES:]),
+        referenced_events=tuple(events[-MAX_REFERENCES:]),
+    )
+
+
+def _seq(value: Any, name: str) -> Sequence[Any]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise MalformedDeltaError(f"{name} must be a list")
+    return value
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    out = []
+    for n, item in enumerate(_seq(value, name)):
+        if not isinstance(item, str) or not item:
+            raise MalformedDeltaError(f"{name}[{n}] must be a non-empty string")
+        out.append(item)
+    return out
+
+
+# -- value objects ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TokenCounts:
+    """Tokens (cl100k_base, plus a per-message overhead) of the parts of a working memory."""
+
+    pinned: int
+    summary: int
+    window: int
+
+    @property
+    def total(self) -> int:
+        return self.pinned + self.summary + self.window
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """Outcome of one compaction.
+
+    Attributes:
+        ok: False when the LLM failed, its delta was malformed, or another compaction won
+            the race; the stored summary and window are unchanged then.
+        reason: ``manual``, ``budget`` (the 80% trip) or ``window_full``.
+        rolled_off: Ids of the messages folded into the reference summary.
+        window: Messages left in the window.
+        summary: The reference summary after the compaction (the old one if not ok).
+        error: What went wrong, when not ok.
+    """
+
+    ok: bool
+    reason: str
+    rolled_off: tuple[str, ...] = ()
+    window: int = 0
+    summary: ReferenceSummary = ReferenceSummary()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSnapshot:
+    """A session's working memory at one moment (``m.working.snapshot()``).
+
+    Attributes:
+        pinned: Pinned messages (system role or ``metadata["pinned"] is True``), oldest first.
+        window: The other messages still in the window, oldest first.
+        summary: The reference summary of what rolled off.
+        tokens: Token counts of pinned messages, rendered summary and window.
+        compactions: Successful compactions so far.
+        trips: Budget trips so far (compressed mode once > 0).
+        last_error: The last failed compaction's error, cleared by the next success.
+    """
+
+    session_id: str
+    pinned: tuple[MemoryItem, ...]
+    window: tuple[MemoryItem, ...]
+    summary: ReferenceSummary
+    tokens: TokenCounts
+    compactions: int = 0
+    trips: int = 0
+    last_error: str | None = None
+    latest_user_id: str | None = None
+
+    @property
+    def compressed(self) -> bool:
+        """True once a budget trip happened: older content must be reached through recall."""
+        return self.trips > 0
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    summary: ReferenceSummary
+    boundary: int = 0
+    held: tuple[int, ...] = ()
+    version: int = 0
+    compactions: int = 0
+    trips: int = 0
+    last_error: str | None = None
+
+
+def is_pinned(item: MemoryItem) -> bool:
+    """System messages and messages with ``metadata["pinned"] is True`` are never compacted."""
+    return item.role == "system" or (item.metadata or {}).get("pinned") is True
+
+
+def message_tokens(item: MemoryItem) -> int:
+    return count_tokens(item.content) + MESSAGE_OVERHEAD_TOKENS
+
+
+# -- the manager ------------------------------------------------------------------------------
+class WorkingMemory:
+    """The working memory of a bound session (``m.working``).
+
+    Example:
+        >>> w = m.working  # doctest: +SKIP
+        >>> w.window[-1].content, w.tokens.total  # doctest: +SKIP
+        ('Book me a flight to Lisbon', 14)
+        >>> w.compact().rolled_off  # doctest: +SKIP
+        ()
+    """
+
+    def __init__(self, memory: BoundMemory) -> None:
+        scope_rules.require(memory.identity, "session")
+        self._m = memory
+        self._store = memory.store
+        self._key = (
+            memory.tenant_id,
+            scope_rules.home_partition(memory.identity, "session"),
+            memory.session_id,
+        )
+
+    @property
+    def config(self) -> TierConfig:
+        cfg: TierConfig = self._store.tier_config
+        return cfg
+
+    # -- reads ---------------------------------------------------------------------------------
+    @property
+    def window(self) -> list[MemoryItem]:
+        """Messages in the window (not pinned, not rolled off), oldest first."""
+        return list(self.snapshot().window)
+
+    @property
+    def pinned(self) -> list[MemoryItem]:
+        return list(self.snapshot().pinned)
+
+    @property
+    def summary(self) -> ReferenceSummary:
+        """The reference summary of what rolled off."""
+        return self._load().summary
+
+    @property
+    def tokens(self) -> TokenCounts:
+        return self.snapshot().tokens
+
+    def snapshot(self) -> WorkingSnapshot:
+        """Pinned messages, window, summary and token counts, read together."""
+        self._store._check_open()
+        state = self._load()
+        pinned, window, latest_user = self._rows(state)
+        summary_tokens = 0 if state.summary.empty else count_tokens(state.summary.render()) + 4
+        latest = next((item.id for seq, item in window if seq == latest_user), None)
+        return WorkingSnapshot(
+            session_id=self._key[2] or "",
+            pinned=tuple(item for _, item in pinned),
+            window=tuple(item for _, item in window),
+            summary=state.summary,
+            tokens=TokenCounts(
+                pinned=sum(message_tokens(item) for _, item in pinned),
+                summary=summary_tokens,
+                window=sum(message_tokens(item) for _, item in window),
+            ),
+            compactions=state.compactions,
+            trips=state.trips,
+            last_error=state.last_error,
+            latest_user_id=latest,
+        )
+
+    def _load(self) -> _State:
+        rows = self._store.records.read(
+            "SELECT summary, boundary_seq, held, version, compactions, trips, last_error "
+            "FROM working_state WHERE tenant_id = ? AND partition = ? AND session_id = ?",
+            self._key,
+        )
+        if not rows:
+            return _State(ReferenceSummary())
+        r = rows[0]
+        return _State(
+            summary=ReferenceSummary.from_dict(json.loads(r[0])),
+            boundary=int(r[1]),
+            held=tuple(json.loads(r[2])),
+            version=int(r[3]),
+            compactions=int(r[4]),
+            trips=int(r[5]),
+            last_error=r[6],
+        )
+
+    def _rows(
+        self, state: _State
+    ) -> tuple[list[tuple[int, MemoryItem]], list[tuple[int, MemoryItem]], int | None]:
+        """(pinned, window, seq of the latest user message) of the session."""
+        held = ",".join(str(int(s)) for s in state.held) or "-1"
+        base = (
+            f"FROM memories WHERE tenant_id = ? AND partition = ? AND session_id = ? "
+            f"AND scope = 'session' AND kind IN {_MESSAGE_KINDS} AND {LIVE}"
+        )
+        rows = self._store.records.read(
+            f"SELECT seq, id {base} AND (seq > ? OR seq IN ({held}) OR role = 'system' "
+            f"OR json_extract(metadata, '$.pinned') = 1) ORDER BY seq",
+            (*self._key, state.boundary),
+        )
+        latest = self._store.records.read(f"SELECT MAX(seq) {base} AND role = 'user'", self._key)
+        items = {
+            r.item.id: r.item
+            for r in self._store.records.get_many(self._key[0], [r[1] for r in rows])
+        }
+        pinned: list[tuple[int, MemoryItem]] = []
+        window: list[tuple[int, MemoryItem]] = []
+        for seq, id_ in rows:
+            item = items.get(id_)
+            if item is None:
+                continue
+            if is_pinned(item):
+                pinned.append((seq, item))
+            elif seq > state.boundary or seq in state.held:
+                window.append((seq, item))
+        return pinned, window, latest[0][0] if latest else None
+
+    # -- compaction ----------------------------------------------------------------------------
+    def compact(self, *, keep: int | None = None, reason: str = "manual") -> CompactionResult:
+        """Fold the window into the reference summary, keeping the last ``keep`` messages
+        (default ``working_tail``, 4) and the latest user message.
+        """
+        self._store._check_open()
+        if keep is None:
+            tail = self.config.working_tail
+        elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValidationError("keep", f"must be a non-negative integer; got {keep!r}")
+        else:
+            tail = keep
+        state = self._load()
+        _, window, latest_user = self._rows(state)
+        candidates = window[: len(window) - tail] if tail else window
+        roll = [(seq, item) for seq, item in candidates if seq != latest_user]
+        if not roll:
+            return CompactionResult(
+                ok=True, reason=reason, window=len(window), summary=state.summary
+            )
+        llm: LLM = self._store.llm
+        summary = state.summary
+        try:  # one delta per batch, all applied to a copy: one failure and nothing changes
+            for start in range(0, len(roll), MAX_DELTA_MESSAGES):
+                batch = roll[start : start + MAX_DELTA_MESSAGES]
+                delta = llm.summary_delta(summary.summary, [_turn(item) for _, item in batch])
+                summary = self._condense(apply_delta(summary, delta), llm)
+        except Exception as exc:  # an LLM error or a malformed delta
+            return self._failed(state, reason, len(window), exc)
+        rolled = {seq for seq, _ in roll}
+        boundary = max(state.boundary, max(rolled))
+        held = tuple(seq for seq, _ in window if seq not in rolled and seq <= boundary)
+        if not self._save(state, summary, boundary, held, trip=reason == "budget"):
+            return self._failed(
+                state, reason, len(window), RuntimeError("another compaction changed the state")
+            )
+        log.info(
+            json.dumps({"event": "working_compaction", "reason": reason, "rolled_off": len(roll)})
+        )
+        return CompactionResult(
+            ok=True,
+            reason=reason,
+            rolled_off=tuple(item.id for _, item in roll),
+            window=len(window) - len(roll),
+            summary=summary,
+        )
+
+    def _condense(self, summary: ReferenceSummary, llm: LLM) -> ReferenceSummary:
+        """A summary past ``reference_max_words`` rewritten shorter by the LLM (kept on error)."""
+        limit = self.config.reference_max_words
+        if len(summary.summary.split()) <= limit:
+            return summary
+        from .llm.base import ChatTurn
+
+        try:
+            text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
+        except Exception as exc:
+            log.warning("reference summary not condensed: %s", exc)
+            return summary
+        if not isinstance(text, str) or not text.strip():
+            return summary
+        return replace(summary, summary=text.strip().removeprefix("System: "))
+
+    def _failed(
+        self, state: _State, reason: str, window: int, exc: BaseException
+    ) -> CompactionResult:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning(json.dumps({"event": "working_compaction_failed", "error": error}))
+        now = iso(now_utc())
+        with self._store.records.write() as conn:
+            conn.execute(
+                "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
+                "last_error, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, "
+                "partition, session_id) DO UPDATE SET last_error = excluded.last_error, "
+                "updated_at = excluded.updated_at",
+                (*self._key, json.dumps(state.summary.to_dict()), error, now),
+            )
+        return CompactionResult(
+            ok=False, reason=reason, window=window, summary=state.summary, error=error
+        )
+
+    def _save(
+        self,
+        state: _State,
+        summary: ReferenceSummary,
+        boundary: int,
+        held: tuple[int, ...],
+        *,
+        trip: bool,
+    ) -> bool:
+        """Compare-and-set the new state; False when another compaction got there first."""
+        now = iso(now_utc())
+        trips = int(trip)
+        encoded = json.dumps(summary.to_dict(), ensure_ascii=False)
+        with self._store.records.write() as conn:
+            cur = conn.execute(
+                "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
+                "boundary_seq, held, version, compactions, trips, last_error, updated_at) "
+                "VALUES (?,?,?,?,?,?,1,1,?,NULL,?) ON CONFLICT (tenant_id, partition, "
+                "session_id) DO UPDATE SET summary = excluded.summary, "
+                "boundary_seq = excluded.boundary_seq, held = excluded.held, "
+                "version = working_state.version + 1, "
+                "compactions = working_state.compactions + 1, "
+                "trips = working_state.trips + excluded.trips, last_error = NULL, "
+                "updated_at = excluded.updated_at WHERE working_state.version = ?",
+                (*self._key, encoded, boundary, json.dumps(list(held)), trips, now, state.version),
+            )
+            return cur.rowcount > 0
+
+    # -- the prompt ----------------------------------------------------------------------------
+    def context_messages(
+        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+    ) -> list[dict[str, str]]:
+        """The messages to send to a model: pinned messages, the reference summary (a system
+        message) and the window, compacting first when the budget or the window size trips.
+
+        Args:
+            model_window: The model's context window in tokens (default from
+                :class:`~agentmem.tiers.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
+            budget_ratio: Share of the model window the prompt may fill before compaction
+                trips (seed 000: 0.8).
+
+        Returns:
+            ``{"role", "content"}`` dicts (tool results also carry ``tool_call_id`` when it
+            was stored), in prompt order.
+        """
+        window_tokens = self._model_window(model_window)
+        ratio = v.unit_float(budget_ratio, "budget_ratio")
+        if ratio is None or ratio <= 0:
+            raise ValidationError("budget_ratio", "must be in (0, 1]")
+        budget = int(window_tokens * ratio)
+        snap = self.snapshot()
+        cfg = self.config
+        result: CompactionResult | None = None
+        if snap.tokens.total > budget:
+            result = self.compact(keep=cfg.working_tail, reason="budget")
+        elif len(snap.window) > cfg.working_max_messages:
+            keep = max(cfg.working_max_messages // 2, cfg.working_tail)
+            result = self.compact(keep=keep, reason="window_full")
+        if result is not None and result.rolled_off:
+            snap = self.snapshot()
+        return self._render(snap, budget)
+
+    def _model_window(self, model_window: int | None) -> int:
+        override = self.config.model_window_override
+        if override is not None:
+            return override
+        value = v.positive_int(model_window, "model_window")
+        return value if value is not None else self.config.model_window
+
+    @staticmethod
+    def _render(snap: WorkingSnapshot, budget: int) -> list[dict[str, str]]:
+        head = [_message(item) for item in snap.pinned]
+        used = snap.tokens.pinned
+        if not snap.summary.empty:
+            head.append({"role": "system", "content": snap.summary.render()})
+            used += snap.tokens.summary
+        window = list(snap.window)
+        sizes = [message_tokens(item) for item in window]
+        # over budget even now (a failed compaction, or a huge tail): trim the view only
+        total = used + sum(sizes)
+        n = 0
+        while total > budget and n < len(window):
+            if window[n].id == snap.latest_user_id:
+                n += 1
+                continue
+            total -= sizes[n]
+            sizes[n] = -1
+            n += 1
+        shown = [item for item, size in zip(window, sizes, strict=True) if size >= 0]
+        if len(shown) < len(window):
+            log.warning(
+                "working memory over budget after compaction: %d oldest messages left out "
+                "of the prompt view",
+                len(window) - len(shown),
+            )
+        return head + [_message(item) for item in shown]
+
+
+def _message(item: MemoryItem) -> dict[str, str]:
+    role = item.role or ("tool" if item.kind == "tool_output" else "user")
+    out = {"role": role, "content": item.content}
+    call_id = (item.metadata or {}).get("tool_call_id")
+    if role == "tool" and isinstance(call_id, str):
+        out["tool_call_id"] = call_id
+    return out
+
+
+def _turn(item: MemoryItem) -> ChatTurn:
+    from .llm.base import ChatTurn
+
+    return ChatTurn(item.role or "user", item.content, item.id)
