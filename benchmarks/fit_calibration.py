@@ -68,18 +68,77 @@ def collect(dataset_path: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
     return out
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> np.ndarray:
-    """Logistic regression with an intercept (last weight), L2 on the non-intercept weights."""
+def fit(
+    x: np.ndarray,
+    y: np.ndarray,
+    l2: float = 1.0,
+    iters: int = 50,
+    sample_weight: np.ndarray | None = None,
+) -> np.ndarray:
+    """Weighted logistic regression with an intercept (last weight), L2 on the others."""
     xb = np.hstack([x, np.ones((len(x), 1))])
+    sw = np.ones(len(x)) if sample_weight is None else sample_weight
     w = np.zeros(xb.shape[1])
     reg = np.eye(xb.shape[1]) * l2
     reg[-1, -1] = 0.0
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -60, 60)))
-        grad = xb.T @ (p - y) + reg @ w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
+        grad = xb.T @ (sw * (p - y)) + reg @ w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
         w -= np.linalg.solve(hess, grad)
     return w
+
+
+def collect_locomo(path: str) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
+    """Per LoCoMo question: (sample id, features, dia ids of each candidate, evidence)."""
+    from agentmem.evaluation import locomo
+
+    convs = locomo.load_locomo(path)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+        for conv in convs:
+            locomo._ingest(mem, conv, False)
+        mem.flush()
+        for conv in convs:
+            bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")
+            for q in conv.questions:
+                req = RecallRequest(
+                    query=q.question,
+                    top_k=MAX_TOP_K,
+                    scope="any",
+                    kinds=None,
+                    memory_types=None,
+                    rerank=False,
+                    min_score=0.0,
+                    token_budget=10**9,
+                    filters={},
+                )
+                ranked, visible, _ = mem.engine.candidates(bound.identity, req)
+                feats = np.array([c.features for c in ranked], dtype=float).reshape(
+                    -1, len(WEIGHTS)
+                )
+                dias = [locomo.hit_dia_ids(visible[c.id][1].item.metadata) for c in ranked]
+                out.append((conv.sample_id, feats, dias, list(q.evidence)))
+    return out
+
+
+def locomo_labels(q: tuple[str, np.ndarray, list[list[str]], list[str]]) -> np.ndarray:
+    evidence = set(q[3])
+    return np.array([1.0 if evidence & set(d) else 0.0 for d in q[2]])
+
+
+def locomo_recall(questions: list, w: np.ndarray, k: int = 10) -> float:
+    """Evidence Recall@k at turn granularity (as ``agentmem eval --locomo`` scores it)."""
+    total = 0.0
+    for _, feats, dias, evidence in questions:
+        seen: list[str] = []
+        if len(feats):
+            for i in np.argsort(-score(feats, w), kind="stable"):
+                seen.extend(d for d in dias[i] if d not in seen)
+                if len(seen) >= k:
+                    break
+        total += sum(1 for e in evidence if e in seen[:k]) / len(evidence)
+    return total / len(questions)
 
 
 def score(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -113,39 +172,76 @@ def evaluate(
     return float(np.mean(recalls)), float(np.mean(precisions)), float(np.mean(empties or [1.0]))
 
 
+def stack(golden: list, loco: list, golden_weight: float) -> tuple[np.ndarray, ...]:
+    """Training matrix: golden candidates weighted so both datasets count about equally."""
+    xs = [c[0] for c in golden if len(c[0])] + [q[1] for q in loco if len(q[1])]
+    ys = [c[1] for c in golden if len(c[1])] + [locomo_labels(q) for q in loco if len(q[1])]
+    n_golden = sum(len(c[1]) for c in golden)
+    ws = [np.full(len(c[1]), golden_weight) for c in golden if len(c[1])]
+    ws += [np.ones(len(q[1])) for q in loco if len(q[1])]
+    if not xs:
+        raise SystemExit("no candidates to fit on")
+    del n_golden
+    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="eval/memory_golden_dataset.json")
+    parser.add_argument("--locomo", default=None, help="also fit on a LoCoMo file (ranking)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--threshold", type=float, default=0.3)
     parser.add_argument("--l2", type=float, default=1.0)
     args = parser.parse_args()
-    cases = collect(args.dataset)
+    golden = collect(args.dataset)
+    loco = collect_locomo(args.locomo) if args.locomo else []
+    n_golden = sum(len(c[1]) for c in golden)
+    n_loco = sum(len(q[1]) for q in loco)
+    golden_weight = max(n_loco / n_golden, 1.0) if n_golden else 1.0
     current = np.array([*WEIGHTS, BIAS])
-    print(f"cases {len(cases)}, candidates {sum(len(c[1]) for c in cases)}")
-    r, p, e = evaluate(cases, [current] * len(cases), args.threshold)
-    print(f"shipped weights     R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    order = list(range(len(cases)))
+    print(f"golden: {len(golden)} cases, {n_golden} candidates (weight {golden_weight:.1f})")
+    r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
+    print(f"shipped weights   golden R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    if loco:
+        print(f"locomo: {len(loco)} questions, {n_loco} candidates")
+        print(f"shipped weights   locomo R@10 {locomo_recall(loco, current):.3f}")
+
+    # Golden figures: k-fold by case (LoCoMo, if any, always in training).
+    order = list(range(len(golden)))
     random.Random(0).shuffle(order)
     fold_of = {case: i % args.folds for i, case in enumerate(order)}
-    per_case: list[np.ndarray] = [current] * len(cases)
+    per_case: list[np.ndarray] = [current] * len(golden)
     for fold in range(args.folds):
-        train = [c for i, c in enumerate(cases) if fold_of[i] != fold]
-        x = np.vstack([c[0] for c in train if len(c[0])])
-        y = np.concatenate([c[1] for c in train if len(c[1])])
-        w = fit(x, y, args.l2)
-        for i in range(len(cases)):
+        train = [c for i, c in enumerate(golden) if fold_of[i] != fold]
+        x, y, sw = stack(train, loco, golden_weight)
+        w = fit(x, y, args.l2, sample_weight=sw)
+        for i in range(len(golden)):
             if fold_of[i] == fold:
                 per_case[i] = w
     for t in (0.2, 0.3, 0.4, 0.5):
-        r, p, e = evaluate(cases, per_case, t)
-        print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    x = np.vstack([c[0] for c in cases if len(c[0])])
-    y = np.concatenate([c[1] for c in cases if len(c[1])])
-    w = fit(x, y, args.l2)
-    r, p, e = evaluate(cases, [w] * len(cases), args.threshold)
-    print(f"fit on all (in-sample) R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    names = ("cos", "coverage", "fused", "cos_gap", "coverage_gap")
+        r, p, e = evaluate(golden, per_case, t)
+        print(
+            f"golden {args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}"
+        )
+
+    # LoCoMo figures: leave one conversation out (golden always in training).
+    if loco:
+        samples = sorted({q[0] for q in loco})
+        total = 0.0
+        for held in samples:
+            x, y, sw = stack(golden, [q for q in loco if q[0] != held], golden_weight)
+            w = fit(x, y, args.l2, sample_weight=sw)
+            test = [q for q in loco if q[0] == held]
+            total += locomo_recall(test, w) * len(test)
+        print(f"locomo leave-one-conversation-out R@10 {total / len(loco):.3f}")
+
+    x, y, sw = stack(golden, loco, golden_weight)
+    w = fit(x, y, args.l2, sample_weight=sw)
+    r, p, e = evaluate(golden, [w] * len(golden), args.threshold)
+    print(f"fit on all (in-sample) golden R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    if loco:
+        print(f"fit on all (in-sample) locomo R@10 {locomo_recall(loco, w):.3f}")
+    names = ("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel")
     print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + ")  # " + ", ".join(names))
     print(f"BIAS = {w[-1]:.3f}")
 

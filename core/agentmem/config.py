@@ -51,6 +51,10 @@ class MemoryConfig:
     """Class priors per scope (``AGENTMEM_RECALL_WEIGHT_<SCOPE>``)."""
     candidates: int = 40
     """Candidates fetched from each index per scope before fusion."""
+    keyword_context: int = 2
+    """Preceding chat messages indexed (keywords) as context of each chat message."""
+    vector_context: int = 0
+    """Preceding chat messages embedded as context of each chat message."""
     embed_batch_size: int = 64
     """Rows per embedding batch in the background indexer."""
     index_interval: float = 0.05

@@ -31,9 +31,11 @@ from .vector_index import VectorIndex, collection_name
 log = logging.getLogger("agentmem.indexer")
 
 KEYWORD_BATCH = 2000
+#: Characters of each preceding message included as context of a chat message.
+CONTEXT_CHARS = 300
 
 
-def keyword_doc(row: Row) -> KeywordDoc:
+def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
     return KeywordDoc(
         id=item.id,
@@ -43,7 +45,7 @@ def keyword_doc(row: Row) -> KeywordDoc:
         kind=item.kind,
         memory_type=item.memory_type or "",
         scope=item.scope,
-        content=keyword_text(row),
+        content=f"{context}\n{keyword_text(row)}" if context else keyword_text(row),
     )
 
 
@@ -94,6 +96,8 @@ class Indexer:
         *,
         batch_size: int = 64,
         interval: float = 0.05,
+        keyword_context: int = 0,
+        vector_context: int = 0,
         retries: int = 3,
         backoff: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -103,6 +107,8 @@ class Indexer:
         self.vectors = vectors
         self.embedder = embedder
         self.batch_size = batch_size
+        self.keyword_context = keyword_context
+        self.vector_context = vector_context
         self.interval = interval
         self.retries = retries
         self.backoff = backoff
@@ -186,7 +192,8 @@ class Indexer:
             live = [row for _, row, is_live in pending if is_live]
             dead = [row.item.id for _, row, is_live in pending if not is_live]
             if live:
-                self.keywords.add([keyword_doc(r) for r in live])
+                ctx = self._contexts(live, self.keyword_context)
+                self.keywords.add([keyword_doc(r, ctx.get(r.item.id, "")) for r in live])
             if dead:
                 self.keywords.delete(dead)
             self.keywords.commit()
@@ -194,6 +201,28 @@ class Indexer:
             did = True
             if len(pending) < KEYWORD_BATCH:
                 return did
+
+    def _contexts(self, rows: list[Row], n: int) -> dict[str, str]:
+        """The ``n`` messages before each chat message of ``rows`` in its session, as text.
+
+        A reply like "Yes, last Tuesday!" is findable by what it answers. Only preceding
+        messages are used: later ones may not exist yet when a message is indexed.
+        """
+        if n <= 0:
+            return {}
+        out: dict[str, str] = {}
+        for row in rows:
+            item = row.item
+            if item.kind != "chat_message" or item.session_id is None:
+                continue
+            before = self.records.preceding_messages(
+                item.tenant_id, item.session_id, row.partition, item.id, n
+            )
+            if before:
+                out[item.id] = "\n".join(
+                    index_text(r)[:CONTEXT_CHARS] for r in before
+                )
+        return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
         pending = self.records.pending_vector(self.batch_size, retry_failed=retry_failed)
@@ -213,7 +242,11 @@ class Indexer:
         return True
 
     def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
-        texts = [index_text(row) for _, row in live]
+        ctx = self._contexts([row for _, row in live], self.vector_context)
+        texts = [
+            f"{ctx[row.item.id]}\n{index_text(row)}" if row.item.id in ctx else index_text(row)
+            for _, row in live
+        ]
         vectors = None
         error: BaseException | None = None
         for attempt in range(self.retries + 1):

@@ -19,7 +19,11 @@
    Precision@5 so the figures are not in-sample. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
 
-Items are ordered by that score, so higher is better everywhere.
+3. **Ranking**: candidates are ordered by a second linear model over the same features
+   (``RANK_WEIGHTS``), fitted for ordering on conversational recall (LoCoMo development split),
+   where the golden set's few candidates per query teach little about order. Items whose
+   calibrated score is below ``min_score`` are dropped; the scores of the items kept are made
+   non-increasing down the list, so higher is better everywhere.
 """
 
 from __future__ import annotations
@@ -29,8 +33,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 #: Calibration weights: (cos, coverage, fused, cos gap to the best candidate, coverage gap).
-WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793)
+WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793, 0.0)
 BIAS = -2.343
+
+#: Ranking weights over the same features: the order of candidates within one query. Fitted
+#: as a logistic regression on evidence labels of the LoCoMo development split (leave one
+#: conversation out: R@10 0.749; see ``benchmarks/fit_calibration.py --locomo``). Only the
+#: order matters, so there is no bias.
+RANK_WEIGHTS: tuple[float, ...] = (-0.547, 1.710, 2.716, -3.068, -1.717, 2.352)
 
 
 @dataclass(slots=True)
@@ -44,6 +54,9 @@ class Candidate:
     coverage: float = 0.0
     in_keyword: bool = False
     in_vector: bool = False
+    bm25: float = 0.0
+    kw_rank: int = 0
+    vec_rank: int = 0
     score: float = 0.0
     features: tuple[float, ...] = ()
 
@@ -71,7 +84,7 @@ def coverage(query_idf: Mapping[str, float], doc_terms: set[str]) -> float:
 
 
 def features(
-    c: Candidate, fused_max: float, best_cos: float, best_coverage: float
+    c: Candidate, fused_max: float, best_cos: float, best_coverage: float, best_bm25: float
 ) -> tuple[float, ...]:
     """The calibration features of a candidate, relative to the best of its query."""
     cos = 0.0 if c.cos is None else max(c.cos, 0.0)
@@ -82,7 +95,21 @@ def features(
         fused,
         best_cos - cos,
         best_coverage - c.coverage,
+        c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
     )
+
+
+def rank_key(feats: Sequence[float], weights: Sequence[float] = RANK_WEIGHTS) -> float:
+    """Ordering key of a candidate within its query (higher first)."""
+    return sum(w * f for w, f in zip(weights, feats, strict=True))
+
+
+def monotone(scores: Sequence[float]) -> list[float]:
+    """Scores made non-increasing down a ranked list (each at least the ones below it)."""
+    out = list(scores)
+    for i in range(len(out) - 2, -1, -1):
+        out[i] = max(out[i], out[i + 1])
+    return out
 
 
 def calibrate(
