@@ -12,8 +12,14 @@ and the gaps to the best candidate of the same query). This script:
    by case (weights fitted on the other folds), so the figure is not measured on the data the
    weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
 
+The ranking weights (``RANK_WEIGHTS``: the order of candidates within a query) are fitted
+the same way on LoCoMo evidence labels when ``--locomo FILE`` is given, with a
+leave-one-conversation-out Recall@10 (the benchmark file is read from where it lies; it is
+never copied into the project).
+
 Usage:
-    python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json] [--folds 5]
+    python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json]
+        [--locomo path/to/locomo-dev.json] [--folds 5]
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.ranking import BIAS, WEIGHTS
+from agentmem.ranking import BIAS, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
 
@@ -148,7 +154,9 @@ def score(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
 def evaluate(
     cases: list, weights: list[np.ndarray], threshold: float, k: int = 5
 ) -> tuple[float, float, float]:
-    """Recall@k, Precision@k, expect-empty pass rate, each case scored with its own weights."""
+    """Recall@k, Precision@k, expect-empty pass rate: each case cut with its own calibration
+    weights, ordered by the shipped ranking weights (as recall does)."""
+    rank_w = np.array(RANK_WEIGHTS)
     recalls, precisions, empties = [], [], []
     for (feats, labels, empty), w in zip(cases, weights, strict=True):
         if len(feats) == 0:
@@ -158,7 +166,7 @@ def evaluate(
                 recalls.append(0.0)
             continue
         s = score(feats, w)
-        order = np.argsort(-s)
+        order = np.argsort(-(feats @ rank_w), kind="stable")
         chosen = [i for i in order if s[i] >= threshold][:k]
         hits = labels[chosen].sum() if chosen else 0.0
         if empty:
@@ -172,78 +180,65 @@ def evaluate(
     return float(np.mean(recalls)), float(np.mean(precisions)), float(np.mean(empties or [1.0]))
 
 
-def stack(golden: list, loco: list, golden_weight: float) -> tuple[np.ndarray, ...]:
-    """Training matrix: golden candidates weighted so both datasets count about equally."""
-    xs = [c[0] for c in golden if len(c[0])] + [q[1] for q in loco if len(q[1])]
-    ys = [c[1] for c in golden if len(c[1])] + [locomo_labels(q) for q in loco if len(q[1])]
-    n_golden = sum(len(c[1]) for c in golden)
-    ws = [np.full(len(c[1]), golden_weight) for c in golden if len(c[1])]
-    ws += [np.ones(len(q[1])) for q in loco if len(q[1])]
-    if not xs:
-        raise SystemExit("no candidates to fit on")
-    del n_golden
-    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="eval/memory_golden_dataset.json")
-    parser.add_argument("--locomo", default=None, help="also fit on a LoCoMo file (ranking)")
+    parser.add_argument("--locomo", default=None, help="also fit the ranking on a LoCoMo file")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--threshold", type=float, default=0.3)
     parser.add_argument("--l2", type=float, default=1.0)
     args = parser.parse_args()
-    golden = collect(args.dataset)
-    loco = collect_locomo(args.locomo) if args.locomo else []
-    n_golden = sum(len(c[1]) for c in golden)
-    n_loco = sum(len(q[1]) for q in loco)
-    golden_weight = max(n_loco / n_golden, 1.0) if n_golden else 1.0
-    current = np.array([*WEIGHTS, BIAS])
-    print(f"golden: {len(golden)} cases, {n_golden} candidates (weight {golden_weight:.1f})")
-    r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
-    print(f"shipped weights   golden R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    if loco:
-        print(f"locomo: {len(loco)} questions, {n_loco} candidates")
-        print(f"shipped weights   locomo R@10 {locomo_recall(loco, current):.3f}")
+    names = ", ".join(("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel"))
 
-    # Golden figures: k-fold by case (LoCoMo, if any, always in training).
+    # Calibration (WEIGHTS, BIAS): the golden set's relevance labels; k-fold by case.
+    golden = collect(args.dataset)
+    current = np.array([*WEIGHTS, BIAS])
+    print(f"golden: {len(golden)} cases, {sum(len(c[1]) for c in golden)} candidates")
+    r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
+    print(f"shipped calibration  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
     order = list(range(len(golden)))
     random.Random(0).shuffle(order)
     fold_of = {case: i % args.folds for i, case in enumerate(order)}
     per_case: list[np.ndarray] = [current] * len(golden)
     for fold in range(args.folds):
-        train = [c for i, c in enumerate(golden) if fold_of[i] != fold]
-        x, y, sw = stack(train, loco, golden_weight)
-        w = fit(x, y, args.l2, sample_weight=sw)
+        train = [c for i, c in enumerate(golden) if fold_of[i] != fold and len(c[0])]
+        w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
         for i in range(len(golden)):
             if fold_of[i] == fold:
                 per_case[i] = w
     for t in (0.2, 0.3, 0.4, 0.5):
         r, p, e = evaluate(golden, per_case, t)
-        print(
-            f"golden {args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}"
-        )
+        print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
+    train = [c for c in golden if len(c[0])]
+    w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
+    print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
+    print(f"BIAS = {w[-1]:.3f}")
 
-    # LoCoMo figures: leave one conversation out (golden always in training).
-    if loco:
-        samples = sorted({q[0] for q in loco})
+    # Ranking (RANK_WEIGHTS): LoCoMo evidence labels; leave one conversation out.
+    if args.locomo:
+        loco = collect_locomo(args.locomo)
+        shipped = np.array([*RANK_WEIGHTS, 0.0])
+        print(
+            f"locomo: {len(loco)} questions; shipped ranking R@10 {locomo_recall(loco, shipped):.3f}"
+        )
         total = 0.0
-        for held in samples:
-            x, y, sw = stack(golden, [q for q in loco if q[0] != held], golden_weight)
-            w = fit(x, y, args.l2, sample_weight=sw)
+        for held in sorted({q[0] for q in loco}):
+            train_q = [q for q in loco if q[0] != held and len(q[1])]
+            w = fit(
+                np.vstack([q[1] for q in train_q]),
+                np.concatenate([locomo_labels(q) for q in train_q]),
+                args.l2,
+            )
             test = [q for q in loco if q[0] == held]
             total += locomo_recall(test, w) * len(test)
-        print(f"locomo leave-one-conversation-out R@10 {total / len(loco):.3f}")
-
-    x, y, sw = stack(golden, loco, golden_weight)
-    w = fit(x, y, args.l2, sample_weight=sw)
-    r, p, e = evaluate(golden, [w] * len(golden), args.threshold)
-    print(f"fit on all (in-sample) golden R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    if loco:
-        print(f"fit on all (in-sample) locomo R@10 {locomo_recall(loco, w):.3f}")
-    names = ("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel")
-    print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + ")  # " + ", ".join(names))
-    print(f"BIAS = {w[-1]:.3f}")
+        print(f"leave-one-conversation-out R@10 {total / len(loco):.3f}")
+        train_q = [q for q in loco if len(q[1])]
+        w = fit(
+            np.vstack([q[1] for q in train_q]),
+            np.concatenate([locomo_labels(q) for q in train_q]),
+            args.l2,
+        )
+        print("RANK_WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
 
 
 if __name__ == "__main__":
