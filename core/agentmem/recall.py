@@ -78,7 +78,8 @@ class RecallEngine:
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
-        ranked, visible, partitions = self.candidates(identity, req)
+        notes: dict[str, bool] = {}
+        ranked, visible, partitions = self.candidates(identity, req, notes=notes)
         n_candidates = len(ranked)
         rerank_used = False
         if req.rerank and self.reranker is not None and ranked:
@@ -111,7 +112,9 @@ class RecallEngine:
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
-        degraded = self.records.has_unembedded(identity.tenant_id, partitions)
+        degraded = notes.get("vector_skipped", False) or self.records.has_unembedded(
+            identity.tenant_id, partitions
+        )
         result = RecallResult(
             items=hits,
             total=len(hits),
@@ -139,9 +142,13 @@ class RecallEngine:
         return result
 
     def candidates(
-        self, identity: Identity, req: RecallRequest
+        self, identity: Identity, req: RecallRequest, *, notes: dict[str, bool] | None = None
     ) -> tuple[list[Candidate], dict[str, tuple[str, Row]], list[str]]:
-        """Every admitted candidate, scored and best first, before rerank and cut-offs."""
+        """Every admitted candidate, scored and best first, before rerank and cut-offs.
+
+        If the query cannot be embedded, the search is keyword-only (``notes`` gets
+        ``vector_skipped``; recall reports ``degraded``).
+        """
         plans = scope_rules.plan(identity, req.scope, req.tiers)
         wanted_scopes = {p.scope for p in plans}
         by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
@@ -152,7 +159,15 @@ class RecallEngine:
         pool = self.config.candidates * (4 if req.filters else 1)
         keyword_lists: list[list[tuple[str, float]]] = []
         vector_lists: list[list[tuple[str, float]]] = []
-        query_vec = self.embedder.embed_query(req.query) if by_partition else None
+        query_vec = None
+        if by_partition:
+            try:
+                query_vec = self.embedder.embed_query(req.query)
+            except Exception as exc:  # keyword-only rather than no recall (seed 003)
+                event = {"event": "query_embed_failed", "error": type(exc).__name__}
+                log.warning(json.dumps(event))
+                if notes is not None:
+                    notes["vector_skipped"] = True
         for partition, group in by_partition.items():
             session = group[0].session if len(group) == 1 else None
             not_session = group[0].not_session if len(group) == 1 else None
@@ -165,8 +180,9 @@ class RecallEngine:
                 memory_types=req.memory_types,
             )
             keyword_lists.append(self.keywords.search(terms, flt, pool))
+            if query_vec is None:
+                continue
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
-            assert query_vec is not None
             vector_lists.append(
                 self.vectors.query(
                     collection_name(identity.tenant_id, partition), query_vec, pool, where

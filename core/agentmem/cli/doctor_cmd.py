@@ -1,0 +1,61 @@
+"""``agentmem doctor``: check the records against the keyword index and the vector collections.
+
+Prints what :func:`agentmem.doctor.diagnose` found (``--json``: the report as JSON) and exits
+1 when there is drift, an unreadable index or rows whose embedding failed; ``agentmem
+reindex`` repairs all of them. Opening the data dir does not start the background indexer, so
+the report shows the indexes as they are on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..doctor import diagnose
+from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check both indexes against the records (exit 1 on drift; fix with reindex)",
+    )
+    p.set_defaults(func=cmd_doctor)
+
+
+@command
+def cmd_doctor(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with open_memory(args, background=False) as mem:
+        report = diagnose(mem)
+        home = mem.home
+    if out.json:
+        out.result({"home": str(home), **to_jsonable(report)})
+    else:
+        status = "[green]ok[/green]" if report.ok else "[red]drift found[/red]"
+        out.print(f"agentmem doctor: {markup(str(home))}: {status}")
+        out.print(
+            f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
+            f"vectors: {report.vectors}"
+        )
+        for label, n in (
+            ("missing keyword docs", report.missing_keyword),
+            ("  of which flagged indexed (stale)", report.stale_keyword),
+            ("extra keyword docs", report.extra_keyword),
+            ("missing vectors", report.missing_vectors),
+            ("  of which flagged embedded (stale)", report.stale_vectors),
+            ("extra vectors", report.extra_vectors),
+            ("rows pending keyword indexing", report.pending_keyword),
+            ("rows pending embedding", report.pending_vectors),
+            ("rows whose embedding failed", report.failed_vectors),
+        ):
+            if n:
+                out.print(f"  {label}: {n}")
+        for name in report.orphan_collections:
+            out.print(f"  collection {name} belongs to no partition")
+        for problem in report.problems:
+            out.print(f"  [red]problem[/red]: {markup(problem)}")
+        for kind, ids in report.samples.items():
+            out.print(f"  e.g. {kind}: {', '.join(ids)}")
+        if not report.ok:
+            out.print("  run `agentmem reindex` to rebuild both indexes from the records")
+    return EXIT_OK if report.ok else EXIT_FAILED

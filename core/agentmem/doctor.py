@@ -1,0 +1,219 @@
+"""``agentmem doctor``: compare the records with both derived indexes and report drift.
+
+SQLite is the system of record; the Tantivy keyword index and the Chroma collections are
+derived from it. :func:`diagnose` reads all three and reports, per tenant and partition:
+
+- **missing**: a live row that is not queued for indexing (``kw_pending``/``vec_pending``
+  clear) but is absent from the index;
+- **stale**: the subset of missing rows whose flags claim they are indexed
+  (``keyword_indexed``/``embedded`` = 1), e.g. after an index directory was deleted;
+- **extra**: an indexed id that is not a live row of that partition (deleted, anonymized,
+  unknown, or in a collection no partition maps to);
+- **unreadable**: an index that cannot be opened or read (the problem is reported, not raised),
+  and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
+
+Rows still queued (pending) are not drift: the indexer will process them; rows whose embedding
+failed permanently (``VEC_FAILED``) are reported and make the report not ``ok``, since
+``reindex`` retries them. ``agentmem reindex`` heals every kind of drift.
+
+Example:
+    >>> from agentmem.doctor import diagnose
+    >>> report = diagnose(mem)  # doctest: +SKIP
+    >>> report.ok, report.missing_keyword, report.samples.get("extra_vectors")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .records import LIVE, VEC_FAILED, VEC_PENDING, VEC_SKIP, VECTOR_LIVE
+from .vector_index import collection_name
+
+if TYPE_CHECKING:
+    from .memory import AgentMemory
+
+#: Ids listed per kind of drift in a report.
+SAMPLE_SIZE = 10
+
+
+@dataclass(frozen=True)
+class PartitionDrift:
+    """Drift of one (tenant, partition): counts of ids per kind of drift."""
+
+    tenant_id: str
+    partition: str
+    collection: str
+    live: int
+    missing_keyword: int = 0
+    missing_vectors: int = 0
+    extra_vectors: int = 0
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """What :func:`diagnose` found. ``ok`` is False when anything needs ``reindex``."""
+
+    ok: bool
+    live_rows: int
+    keyword_docs: int
+    vectors: int
+    missing_keyword: int
+    extra_keyword: int
+    stale_keyword: int
+    missing_vectors: int
+    extra_vectors: int
+    stale_vectors: int
+    pending_keyword: int
+    pending_vectors: int
+    failed_vectors: int
+    orphan_collections: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    partitions: list[PartitionDrift] = field(default_factory=list)
+    samples: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _sample(ids: set[str] | list[str]) -> list[str]:
+    return sorted(ids)[:SAMPLE_SIZE]
+
+
+def diagnose(mem: AgentMemory) -> DoctorReport:
+    """Compare ``mem``'s records with its keyword index and vector collections.
+
+    Never raises for a broken index: an index that cannot be read is listed in ``problems``
+    (and its rows counted as missing).
+    """
+    mem._check_open()
+    records = mem.records
+    problems = [f"recovered at open: {note}" for note in getattr(mem, "recovered", [])]
+    # (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live)
+    rows = records.read(
+        f"SELECT id, tenant_id, partition, kw_pending, keyword_indexed, vec_pending, embedded, "
+        f"({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
+    )
+    live_ids = {r[0] for r in rows}
+    where: dict[str, tuple[str, str]] = {r[0]: (r[1], r[2]) for r in rows}
+
+    # -- keyword index -----------------------------------------------------------------------
+    keyword_ids: set[str] = set()
+    try:
+        keyword_ids = mem.keywords.all_ids()
+    except Exception as exc:  # an unreadable index is a finding, not a crash
+        problems.append(f"keyword index unreadable: {exc}")
+    missing_kw = {r[0] for r in rows if r[3] == 0 and r[0] not in keyword_ids}
+    stale_kw = {r[0] for r in rows if r[3] == 0 and r[4] == 1 and r[0] not in keyword_ids}
+    # ids whose deletion is still queued are not extra (the indexer removes them next)
+    queued = {
+        r[0] for r in records.read(f"SELECT id FROM memories WHERE kw_pending = 1 AND NOT ({LIVE})")
+    }
+    extra_kw = keyword_ids - live_ids - queued
+
+    # -- vector index ------------------------------------------------------------------------
+    expected: dict[str, set[str]] = defaultdict(set)  # collection -> ids that belong in it
+    stale_vec_candidates: set[str] = set()
+    for id_, tenant, partition, _kp, _ki, vec_pending, embedded, vector_live in rows:
+        if vector_live and vec_pending not in (VEC_PENDING, VEC_FAILED, VEC_SKIP):
+            expected[collection_name(tenant, partition)].add(id_)
+            if embedded:
+                stale_vec_candidates.add(id_)
+    # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
+    queued_vec = {
+        r[0]
+        for r in records.read(
+            f"SELECT id FROM memories WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED})"
+        )
+    }
+    partitions = records.partitions()
+    known = {c for _, _, c in partitions}
+    collections: list[str] = []
+    vectors_readable = True
+    try:
+        collections = mem.vectors.collections()
+    except Exception as exc:
+        vectors_readable = False
+        problems.append(f"vector index unreadable: {exc}")
+    orphans = sorted(set(collections) - known)
+    present: dict[str, set[str]] = {}
+    for name in sorted(set(expected) | known | set(collections)):
+        present[name] = set()
+        if vectors_readable and name in collections:
+            try:
+                present[name] = mem.vectors.ids(name)
+            except Exception as exc:
+                problems.append(f"vector collection {name} unreadable: {exc}")
+    missing_vec: set[str] = set()
+    extra_vec: set[str] = set()
+    per_coll_missing: dict[str, set[str]] = {}
+    per_coll_extra: dict[str, set[str]] = {}
+    for name, ids in present.items():
+        per_coll_missing[name] = expected.get(name, set()) - ids
+        per_coll_extra[name] = ids - expected.get(name, set()) - queued_vec
+        missing_vec |= per_coll_missing[name]
+        extra_vec |= per_coll_extra[name]
+    stale_vec = missing_vec & stale_vec_candidates
+
+    # -- per partition -----------------------------------------------------------------------
+    drift: list[PartitionDrift] = []
+    live_per: dict[tuple[str, str], int] = defaultdict(int)
+    for tenant, partition in where.values():
+        live_per[(tenant, partition)] += 1
+    keys = set(live_per) | {(t, p) for t, p, _ in partitions}
+    for tenant, partition in sorted(keys):
+        name = collection_name(tenant, partition)
+        d = PartitionDrift(
+            tenant_id=tenant,
+            partition=partition,
+            collection=name,
+            live=live_per.get((tenant, partition), 0),
+            missing_keyword=sum(1 for i in missing_kw if where[i] == (tenant, partition)),
+            missing_vectors=len(per_coll_missing.get(name, set())),
+            extra_vectors=len(per_coll_extra.get(name, set())),
+        )
+        if d.missing_keyword or d.missing_vectors or d.extra_vectors:
+            drift.append(d)
+
+    kw_pending, vec_pending, failed = records.pending_counts()
+    samples = {
+        name: _sample(ids)
+        for name, ids in (
+            ("missing_keyword", missing_kw),
+            ("extra_keyword", extra_kw),
+            ("stale_keyword", stale_kw),
+            ("missing_vectors", missing_vec),
+            ("extra_vectors", extra_vec),
+            ("stale_vectors", stale_vec),
+        )
+        if ids
+    }
+    if failed:
+        samples["failed_vectors"] = [
+            r[0]
+            for r in records.read(
+                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED} ORDER BY seq LIMIT ?",
+                (SAMPLE_SIZE,),
+            )
+        ]
+    ok = not (problems or missing_kw or extra_kw or missing_vec or extra_vec or orphans or failed)
+    return DoctorReport(
+        ok=ok,
+        live_rows=len(live_ids),
+        keyword_docs=len(keyword_ids),
+        vectors=sum(len(ids) for ids in present.values()),
+        missing_keyword=len(missing_kw),
+        extra_keyword=len(extra_kw),
+        stale_keyword=len(stale_kw),
+        missing_vectors=len(missing_vec),
+        extra_vectors=len(extra_vec),
+        stale_vectors=len(stale_vec),
+        pending_keyword=kw_pending,
+        pending_vectors=vec_pending,
+        failed_vectors=failed,
+        orphan_collections=orphans,
+        problems=problems,
+        partitions=drift,
+        samples=samples,
+    )
+
+
+__all__ = ["DoctorReport", "PartitionDrift", "diagnose"]

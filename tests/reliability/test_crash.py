@@ -1,0 +1,179 @@
+"""Crash safety: SIGKILL a writer process at random points and check nothing acknowledged is lost.
+
+The writer (``_reliability_support.py writer``) bulk-imports batches of 25 memories or chat
+messages in one transaction each and prints every id the API returned (the acknowledgement)
+before writing the next batch. The tests kill it (``SIGKILL``: no close, no flush, no atexit)
+
+- at random delays, five times in a row on the same data dir (each run reopens it),
+- while the background indexer is embedding a large backlog (``vec_pending > 0``),
+- in the middle of ``reindex`` (both indexes dropped and half rebuilt),
+
+then open the dir, ``flush()`` and check (:func:`verify`): every acknowledged id is in the
+records with its exact content; every batch is all-or-nothing (no half-written transaction is
+visible); every row has content and a matching content hash; the keyword index and each
+Chroma collection hold exactly the live rows (nothing missing, nothing extra); and a sample of
+acknowledged ids is found by a keyword search for its unique token, by a vector query with its
+own embedding, and by ``recall`` restricted to its kind and scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _reliability_support import BATCH, SESSION, TENANT, USER, HashEmbedder, content, token
+
+from agentmem import AgentMemory
+from agentmem.keyword_index import KeywordFilter
+from agentmem.vector_index import collection_name
+
+pytestmark = pytest.mark.slow
+
+_CONTENT = re.compile(r"^(memory|message) zq(\d+)x(\d+)x(\d+) of batch \d+ run \d+ about")
+
+Acked = dict[str, tuple[int, int, int]]  # id -> (run, batch, item)
+
+
+def _acks(lines: list[str], run: int) -> Acked:
+    out: Acked = {}
+    per_batch: Counter[int] = Counter()
+    for line in lines:
+        if line.startswith("ACK "):
+            _, batch_s, id_ = line.split()
+            batch = int(batch_s)
+            out[id_] = (run, batch, per_batch[batch])
+            per_batch[batch] += 1
+    return out
+
+
+def _expected(run: int, batch: int, item: int) -> str:
+    return content("memory" if batch % 2 == 0 else "message", run, batch, item)
+
+
+def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
+    """Open ``home``, flush, and check the invariants listed in the module docstring."""
+    embedder = HashEmbedder()
+    mem = AgentMemory(home, embedder=embedder, background=False)
+    assert mem.flush()
+    records = mem.records
+    assert records.pending_counts() == (0, 0, 0)
+
+    rows = {r.item.id: r for r in records.iter_rows()}
+    # 1. every acknowledged write is there, exactly as written
+    missing = [i for i in acked if i not in rows]
+    assert not missing, f"{len(missing)} acknowledged ids lost, e.g. {missing[:3]}"
+    for id_, (run, batch, item) in acked.items():
+        assert rows[id_].item.content == _expected(run, batch, item)
+    # 2. nothing half-written: each row whole, each batch (one transaction) all or nothing
+    groups: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for row in rows.values():
+        item = row.item
+        assert item.content and item.deleted_at is None
+        assert item.content_hash == hashlib.sha256(item.content.encode()).hexdigest()
+        m = _CONTENT.match(item.content)
+        assert m, item.content
+        groups[(int(m[2]), int(m[3]))].add(int(m[4]))
+    for key, items in groups.items():
+        assert items == set(range(BATCH)), f"batch {key} is partial: {sorted(items)}"
+    assert len(rows) == sum(len(v) for v in groups.values())  # no duplicates
+    assert records.count() == len(rows)
+
+    # 3. both indexes hold exactly the live rows
+    live = set(rows)
+    assert mem.keywords.all_ids() == live
+    by_partition: dict[str, set[str]] = defaultdict(set)
+    for row in rows.values():
+        by_partition[row.partition].add(row.item.id)
+    vector_ids: set[str] = set()
+    for tenant, partition, collection in records.partitions():
+        assert tenant == TENANT
+        ids = mem.vectors.ids(collection)
+        assert ids == by_partition[partition], f"partition {partition} drifted"
+        vector_ids |= ids
+    assert vector_ids == live
+
+    # 4. a sample is findable by each index on its own, and by recall
+    m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
+    chosen = random.Random(7).sample(sorted(acked), min(sample, len(acked)))
+    for n, id_ in enumerate(chosen):
+        run, batch, item = acked[id_]
+        row = rows[id_]
+        tok = token(run, batch, item)
+        flt = KeywordFilter(tenant=TENANT, partitions=(row.partition,))
+        kw = mem.keywords.search(mem.keywords.query_terms(tok), flt, 5)
+        assert kw and kw[0][0] == id_
+        coll = collection_name(TENANT, row.partition)
+        vec = mem.vectors.query(coll, embedder.embed_query(row.item.content), 5)
+        assert id_ in {i for i, s in vec if s > 0.999}
+        if n < 5:
+            kind, scope = (
+                ("memory", "user") if row.item.kind == "memory" else ("chat_message", "session")
+            )
+            got = m.recall(tok, kinds=kind, scope=scope, min_score=0.0, top_k=3)
+            assert got.items and got.items[0].id == id_
+            assert got.degraded is False
+    return mem
+
+
+def test_sigkill_during_bulk_import_keeps_every_acknowledged_write(
+    tmp_path: Path, spawn: Callable[..., object]
+) -> None:
+    home = tmp_path / "bulk"
+    rng = random.Random(20240611)
+    acked: Acked = {}
+    for run in range(5):
+        proc = spawn("writer", home, run, "bulk")
+        proc.wait_for(lambda line: line == "OPEN")  # type: ignore[attr-defined]
+        if run % 2:  # odd runs: somewhere after the first acknowledged batch
+            proc.wait_for(lambda line: line.startswith("ACK"))  # type: ignore[attr-defined]
+        time.sleep(rng.uniform(0.0, 0.8))  # even runs may die before their first batch
+        acked |= _acks(proc.kill(), run)  # type: ignore[attr-defined]
+    assert len(acked) >= BATCH  # the kills did land in the middle of an import
+    verify(home, acked).close()
+
+
+def test_sigkill_during_background_embedding(tmp_path: Path, spawn: Callable[..., object]) -> None:
+    home = tmp_path / "embedding"
+    proc = spawn("writer", home, 0, "embedding")
+    # every batch acknowledged, the indexer part-way through the (slow) embedding backlog
+    proc.wait_for(  # type: ignore[attr-defined]
+        lambda line: (
+            line.startswith("PENDING ") and int(line.split()[2]) > 0 and int(line.split()[3]) > 0
+        )
+    )
+    lines = proc.kill()  # type: ignore[attr-defined]
+    acked = _acks(lines, 0)
+    assert len(acked) == 40 * BATCH
+    mem = verify(home, acked)
+    assert mem.stats().vector_failed == 0
+    mem.close()
+
+
+def test_sigkill_during_reindex(tmp_path: Path, spawn: Callable[..., object]) -> None:
+    home = tmp_path / "reindex"
+    # a populated, fully indexed data dir, written in-process
+    acked: Acked = {}
+    with AgentMemory(home, embedder=HashEmbedder(), background=False) as mem:
+        m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
+        for batch in range(12):
+            texts = [_expected(9, batch, i) for i in range(BATCH)]
+            if batch % 2 == 0:
+                ids = [r.id for r in m.remember_many(texts)]
+            else:
+                ids = [
+                    i.id for i in m.add_messages([{"role": "user", "content": t} for t in texts])
+                ]
+            acked |= {id_: (9, batch, i) for i, id_ in enumerate(ids)}
+        mem.flush()
+    proc = spawn("writer", home, 9, "reindex")
+    # killed after the indexes were dropped and the first embedding batch was stored
+    proc.wait_for(lambda line: line.startswith("PROGRESS "))  # type: ignore[attr-defined]
+    lines = proc.kill()  # type: ignore[attr-defined]
+    assert "REINDEXED" not in lines
+    verify(home, acked).close()
