@@ -1,0 +1,72 @@
+"""Fixtures shared by every test package.
+
+- ``shared_embedder``: one loaded default embedder (int8 all-MiniLM-L6-v2 behind the query
+  cache) for the whole session, so the model is read from disk once.
+- ``make_memory(**kw)``: builder that opens an :class:`~agentmem.AgentMemory` on a fresh
+  directory under ``tmp_path`` (or on ``path=`` to reopen one), with the shared embedder
+  unless ``embedder=`` is given, and closes every memory it opened after the test.
+- An autouse fixture that removes ``AGENTMEM_*`` variables from the environment and points
+  ``AGENTMEM_HOME`` at a temporary directory, so no test depends on (or writes to) the
+  developer's real configuration or data dir.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmem import AgentMemory
+from agentmem.embeddings import CachedEmbedder, default_embedder
+
+
+@pytest.fixture(scope="session")
+def shared_embedder() -> CachedEmbedder:
+    """The default embedder, loaded once per test session."""
+    embedder = default_embedder()
+    embedder.embed_query("warm up the model")  # load the ONNX session and tokenizer now
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("agentmem-home")
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_home: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("AGENTMEM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENTMEM_HOME", str(_session_home))
+
+
+MakeMemory = Callable[..., AgentMemory]
+
+
+@pytest.fixture
+def make_memory(tmp_path: Path, shared_embedder: CachedEmbedder) -> Iterator[MakeMemory]:
+    """Builder: ``make_memory(path=None, **AgentMemory kwargs) -> AgentMemory``.
+
+    Each call without ``path`` gets its own new directory; pass the ``home`` of an earlier
+    (closed) memory as ``path`` to reopen it. Every memory opened here is closed afterwards.
+    """
+    opened: list[AgentMemory] = []
+    counter = 0
+
+    def build(path: str | os.PathLike[str] | None = None, **kw: Any) -> AgentMemory:
+        nonlocal counter
+        if path is None:
+            counter += 1
+            path = tmp_path / f"mem{counter}"
+        kw.setdefault("embedder", shared_embedder)
+        mem = AgentMemory(path, **kw)
+        opened.append(mem)
+        return mem
+
+    yield build
+    for mem in reversed(opened):
+        mem.close()
