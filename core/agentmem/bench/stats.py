@@ -1,0 +1,56 @@
+"""Small helpers for timing figures: percentiles, summaries, sizes, peak RSS."""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["dir_size", "peak_rss_bytes", "percentile", "summarize"]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile, ``q`` in [0, 1]; 0.0 for no values."""
+    if not values:
+        return 0.0
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(values_ms: Sequence[float]) -> dict[str, float]:
+    """n, mean, p50, p95, p99 and max of latencies in milliseconds (rounded to 0.001 ms)."""
+    if not values_ms:
+        return {"n": 0, "mean": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    return {
+        "n": len(values_ms),
+        "mean": round(sum(values_ms) / len(values_ms), 3),
+        "p50": round(percentile(values_ms, 0.50), 3),
+        "p95": round(percentile(values_ms, 0.95), 3),
+        "p99": round(percentile(values_ms, 0.99), 3),
+        "max": round(max(values_ms), 3),
+    }
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of a file, or of every file under a directory (0 if missing)."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += (Path(root) / f).stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``ru_maxrss``)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)

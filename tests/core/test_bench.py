@@ -1,0 +1,223 @@
+"""``agentmem bench``: the corpus generator, the figures it reports, the report files.
+
+No timing is asserted anywhere (benchmarks print figures; they are never thresholds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentmem.bench import BenchSettings, iter_memories, memory_at, run_bench
+from agentmem.bench.corpus import QUERY_KINDS, unique_code
+from agentmem.bench.peers import PrecomputedEmbedder, peer_status
+from agentmem.bench.runner import embedding_rate, make_queries
+from agentmem.bench.stats import percentile, summarize
+from agentmem.cli import main
+from agentmem.embeddings import CachedEmbedder
+from agentmem.errors import ValidationError
+
+
+# -- corpus -----------------------------------------------------------------------------------
+def test_corpus_is_deterministic_streamable_and_varied() -> None:
+    streamed = list(iter_memories(200, seed=3))
+    assert [m.index for m in streamed] == list(range(200))
+    assert streamed[57] == memory_at(57, seed=3)
+    assert list(iter_memories(60, seed=3, start=50)) == streamed[50:60]
+    assert memory_at(57, seed=4) != streamed[57]
+    texts = [m.text for m in streamed]
+    assert len(set(texts)) == 200  # every memory carries a unique id
+    assert len({t.split()[0] for t in texts}) > 40  # varied openings, not one template
+    assert {m.memory_type for m in streamed} >= {"fact", "preference", "decision", "event", "task"}
+    assert all(any(c.isdigit() for c in t) for t in texts)  # numbers and ids
+    assert all(m.keyword_query and m.paraphrase_query for m in streamed)
+
+
+def test_keyword_queries_quote_an_id_of_their_memory() -> None:
+    for m in iter_memories(100, seed=1):
+        ident = m.keyword_query.split()[-1]
+        assert ident in m.text, (m.keyword_query, m.text)
+
+
+def test_unique_code_is_a_bijection_per_salt() -> None:
+    codes = {unique_code(i, 5) for i in range(50_000)}
+    assert len(codes) == 50_000
+    assert all(len(c) == 6 for c in list(codes)[:100])
+
+
+def test_make_queries_alternate_kinds_and_distinct_targets() -> None:
+    qs = make_queries(20, 300, seed=0)
+    assert len({q.target for q in qs}) == 20
+    assert [q.kind for q in qs[:4]] == [*QUERY_KINDS, *QUERY_KINDS]
+    assert qs == make_queries(20, 300, seed=0)
+    assert len(make_queries(50, 10, seed=0)) == 10
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def test_percentiles_and_summary() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 0.5) == pytest.approx(50.5)
+    assert percentile(values, 0.95) == pytest.approx(95.05)
+    assert percentile([], 0.5) == 0.0
+    s = summarize(values)
+    assert s["n"] == 100 and s["max"] == 100.0 and s["p50"] == pytest.approx(50.5)
+
+
+def test_embedding_rate_from_samples() -> None:
+    # (t, committed, embedded): 0 at t=1, then 100 rows/s from t=1 to t=3
+    points = [(0.5, 1000, 0), (1.0, 1000, 0), (2.0, 1000, 100), (3.0, 1000, 200), (3.2, 1000, 200)]
+    assert embedding_rate(points) == pytest.approx(100.0)
+    assert embedding_rate([(1.0, 5, 0)]) == 0.0
+
+
+def test_precomputed_embedder_serves_known_texts(shared_embedder: CachedEmbedder) -> None:
+    inner = shared_embedder.inner
+    vectors = np.eye(2, inner.dimensions, dtype=np.float32)
+    emb = PrecomputedEmbedder(inner, ["a", "b"], vectors)
+    out = emb.embed_documents(["b", "something else", "a"])
+    assert np.array_equal(out[0], vectors[1]) and np.array_equal(out[2], vectors[0])
+    assert np.allclose(out[1], inner.embed_documents(["something else"])[0], atol=1e-5)
+    assert emb.embed_query("a").shape == (inner.dimensions,)
+    assert emb.model_name == inner.model_name
+
+
+def test_settings_validation() -> None:
+    with pytest.raises(ValidationError):
+        run_bench(BenchSettings(memories=0))
+    with pytest.raises(ValidationError):
+        run_bench(BenchSettings(memories=10, ack_samples=-1))
+    assert BenchSettings(memories=100_000).effective_peer_memories() == 20_000
+    assert BenchSettings(memories=300).effective_peer_memories() == 300
+    assert BenchSettings(memories=300, peer_memories=100).effective_peer_memories() == 100
+
+
+# -- the command ------------------------------------------------------------------------------
+def test_bench_cli_reports_every_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    work = tmp_path / "work"
+    status = main(
+        [
+            "bench",
+            "--memories",
+            "300",
+            "--queries",
+            "20",
+            "--no-peers",
+            "--ack-samples",
+            "40",
+            "--json",
+            "--out",
+            str(out),
+            "--workdir",
+            str(work),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    (run,) = json.loads(captured.out)["runs"]
+    assert run["memories"] == 300 and run["live_rows"] == 340
+    bulk = run["bulk_import"]
+    for key in (
+        "commit_s",
+        "flushed_s",
+        "commit_rows_per_s",
+        "rows_per_s_until_flushed",
+        "embedding_rows_per_s",
+    ):
+        assert bulk[key] > 0, key
+    for kind in ("add_message", "remember", "all"):
+        assert run["write_ack_ms"][kind]["n"] == (40 if kind == "all" else 20)
+        assert run["write_ack_ms"][kind]["p95"] > 0
+    rec = run["recall"]
+    assert rec["queries"] == 20
+    for key in ("uncached_ms", "cached_embedding_ms"):
+        assert {"p50", "p95", "p99"} <= set(rec[key]) and rec[key]["p50"] > 0
+    assert set(rec["recall@10"]) == {"all", "keyword", "paraphrase", "misses"}
+    for miss in rec["recall@10"]["misses"]:
+        assert {"kind", "query", "target", "top_hit"} <= set(miss)
+    assert 0.0 <= rec["recall@10"]["all"] <= 1.0
+    assert rec["recall@10"]["all"] >= 0.5  # the generated queries have findable answers
+    assert run["embed_query_ms"]["p50"] > 0 and run["recall_p95_over_embed_p50"] > 0
+    assert run["peak_rss_bytes"] > 10_000_000
+    assert set(run["index_bytes"]) == {"records", "keywords", "chroma"}
+    assert all(v > 0 for v in run["index_bytes"].values())
+    assert "peers" not in run
+    assert {p.name for p in out.iterdir()} == {
+        "bench.json",
+        "report.md",
+        "latency.png",
+        "throughput.png",
+    }
+    assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out / "report.md").read_text()
+    assert "## 300 memories" in report and "![latency](latency.png)" in report
+    assert json.loads((out / "bench.json").read_text())["runs"][0]["memories"] == 300
+    assert not list(work.iterdir())  # data dirs removed without --keep
+
+
+def test_bench_cli_table_and_several_sizes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status = main(
+        [
+            "bench",
+            "--memories",
+            "120,60",
+            "--queries",
+            "6",
+            "--no-peers",
+            "--ack-samples",
+            "4",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "agentmem bench" in captured.out and "recall p50 / p95 / p99 ms" in captured.out
+    runs = json.loads((tmp_path / "bench.json").read_text())["runs"]
+    assert [r["memories"] for r in runs] == [60, 120]  # ascending
+    assert (tmp_path / "recall_vs_n.png").exists()
+
+
+def test_bench_cli_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--memories", "ten"])
+    assert exc.value.code == 2
+    assert main(["bench", "--memories", "10", "--queries", "0"]) == 2
+    capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_bench_with_peers(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
+    status = peer_status()
+    if any(why is not None for why in status.values()):
+        pytest.skip(f"peers not installed (pip install 'agentmem[bench]'): {status}")
+    result = run_bench(
+        BenchSettings(memories=200, queries=10, ack_samples=4, peer_memories=150, workdir=tmp_path),
+        embedder=shared_embedder,
+    )
+    peers = result.summary["peers"]
+    assert peers["corpus"] == 150 and peers["capped"] is True
+    assert set(peers["systems"]) == {"agentmem", "langchain", "llamaindex"}
+    for name in ("langchain", "llamaindex"):
+        res = peers["systems"][name]
+        assert 0.0 <= res["recall@10"]["all"] <= 1.0
+        assert res["ratio_agentmem_over_peer"]["p95"] > 0
+    assert result.samples["langchain_ms"] and result.samples["llamaindex_ms"]
+
+
+def test_checkpoints_report_partial_figures(shared_embedder: CachedEmbedder) -> None:
+    seen: list[dict[str, object]] = []
+    result = run_bench(
+        BenchSettings(memories=60, queries=4, ack_samples=2, warmup_queries=1, peers=False),
+        embedder=shared_embedder,
+        checkpoint=seen.append,
+    )
+    assert seen and all(s["partial"] is True for s in seen)
+    assert "bulk_import" in seen[0] and "recall" not in seen[0]
+    assert seen[-1]["recall"] == result.summary["recall"]
+    assert "partial" not in result.summary
