@@ -35,6 +35,58 @@ KEYWORD_BATCH = 2000
 CONTEXT_CHARS = 300
 
 
+class _Worker:
+    """A daemon thread that runs ``step`` until it reports no work, then sleeps until
+    notified (or for a second, to catch work left by a crash)."""
+
+    def __init__(self, name: str, step: Callable[[], bool], owner: Indexer) -> None:
+        self.name = name
+        self.step = step
+        self.owner = owner
+        self.thread: threading.Thread | None = None
+        self.wake = threading.Event()
+        self.idle = threading.Event()
+        self.stopping = threading.Event()
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.stopping.clear()
+            self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+            self.thread.start()
+
+    def notify(self) -> None:
+        self.idle.clear()
+        self.wake.set()
+
+    def signal_stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+
+    def join(self, timeout: float | None) -> None:
+        if self.thread is not None:
+            self.thread.join(timeout)
+            self.thread = None
+
+    def wait_idle(self, timeout: float) -> bool:
+        return self.idle.wait(timeout)
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                did = self.step()
+            except Exception as exc:  # keep the worker alive; rows stay pending
+                log.exception("%s pass failed: %s", self.name, exc)
+                did = False
+                self.stopping.wait(min(self.owner.backoff, 1.0))
+            if not did:
+                self.idle.set()
+                self.wake.wait(timeout=1.0)
+                self.wake.clear()
+                if self.owner.interval:
+                    # gather a batch of writes that arrive together
+                    self.stopping.wait(self.owner.interval)
+
+
 def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
     return KeywordDoc(
@@ -113,42 +165,44 @@ class Indexer:
         self.retries = retries
         self.backoff = backoff
         self._sleep = sleep
-        self._wake = threading.Event()
-        self._idle = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        self._run_lock = threading.Lock()
+        self._kw_lock = threading.Lock()
+        self._vec_lock = threading.Lock()
+        self._workers = [
+            _Worker("agentmem-keywords", self._keyword_step, self),
+            _Worker("agentmem-embedder", self._vector_step, self),
+        ]
         self.embedded_total = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return any(w.thread is not None for w in self._workers)
+
     def start(self) -> None:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="agentmem-indexer", daemon=True)
-            self._thread.start()
+        """Start the two workers: keyword indexing never waits on a slow or hung embedder."""
+        for worker in self._workers:
+            worker.start()
 
     def notify(self) -> None:
-        self._idle.clear()
-        self._wake.set()
+        for worker in self._workers:
+            worker.notify()
 
     def stop(self, timeout: float | None = 10.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        for worker in self._workers:
+            worker.signal_stop()
+        for worker in self._workers:
+            worker.join(timeout)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until no row is pending; True if caught up within ``timeout`` seconds."""
-        if self._thread is None:
+        if not self.running:
             self.run_once(drain=True)
             return True
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.notify()
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            if self._idle.wait(remaining if remaining is not None else 1.0):
+            remaining = 1.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if all(w.wait_idle(remaining) for w in self._workers):
                 kw, vec, _ = self.records.pending_counts()
                 if kw == 0 and vec == 0:
                     return True
@@ -156,32 +210,28 @@ class Indexer:
                 return False
 
     # -- work --------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                did = self.run_once()
-            except Exception as exc:  # keep the worker alive; rows stay pending
-                log.exception("indexer pass failed: %s", exc)
-                did = False
-                self._sleep(min(self.backoff, 1.0))
-            if not did:
-                self._idle.set()
-                self._wake.wait(timeout=1.0)
-                self._wake.clear()
-                if self.interval:
-                    # gather a batch of writes that arrive together
-                    self._stop.wait(self.interval)
+    def _keyword_step(self) -> bool:
+        with self._kw_lock:
+            return self._keyword_pass()
+
+    def _vector_step(self) -> bool:
+        with self._vec_lock:
+            return self._vector_pass()
 
     def run_once(self, *, drain: bool = False, retry_failed: bool = False) -> bool:
-        """One pass: keyword-index all pending rows, embed one batch. True if work was done."""
-        with self._run_lock:
-            did = False
-            while True:
+        """One pass in the caller's thread: keyword-index all pending rows, embed one batch.
+
+        With ``drain``, repeat until nothing is pending. True if any work was done.
+        """
+        did = False
+        while True:
+            with self._kw_lock:
                 kw = self._keyword_pass()
+            with self._vec_lock:
                 vec = self._vector_pass(retry_failed=retry_failed)
-                did = did or kw or vec
-                if not drain or not (kw or vec):
-                    return did
+            did = did or kw or vec
+            if not drain or not (kw or vec):
+                return did
 
     def _keyword_pass(self) -> bool:
         did = False
@@ -219,9 +269,7 @@ class Indexer:
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
-                out[item.id] = "\n".join(
-                    index_text(r)[:CONTEXT_CHARS] for r in before
-                )
+                out[item.id] = "\n".join(index_text(r)[:CONTEXT_CHARS] for r in before)
         return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
