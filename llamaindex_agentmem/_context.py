@@ -11,13 +11,11 @@ escaping the rendered text can be parsed back into its items, which is how
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from agentmem.formatting import memory_block
 from agentmem.models import RecallHit
 from agentmem.tokens import count_tokens
 
@@ -34,14 +32,6 @@ ITEM_TAG = "recalled-memory"
 _ITEM = re.compile(rf'<{ITEM_TAG}\b[^>]*\bscore="(?P<score>[0-9.]+)"[^>]*>\n[^<]*\n</{ITEM_TAG}>')
 
 
-def _attr(value: Any) -> str:
-    if isinstance(value, datetime):
-        value = value.isoformat(timespec="seconds")
-    elif isinstance(value, float):
-        value = f"{value:.3f}"
-    return html.escape(str(value), quote=True)
-
-
 def render_hit(hit: RecallHit, *, include_id: bool = True) -> str:
     """One ``<recalled-memory>`` element; ``None`` attributes are left out."""
     attributes = {
@@ -53,8 +43,7 @@ def render_hit(hit: RecallHit, *, include_id: bool = True) -> str:
         "source_ref": hit.source_ref,
         "time": hit.event_time,
     }
-    attrs = " ".join(f'{k}="{_attr(v)}"' for k, v in attributes.items() if v is not None)
-    return f"<{ITEM_TAG} {attrs}>\n{html.escape(hit.content, quote=False)}\n</{ITEM_TAG}>"
+    return memory_block(ITEM_TAG, hit.content, attributes)
 
 
 def _wrap(items: Sequence[str], *, degraded: bool = False) -> str:

@@ -22,26 +22,47 @@ from .errors import (
     StorageError,
     ValidationError,
 )
+from .knowledge import KnowledgeEntry
+from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
-from .models import Identity, MemoryItem, RecallHit, RecallResult, RememberResult
+from .models import (
+    AnswerResult,
+    Identity,
+    IngestResult,
+    JudgeResult,
+    MemoryItem,
+    RecallHit,
+    RecallResult,
+    RememberResult,
+    RetentionResult,
+)
 from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
+from .tiers import CloseResult, TierConfig
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
     "AgentMemError",
     "AgentMemory",
+    "AnswerResult",
+    "AnthropicLLM",
     "BoundMemory",
     "CachedEmbedder",
+    "CloseResult",
     "DataDirLockedError",
     "Embedder",
     "EmbeddingError",
     "HttpReranker",
     "Identity",
+    "IngestResult",
+    "JudgeResult",
+    "KnowledgeEntry",
     "LLMError",
     "MemoryConfig",
     "MemoryItem",
     "NotFoundError",
+    "OfflineLLM",
     "OnnxCrossEncoderReranker",
     "OnnxMiniLMEmbedder",
     "RecallHit",
@@ -49,8 +70,10 @@ __all__ = [
     "RememberResult",
     "RerankError",
     "Reranker",
+    "RetentionResult",
     "ScopeError",
     "StorageError",
+    "TierConfig",
     "ValidationError",
     "__version__",
 ]

@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import re
@@ -52,6 +51,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .config import MAX_TOP_K
 from .errors import AgentMemError, NotFoundError, ValidationError
+from .formatting import memory_block
 from .memory import BoundMemory
 from .models import Kind, MemoryType, RecallHit, RecallScope
 
@@ -77,21 +77,6 @@ _DEGRADED = "Note: some recent items are still being indexed; results may be inc
 
 
 # -- formatting ------------------------------------------------------------------------------
-def _escape_content(text: str) -> str:
-    """Stored text with ``&``, ``<`` and ``>`` escaped, so it cannot close its block."""
-    return html.escape(text, quote=False)
-
-
-def _attrs(values: Mapping[str, Any]) -> str:
-    parts = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        shown = f"{value:.3f}" if isinstance(value, float) else str(value)
-        parts.append(f'{key}="{html.escape(shown, quote=True)}"')
-    return " ".join(parts)
-
-
 def format_hits(
     hits: Sequence[RecallHit],
     *,
@@ -121,9 +106,7 @@ def format_hits(
             "importance": importance.get(hit.id),
             "event_time": hit.event_time.isoformat(),
         }
-        lines.append(f"<memory {_attrs(attrs)}>")
-        lines.append(_escape_content(hit.content))
-        lines.append("</memory>")
+        lines.append(memory_block("memory", hit.content, attrs))
     if degraded:
         lines.append(_DEGRADED)
     lines.append("</recalled-memories>")

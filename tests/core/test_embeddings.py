@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+
 from agentmem.embeddings import (
     MINILM_INT8_SHA256,
     MINILM_TOKENIZER_SHA256,

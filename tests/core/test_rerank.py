@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+
 from agentmem.errors import AgentMemError, RerankError, ValidationError
 from agentmem.rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
 

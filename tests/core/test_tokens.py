@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from agentmem.errors import ValidationError
-from agentmem.tokens import count_tokens, encoding_name, get_encoding, truncate_to_tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from agentmem.errors import ValidationError
+from agentmem.tokens import count_tokens, encoding_name, get_encoding, truncate_to_tokens
 
 CORE_DIR = Path(__file__).resolve().parents[2] / "core"
 

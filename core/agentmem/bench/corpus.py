@@ -470,7 +470,7 @@ def _cloud(r: random.Random, i: int) -> Built:
     text = r.choice(
         (
             f"{company} will host the {project} service on {cloud} under account {acct}, budget ${budget:,} per month, approved by {name}.",
-            f"Approved by {name}: {project} runs on {cloud}, account {acct}, ${budget:,}/month cap.",
+            f"Approved by {name}: {company}'s {project} runs on {cloud}, account {acct}, ${budget:,}/month cap.",
         )
     )
     return (

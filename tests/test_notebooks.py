@@ -1,0 +1,81 @@
+"""Execute every notebook in ``notebooks/`` top to bottom, offline, on the embedded default.
+
+The notebooks are committed without outputs; this test checks that too, then runs each one
+with nbclient in a fresh kernel whose working directory is ``notebooks/`` (as Jupyter's) and
+whose ``AGENTMEM_HOME`` points at a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+
+
+def test_there_are_notebooks() -> None:
+    assert len(NOTEBOOKS) >= 4, NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_without_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for n, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{path.name} cell {n} has outputs"
+            assert cell.execution_count is None, f"{path.name} cell {n} has an execution count"
+
+
+@pytest.fixture
+def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel inherits this environment: a private AGENTMEM_HOME and no Jupyter config."""
+    home = tmp_path / "agentmem-home"
+    home.mkdir()
+    monkeypatch.setenv("AGENTMEM_HOME", str(home))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore")  # kernel-side warnings are not test failures
+
+
+def _python3_kernel_uses_this_interpreter() -> None:
+    # jupyter_client replaces a kernelspec's leading "python" with sys.executable, so the
+    # ipykernel "python3" spec runs in the same virtualenv as the test.
+    argv = KernelSpecManager().get_kernel_spec("python3").argv
+    assert argv[0] in ("python", "python3", sys.executable), argv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path: Path, kernel_env: None) -> None:
+    _python3_kernel_uses_this_interpreter()
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
+    client = NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    errors = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "error"
+    ]
+    assert not errors, errors
+    executable = "".join(o.get("text", "") for o in nb.cells[-1].outputs).strip()
+    assert Path(executable).resolve() == Path(sys.executable).resolve(), executable
+    assert (
+        not os.listdir(NOTEBOOKS_DIR / "memdata") if (NOTEBOOKS_DIR / "memdata").exists() else True
+    )
