@@ -385,7 +385,8 @@ def _count_superseded_by(m: BoundMemory, ids: Sequence[str]) -> int:
         chunk = list(ids[start : start + 500])
         marks = ",".join("?" * len(chunk))
         rows = m.store.records.read(
-            f"SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND superseded_by IN ({marks})",
+            f"SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND kind = 'memory' "
+            f"AND superseded_by IN ({marks})",
             (m.tenant_id, *chunk),
         )
         total += int(rows[0][0])

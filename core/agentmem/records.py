@@ -182,6 +182,31 @@ def _dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
+def retire_sources(conn: sqlite3.Connection, tenant_id: str, old_id: str, new_id: str) -> int:
+    """Mark the chat messages a superseded memory was extracted from as superseded too.
+
+    "I live in Berlin" said in a session stays in the transcript (``messages``,
+    ``session_detail``, audit recall with ``include_superseded``), but default recall stops
+    returning it once the memory derived from it is outdated. Returns how many were marked.
+    """
+    row = conn.execute(
+        "SELECT metadata FROM memories WHERE id = ? AND tenant_id = ?", (old_id, tenant_id)
+    ).fetchone()
+    if row is None:
+        return 0
+    sources = json.loads(row[0]).get("source_message_ids")
+    if not isinstance(sources, list) or not sources:
+        return 0
+    ids = [s for s in sources if isinstance(s, str)]
+    marks = ",".join("?" * len(ids))
+    cur = conn.execute(
+        f"UPDATE memories SET superseded_by = ? WHERE tenant_id = ? AND id IN ({marks}) "
+        f"AND kind = 'chat_message' AND superseded_by IS NULL",
+        (new_id, tenant_id, *ids),
+    )
+    return cur.rowcount
+
+
 @dataclass(frozen=True, slots=True)
 class NewRecord:
     """A row to insert (the records store fills timestamps and index state)."""
@@ -455,6 +480,7 @@ class RecordStore:
                 "WHERE id = ?",
                 (rec.id, now, old_id),
             )
+            retire_sources(conn, rec.tenant_id, old_id, rec.id)
             conn.execute(
                 "INSERT INTO audit_log (at, event, tenant_id, memory_id, detail) "
                 "VALUES (?,?,?,?,?)",

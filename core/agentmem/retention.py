@@ -117,7 +117,8 @@ def run_retention(
     sup_cut = iso(at - timedelta(days=policy.sup_ttl_days))
     where = (
         "anonymized_at IS NULL AND ((deleted_at IS NOT NULL AND deleted_at < ?) OR "
-        "(deleted_at IS NULL AND superseded_by IS NOT NULL AND updated_at < ?))"
+        "(deleted_at IS NULL AND superseded_by IS NOT NULL AND kind = 'memory' "
+        "AND updated_at < ?))"
     )
     params: list[Any] = [soft_cut, sup_cut]
     if tenant_id is not None:

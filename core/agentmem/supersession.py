@@ -46,7 +46,7 @@ from . import validation as v
 from .errors import NotFoundError
 from .indexer import index_text
 from .models import IngestError, JudgeResult, MemoryItem
-from .records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc
+from .records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc, retire_sources
 from .vector_index import collection_name
 
 if TYPE_CHECKING:
@@ -355,6 +355,7 @@ def _apply(store: AgentMemory, row: _Pending, retire: Sequence[str], judge: str)
                 (row.id, now, old, row.tenant_id, row.partition),
             )
             if cur.rowcount:
+                retire_sources(conn, row.tenant_id, old, row.id)
                 conn.execute(
                     "INSERT INTO audit_log (at, event, tenant_id, memory_id, detail) "
                     "VALUES (?,?,?,?,?)",
@@ -400,7 +401,8 @@ def history(m: BoundMemory, memory_id: str) -> list[MemoryItem]:
         neighbours.extend(
             r[0]
             for r in records.read(
-                "SELECT id FROM memories WHERE tenant_id = ? AND superseded_by = ?",
+                "SELECT id FROM memories WHERE tenant_id = ? AND superseded_by = ? "
+                "AND kind = 'memory'",
                 (m.tenant_id, current),
             )
         )

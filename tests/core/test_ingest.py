@@ -76,6 +76,14 @@ def test_berlin_then_lisbon_acceptance(make_memory: MakeMemory) -> None:
     for query in ("where do I live", "Berlin", "which city is my home"):
         memories = m.recall(query, top_k=20, kinds="memory").items
         assert all("Berlin" not in h.content for h in memories), query
+        # nor the transcript line the outdated memory came from (any kind, any rank)
+        everything = m.recall(query, top_k=20, min_score=0.0).items
+        assert all("Berlin" not in h.content for h in everything), query
+    # ... which stays in the transcript and reaches audit callers
+    s1 = mem.bind("acme", user_id="u1", session_id="s1").messages()
+    assert any("Berlin" in i.content and i.kind == "chat_message" for i in s1)
+    audit = m.recall("Berlin", top_k=20, min_score=0.0, include_superseded=True).items
+    assert any("Berlin" in h.content and h.kind == "chat_message" for h in audit)
 
     chain = m.history(lisbon_id)
     assert [i.id for i in chain] == [berlin_id, lisbon_id]  # oldest first

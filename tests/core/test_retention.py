@@ -269,3 +269,19 @@ def test_cli_retention_and_judge(
     assert "anonymized 0 rows" in out
     status, out = _cli(capsys, home, "retention")
     assert status == 0 and "anonymized 1 rows" in out and "1 owner labels cleared" in out
+
+
+def test_transcript_lines_of_superseded_memories_are_kept(make_memory: MakeMemory) -> None:
+    """A message hidden from recall because its memory was superseded is not a retired row."""
+    mem = make_memory()
+    mem.bind("acme", user_id="u1", session_id="s1").ingest(
+        [{"role": "user", "content": "I live in Berlin."}]
+    )
+    mem.bind("acme", user_id="u1", session_id="s2").ingest(
+        [{"role": "user", "content": "I moved to Lisbon last month."}]
+    )
+    s1 = mem.bind("acme", user_id="u1", session_id="s1").messages()
+    assert s1[0].superseded_by is not None  # out of default recall
+    mem.retention(now=now_utc() + LATER)
+    (row,) = mem.bind("acme", user_id="u1", session_id="s1").messages()
+    assert row.content == "I live in Berlin." and row.anonymized_at is None
