@@ -52,6 +52,7 @@ class VectorIndex:
         self._client = client
         self._owns_client = client is None
         self._collections: dict[str, Any] = {}
+        self._missing: set[str] = set()
         self._lock = threading.Lock()
 
     @property
@@ -79,6 +80,8 @@ class VectorIndex:
         col = self._collections.get(name)
         if col is not None:
             return col
+        if not create and name in self._missing:
+            return None
         try:
             if create:
                 col = self.client.get_or_create_collection(
@@ -90,8 +93,13 @@ class VectorIndex:
                 col = self.client.get_collection(name, embedding_function=None)
         except Exception as exc:
             if not create and _client_error(exc):
+                if self._owns_client:
+                    # only this process writes an embedded store: a collection it has not
+                    # created does not appear behind its back (a shared server may differ)
+                    self._missing.add(name)
                 return None
             raise StorageError(f"vector index collection {name} unavailable: {exc}") from exc
+        self._missing.discard(name)
         self._collections[name] = col
         return col
 
@@ -168,6 +176,7 @@ class VectorIndex:
 
     def drop(self, collection: str) -> None:
         self._collections.pop(collection, None)
+        self._missing.discard(collection)
         try:
             self.client.delete_collection(collection)
         except Exception as exc:
@@ -176,6 +185,7 @@ class VectorIndex:
 
     def close(self) -> None:
         self._collections.clear()
+        self._missing.clear()
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
