@@ -155,6 +155,13 @@ _MIGRATIONS: list[str] = [
         PRIMARY KEY (tenant_id, partition, session_id)
     );
     """,
+    # 4: indexes for the hot "what is left to embed" queries (exact partial-index predicates)
+    """
+    CREATE INDEX memories_vec_todo ON memories (seq) WHERE vec_pending IN (1, 2);
+    CREATE INDEX memories_vec_todo_partition ON memories (partition, seq)
+        WHERE vec_pending IN (1, 2);
+    DROP INDEX memories_vec_pending;
+    """,
 ]
 
 _COLUMNS = (
@@ -200,7 +207,7 @@ def retire_sources(conn: sqlite3.Connection, tenant_id: str, old_id: str, new_id
     ids = [s for s in sources if isinstance(s, str)]
     marks = ",".join("?" * len(ids))
     cur = conn.execute(
-        f"UPDATE memories SET superseded_by = ? WHERE tenant_id = ? AND id IN ({marks}) "
+        f"UPDATE memories SET superseded_by = ? WHERE +tenant_id = ? AND id IN ({marks}) "
         f"AND kind = 'chat_message' AND superseded_by IS NULL",
         (new_id, tenant_id, *ids),
     )
@@ -526,7 +533,9 @@ class RecordStore:
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
             rows = self.read(
-                f"SELECT {_COLUMNS} FROM memories WHERE tenant_id = ? AND id IN ({marks}){live}",
+                # "+tenant_id": look rows up by id (unique index), then check the tenant;
+                # the tenant index would walk every row of a large tenant
+                f"SELECT {_COLUMNS} FROM memories WHERE +tenant_id = ? AND id IN ({marks}){live}",
                 (tenant_id, *chunk),
             )
             out.extend(row_to_item(r) for r in rows)
@@ -557,7 +566,8 @@ class RecordStore:
             return False
         marks = ",".join("?" * len(partitions))
         rows = self.read(
-            f"SELECT 1 FROM memories WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
+            f"SELECT 1 FROM memories INDEXED BY memories_vec_todo_partition "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
             f"AND partition IN ({marks}) AND tenant_id = ? AND {LIVE} LIMIT 1",
             (*partitions, tenant_id),
         )
@@ -609,9 +619,10 @@ class RecordStore:
     def pending_vector(
         self, limit: int, *, retry_failed: bool = False
     ) -> list[tuple[int, Row, bool]]:
-        states = f"({VEC_PENDING}, {VEC_FAILED})" if retry_failed else f"({VEC_PENDING})"
+        state = "" if retry_failed else f" AND vec_pending = {VEC_PENDING}"
         rows = self.read(
-            f"SELECT seq, {_COLUMNS}, ({VECTOR_LIVE}) FROM memories WHERE vec_pending IN {states} "
+            f"SELECT seq, {_COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY memories_vec_todo "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
             f"ORDER BY seq LIMIT ?",
             (limit,),
         )
@@ -658,7 +669,10 @@ class RecordStore:
 
     def pending_counts(self) -> tuple[int, int, int]:
         """(keyword pending, vector pending, vector failed)."""
-        kw = self.count("kw_pending = 1")
-        vec = self.count(f"vec_pending = {VEC_PENDING}")
-        failed = self.count(f"vec_pending = {VEC_FAILED}")
-        return kw, vec, failed
+        kw = self.count("kw_pending = 1")  # the partial index memories_kw_pending
+        rows = self.read(
+            f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) GROUP BY vec_pending"
+        )
+        counts = dict(rows)
+        return kw, int(counts.get(VEC_PENDING, 0)), int(counts.get(VEC_FAILED, 0))
