@@ -1,6 +1,6 @@
 """LoCoMo runner: parsing, turn-level metrics, the three retrieval modes, and the CLI.
 
-Runs on ``tests/data/locomo_synthetic.json`` (two small conversations in the LoCoMo format
+Runs on ``tests/data/synthetic_long_conversations.json`` (two small conversations in the LoCoMo format
 with malformed evidence, an image turn, an unparseable session date and an empty turn),
 never on benchmark data.
 """
@@ -30,7 +30,7 @@ from agentmem.evaluation.locomo import (
     run_locomo,
 )
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "locomo_synthetic.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "synthetic_long_conversations.json"
 INV_LOG2_3 = 1 / math.log2(3)
 
 
