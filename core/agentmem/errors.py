@@ -10,7 +10,8 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     │   └── DataDirLockedError   another process holds the data dir
     ├── EmbeddingError       the embedder failed or its model files are wrong
     ├── RerankError          a reranker failed (recall catches it: fail-open)
-    └── LLMError             an LLM call failed after retries (extraction, summaries, judge)
+    ├── LLMError             an LLM call failed after retries (extraction, summaries, judge)
+    └── ToolCallError        (agentmem.mcp_server) a tool call's arguments or result failed
 
 Errors from chromadb, tantivy, sqlite3 and anthropic are translated into this tree at the
 boundary, with the original exception chained as ``__cause__``.
