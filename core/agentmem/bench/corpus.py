@@ -6,7 +6,8 @@ and products. Memory ``i`` depends only on ``(seed, i)``, so the corpus can be s
 (:func:`iter_memories` holds one memory at a time, for any ``n`` up to millions) and any
 memory regenerated on its own (:func:`memory_at`).
 
-Each memory also carries two queries whose answer it is:
+Each memory also carries two queries whose answer it is (both name something only that
+memory, or very few, carry: an id, or a person's full name with the topic):
 
 - ``keyword``: names the memory's unique identifier (an order, ticket, invoice, booking or
   account code derived bijectively from ``i``), as a user quoting an id would;
@@ -293,21 +294,22 @@ def _flight(r: random.Random, i: int) -> Built:
 
 
 def _server(r: random.Random, i: int) -> Built:
+    _, name = _name(r)
     host = f"srv-{unique_code(i, 5).lower()}"
     tool, desc = r.choice(TOOLS)
     port = r.randint(1025, 65000)
     city = r.choice(CITIES)
     text = r.choice(
         (
-            f"The staging host {host} in the {city} datacenter runs {tool} on port {port}.",
-            f"{host} ({city} region) exposes {tool} on port {port}; restart it with the ops runbook.",
+            f"The staging host {host} in the {city} datacenter, owned by {name}, runs {tool} on port {port}.",
+            f"{host} ({city} region, owner {name}) exposes {tool} on port {port}; restart it with the ops runbook.",
         )
     )
     return (
         text,
         "note",
         f"{host} port",
-        f"which port does {desc} use on the {city} staging machine?",
+        f"which port does {desc} use on the staging machine {name} looks after?",
     )
 
 
@@ -477,7 +479,7 @@ def _cloud(r: random.Random, i: int) -> Built:
         text,
         "decision",
         f"account {acct}",
-        f"where will {company}'s {project} system be deployed?",
+        f"where will the {company} {project} system that {name} signed off be deployed?",
     )
 
 
