@@ -55,7 +55,7 @@ class MemoryConfig:
     """Preceding chat messages indexed (keywords) as context of each chat message."""
     vector_context: int = 0
     """Preceding chat messages embedded as context of each chat message."""
-    embed_batch_size: int = 64
+    embed_batch_size: int = 256
     """Rows per embedding batch in the background indexer."""
     index_interval: float = 0.05
     """Seconds the background indexer waits to gather a batch."""
