@@ -312,7 +312,7 @@ class AgentMemory:
             for k in KINDS
         }
         disk = {
-            name: _dir_size(self.home / sub)
+            name: dir_size(self.home / sub)
             for name, sub in (
                 ("records", "records.sqlite3"),
                 ("keywords", "keywords"),
@@ -394,7 +394,8 @@ def item_to_dict(item: MemoryItem) -> dict[str, Any]:
     return out
 
 
-def _dir_size(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes of a file, or of every file under a directory (0 if missing)."""
     if path.is_file():
         return path.stat().st_size
     total = 0

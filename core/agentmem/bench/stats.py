@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
 import resource
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+
+from ..memory import dir_size
 
 __all__ = ["dir_size", "peak_rss_bytes", "percentile", "summarize"]
 
@@ -34,20 +34,6 @@ def summarize(values_ms: Sequence[float]) -> dict[str, float]:
         "p99": round(percentile(values_ms, 0.99), 3),
         "max": round(max(values_ms), 3),
     }
-
-
-def dir_size(path: Path) -> int:
-    """Bytes of a file, or of every file under a directory (0 if missing)."""
-    if path.is_file():
-        return path.stat().st_size
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += (Path(root) / f).stat().st_size
-            except OSError:
-                continue
-    return total
 
 
 def peak_rss_bytes() -> int:
