@@ -67,9 +67,7 @@ def collect(dataset_path: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
             ranked, visible, _ = mem.engine.candidates(bound.identity, req)
             expected = set(case.expected)
             feats = np.array([c.features for c in ranked], dtype=float).reshape(-1, len(WEIGHTS))
-            labels = np.array(
-                [visible[c.id][1].item.content in expected for c in ranked], dtype=float
-            )
+            labels = np.array([visible[c.id][1].content in expected for c in ranked], dtype=float)
             out.append((feats, labels, not case.expected))
     return out
 
@@ -123,7 +121,7 @@ def collect_locomo(path: str) -> list[tuple[str, np.ndarray, list[list[str]], li
                 feats = np.array([c.features for c in ranked], dtype=float).reshape(
                     -1, len(WEIGHTS)
                 )
-                dias = [locomo.hit_dia_ids(visible[c.id][1].item.metadata) for c in ranked]
+                dias = [locomo.hit_dia_ids(visible[c.id][1].metadata) for c in ranked]
                 out.append((conv.sample_id, feats, dias, list(q.evidence)))
     return out
 

@@ -20,7 +20,8 @@ import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .embeddings import Embedder
 from .errors import AgentMemError
@@ -89,6 +90,7 @@ class _Worker:
 
 def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
+    text = keyword_text(item.content, item.metadata)
     return KeywordDoc(
         id=item.id,
         tenant=item.tenant_id,
@@ -97,7 +99,7 @@ def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
         kind=item.kind,
         memory_type=item.memory_type or "",
         scope=item.scope,
-        content=f"{context}\n{keyword_text(row)}" if context else keyword_text(row),
+        content=f"{context}\n{text}" if context else text,
     )
 
 
@@ -105,18 +107,18 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def index_text(row: Row) -> str:
+def index_text(content: str, metadata: Mapping[str, Any]) -> str:
     """The text both indexes see for a row (content plus its speaker, if any)."""
-    speaker = row.item.metadata.get("speaker") if row.item.metadata else None
+    speaker = metadata.get("speaker") if metadata else None
     if isinstance(speaker, str) and speaker.strip():
-        return f"{speaker}: {row.item.content}"
-    return row.item.content
+        return f"{speaker}: {content}"
+    return content
 
 
-def keyword_text(row: Row) -> str:
+def keyword_text(content: str, metadata: Mapping[str, Any]) -> str:
     """What the keyword index sees: :func:`index_text` plus camelCase words split apart
     (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
-    text = index_text(row)
+    text = index_text(content, metadata)
     parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
     return f"{text}\n{' '.join(sorted(parts))}" if parts else text
 
@@ -269,7 +271,9 @@ class Indexer:
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
-                out[item.id] = "\n".join(index_text(r)[:CONTEXT_CHARS] for r in before)
+                out[item.id] = "\n".join(
+                    index_text(r.item.content, r.item.metadata)[:CONTEXT_CHARS] for r in before
+                )
         return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
@@ -291,10 +295,10 @@ class Indexer:
 
     def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
         ctx = self._contexts([row for _, row in live], self.vector_context)
-        texts = [
-            f"{ctx[row.item.id]}\n{index_text(row)}" if row.item.id in ctx else index_text(row)
-            for _, row in live
-        ]
+        texts = []
+        for _, row in live:
+            text = index_text(row.item.content, row.item.metadata)
+            texts.append(f"{ctx[row.item.id]}\n{text}" if row.item.id in ctx else text)
         vectors = None
         error: BaseException | None = None
         for attempt in range(self.retries + 1):

@@ -233,6 +233,7 @@ class AgentMemory:
             return
         self._closed = True
         self.indexer.stop()
+        self.engine.close()
         self.access.flush()
         self.keywords.close()
         self.vectors.close()

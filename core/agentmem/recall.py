@@ -14,18 +14,19 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import scopes as scope_rules
 from .config import MemoryConfig
-from .embeddings import Embedder
+from .embeddings import Embedder, FloatArray
 from .errors import RerankError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
 from .ranking import Candidate, calibrate, coverage, features, monotone, rank_key, rrf
-from .records import RecordStore, Row
+from .records import Brief, RecordStore
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
 from .vector_index import VectorIndex, collection_name
@@ -75,6 +76,7 @@ class RecallEngine:
         self.config = config
         #: Counts hits without a write per hit (issue 3); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
+        self._embed_pool: ThreadPoolExecutor | None = None
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
@@ -85,9 +87,7 @@ class RecallEngine:
         if req.rerank and self.reranker is not None and ranked:
             head = ranked[:RERANK_CANDIDATES]
             try:
-                scores = self.reranker.rerank(
-                    req.query, [visible[c.id][1].item.content for c in head]
-                )
+                scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
                 if len(scores) != len(head):
                     raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
                 for c, s in zip(head, scores, strict=True):
@@ -143,7 +143,7 @@ class RecallEngine:
 
     def candidates(
         self, identity: Identity, req: RecallRequest, *, notes: dict[str, bool] | None = None
-    ) -> tuple[list[Candidate], dict[str, tuple[str, Row]], list[str]]:
+    ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
         """Every admitted candidate, scored and best first, before rerank and cut-offs.
 
         If the query cannot be embedded, the search is keyword-only (``notes`` gets
@@ -155,19 +155,12 @@ class RecallEngine:
         for p in plans:
             by_partition[p.partition].append(p)
 
+        # The query embedding (~3 ms of model time, which releases the GIL) runs on a worker
+        # thread while the keyword side is searched and its rows are read.
+        embedding = self._embed_async(req.query) if by_partition else None
         terms = self.keywords.query_terms(req.query)
         pool = self.config.candidates * (4 if req.filters else 1)
-        keyword_lists: list[list[tuple[str, float]]] = []
-        vector_lists: list[list[tuple[str, float]]] = []
-        query_vec = None
-        if by_partition:
-            try:
-                query_vec = self.embedder.embed_query(req.query)
-            except Exception as exc:  # keyword-only rather than no recall (seed 003)
-                event = {"event": "query_embed_failed", "error": type(exc).__name__}
-                log.warning(json.dumps(event))
-                if notes is not None:
-                    notes["vector_skipped"] = True
+        searches: list[tuple[str, KeywordFilter, dict[str, Any] | None]] = []
         for partition, group in by_partition.items():
             session = group[0].session if len(group) == 1 else None
             not_session = group[0].not_session if len(group) == 1 else None
@@ -179,28 +172,67 @@ class RecallEngine:
                 kinds=req.kinds,
                 memory_types=req.memory_types,
             )
-            keyword_lists.append(self.keywords.search(terms, flt, pool))
-            if query_vec is None:
-                continue
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
-            vector_lists.append(
+            searches.append((partition, flt, where))
+        keyword_lists = [self.keywords.search(terms, flt, pool) for _, flt, _ in searches]
+        # Isolation gate: only rows the records store confirms for this identity survive.
+        visible: dict[str, tuple[str, Brief]] = {}
+        self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
+
+        vector_lists: list[list[tuple[str, float]]] = []
+        query_vec = self._await_embedding(embedding, notes)
+        if query_vec is not None:
+            vector_lists = [
                 self.vectors.query(
                     collection_name(identity.tenant_id, partition), query_vec, pool, where
                 )
-            )
-
-        # Isolation gate: only rows the records store confirms for this identity survive.
-        ids = {i for lst in (*keyword_lists, *vector_lists) for i, _ in lst}
-        rows = self.records.get_many(identity.tenant_id, sorted(ids))
-        visible: dict[str, tuple[str, Row]] = {}
-        for row in rows:
-            scope = _admit(identity, row, req, wanted_scopes)
-            if scope is not None:
-                visible[row.item.id] = (scope, row)
+                for partition, _, where in searches
+            ]
+            self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
         ranked = sorted(candidates.values(), key=lambda c: rank_key(c.features), reverse=True)
         return ranked, visible, list(by_partition)
+
+    def _embed_async(self, query: str) -> Future[FloatArray]:
+        if self._embed_pool is None:
+            self._embed_pool = ThreadPoolExecutor(1, thread_name_prefix="agentmem-query-embed")
+        return self._embed_pool.submit(self.embedder.embed_query, query)
+
+    def _await_embedding(
+        self, embedding: Future[FloatArray] | None, notes: dict[str, bool] | None
+    ) -> FloatArray | None:
+        if embedding is None:
+            return None
+        try:
+            return embedding.result()
+        except Exception as exc:  # keyword-only rather than no recall (seed 003)
+            log.warning(json.dumps({"event": "query_embed_failed", "error": type(exc).__name__}))
+            if notes is not None:
+                notes["vector_skipped"] = True
+            return None
+
+    def _admit_ids(
+        self,
+        identity: Identity,
+        req: RecallRequest,
+        wanted_scopes: set[str],
+        lists: Sequence[Sequence[tuple[str, float]]],
+        visible: dict[str, tuple[str, Brief]],
+    ) -> None:
+        """Read the rows of ids not seen yet and admit those this identity may see."""
+        ids = {i for lst in lists for i, _ in lst}
+        ids.difference_update(visible)
+        for row in self.records.briefs(identity.tenant_id, sorted(ids)):
+            scope = _admit(identity, row, req, wanted_scopes)
+            if scope is not None:
+                visible[row.id] = (scope, row)
+
+    def close(self) -> None:
+        """Stop the query-embedding thread (idempotent)."""
+        if self._embed_pool is not None:
+            self._embed_pool.shutdown(wait=False, cancel_futures=True)
+            self._embed_pool = None
 
     def _score(
         self,
@@ -208,7 +240,7 @@ class RecallEngine:
         terms: Sequence[str],
         keyword_lists: Sequence[Sequence[tuple[str, float]]],
         vector_lists: Sequence[Sequence[tuple[str, float]]],
-        visible: Mapping[str, tuple[str, Row]],
+        visible: Mapping[str, tuple[str, Brief]],
     ) -> dict[str, Candidate]:
         cands: dict[str, Candidate] = {}
         fusion_lists: list[tuple[str, list[str]]] = []
@@ -246,7 +278,8 @@ class RecallEngine:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
             if query_idf:
-                c.coverage = coverage(query_idf, set(self.keywords.analyze(keyword_text(row))))
+                text = keyword_text(row.content, row.metadata)
+                c.coverage = coverage(query_idf, set(self.keywords.analyze(text)))
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
@@ -256,29 +289,28 @@ class RecallEngine:
         return cands
 
 
-def _admit(identity: Identity, row: Row, req: RecallRequest, wanted: set[str]) -> str | None:
-    item = row.item
-    if item.superseded_by is not None and not req.include_superseded:
+def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str]) -> str | None:
+    if row.superseded_by is not None and not req.include_superseded:
         return None
     scope = scope_rules.visible_scope(
         identity,
-        tenant_id=item.tenant_id,
-        scope=item.scope,
+        tenant_id=row.tenant_id,
+        scope=row.scope,
         partition=row.partition,
-        session_id=item.session_id,
-        user_id=item.user_id,
-        agent_id=item.agent_id,
+        session_id=row.session_id,
+        user_id=row.user_id,
+        agent_id=row.agent_id,
     )
     if scope is None or scope not in wanted:
         return None
     if req.tiers is not None and scope_rules.row_tier(row.tier, scope) not in req.tiers:
         return None
-    if req.kinds is not None and item.kind not in req.kinds:
+    if req.kinds is not None and row.kind not in req.kinds:
         return None
-    if req.memory_types is not None and item.memory_type not in req.memory_types:
+    if req.memory_types is not None and row.memory_type not in req.memory_types:
         return None
     for key, value in req.filters.items():
-        if item.metadata.get(key) != value:
+        if row.metadata.get(key) != value:
             return None
     return scope
 
@@ -304,13 +336,13 @@ def _vector_where(
 
 
 def _budget(
-    ranked: Sequence[Candidate], visible: Mapping[str, tuple[str, Row]], budget: int
+    ranked: Sequence[Candidate], visible: Mapping[str, tuple[str, Brief]], budget: int
 ) -> tuple[list[RecallHit], int, bool]:
     hits: list[RecallHit] = []
     used = 0
     truncated = False
     for c in ranked:
-        item = visible[c.id][1].item
+        item = visible[c.id][1]
         content = item.content
         n = count_tokens(content)
         if used + n > budget:

@@ -171,6 +171,9 @@ _COLUMNS = (
     "embedded, partition, tier"
 )
 
+#: SQLite page cache per connection, in KiB.
+CACHE_KIB = 32768
+
 LIVE = "deleted_at IS NULL AND anonymized_at IS NULL"
 #: Rows that belong in the vector index: live, and not a long-term detail chunk (issue 3 tiers:
 #: those stay keyword-searchable but leave the vector index; the indexer deletes their vectors).
@@ -249,6 +252,48 @@ class Row:
     item: MemoryItem
     partition: str
     tier: str | None = None
+
+
+_BRIEF_COLUMNS = (
+    "id, tenant_id, user_id, agent_id, session_id, kind, memory_type, scope, superseded_by, "
+    "partition, tier, content, metadata, source_ref, event_time"
+)
+
+
+@dataclass(slots=True)
+class Brief:
+    """The columns recall reads of a candidate row, with metadata and time left unparsed.
+
+    Recall looks at every candidate (~150 per query) but returns only a few: parsing full
+    :class:`Row` objects for all of them cost more than the SQL read itself.
+    """
+
+    id: str
+    tenant_id: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    kind: str
+    memory_type: str | None
+    scope: str
+    superseded_by: str | None
+    partition: str
+    tier: str | None
+    content: str
+    metadata_json: str
+    source_ref: str | None
+    event_time_iso: str
+    _metadata: dict[str, Any] | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        if self._metadata is None:
+            self._metadata = json.loads(self.metadata_json)
+        return self._metadata
+
+    @property
+    def event_time(self) -> datetime:
+        return datetime.fromisoformat(self.event_time_iso)
 
 
 def row_to_item(r: sqlite3.Row | tuple[Any, ...]) -> Row:
@@ -341,6 +386,8 @@ class RecordStore:
         conn.execute(f"PRAGMA synchronous={self._sync}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
+        # recall reads ~150 rows by id at random places: keep hot pages in this connection
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         with self._conns_lock:
             self._all_conns.append(conn)
         return conn
@@ -539,6 +586,20 @@ class RecordStore:
                 (tenant_id, *chunk),
             )
             out.extend(row_to_item(r) for r in rows)
+        return out
+
+    def briefs(self, tenant_id: str, ids: Sequence[str]) -> list[Brief]:
+        """The live rows of ``tenant_id`` among ``ids``, as :class:`Brief` (unordered)."""
+        out: list[Brief] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.read(
+                f"SELECT {_BRIEF_COLUMNS} FROM memories "
+                f"WHERE +tenant_id = ? AND id IN ({marks}) AND {LIVE}",
+                (tenant_id, *chunk),
+            )
+            out.extend(Brief(*r) for r in rows)
         return out
 
     def payload(self, tenant_id: str, key: str) -> tuple[str, str] | None:

@@ -293,7 +293,9 @@ def _candidates(
     stored = store.records.get(row.id)
     if stored is None:
         return []
-    query = store.embedder.embed_documents([index_text(stored)])[0]
+    query = store.embedder.embed_documents([index_text(stored.item.content, stored.item.metadata)])[
+        0
+    ]
     sims: dict[str, float] = {}
     hits = store.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -312,7 +314,9 @@ def _candidates(
     if fresh:
         rows = store.records.get_many(row.tenant_id, fresh)
         if rows:
-            vecs = store.embedder.embed_documents([index_text(r) for r in rows])
+            vecs = store.embedder.embed_documents(
+                [index_text(r.item.content, r.item.metadata) for r in rows]
+            )
             for r, vec in zip(rows, vecs, strict=True):
                 sims[r.item.id] = float(vec @ query)
     sims.pop(row.id, None)
