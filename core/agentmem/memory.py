@@ -153,6 +153,8 @@ class AgentMemory:
         self.embedder: Embedder = embedder or default_embedder()
         #: Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``).
         self.recovered: list[str] = []
+        #: The embedder whose vectors this open dropped (``allow_embedder_change=True``).
+        self.replaced_embedder: EmbedderFingerprint | None = None
         self._lock_file = self._acquire_lock()
         try:
             self.records = RecordStore(
@@ -244,6 +246,7 @@ class AgentMemory:
             current.describe(),
         )
         self._drop_vectors()
+        self.replaced_embedder = recorded
         with self.records.write() as conn:  # queue every row and record the new embedder
             conn.execute(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "

@@ -247,6 +247,8 @@ def test_allow_embedder_change_reindex_reembeds_and_records_the_new_embedder(
         assert mem.recorded_embedder is not None
         assert mem.recorded_embedder.model_name == embedder.model_name
         assert mem.recorded_embedder.origin == "reindex"
+        assert mem.replaced_embedder is not None
+        assert mem.replaced_embedder.model_name == "test-hash-256"
         assert mem.reindex() == len(FACTS) + 1
         mem.flush()
         _assert_vectors_made_by(mem, embedder)
@@ -349,8 +351,12 @@ def test_cli_refuses_a_dir_of_another_embedder_and_reindex_switches_it(
         assert payload["error"]["type"] == "EmbedderMismatchError"
     assert _disk_state(home) == before
 
-    status, payload, _ = cli(home, "reindex")
+    status, payload, stderr = cli(home, "reindex")
     assert status == 0 and payload["reindexed"] == len(FACTS) + 1
+    assert payload["replaced_embedder"]["model_name"] == "test-hash-256"
+    assert "test-hash-256" in stderr  # says which vectors it replaced
+    status, payload, _ = cli(home, "reindex")  # a plain rebuild replaces no embedder
+    assert status == 0 and payload["replaced_embedder"] is None
     status, stats, _ = cli(home, "stats")
     assert status == 0
     assert stats["embedder"]["model_name"] == shared_embedder.model_name

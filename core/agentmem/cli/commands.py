@@ -925,13 +925,23 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # the one way to switch a data dir to the CLI's embedder: re-embed every record
     with open_memory(args, background=False, allow_embedder_change=True) as mem:
+        replaced = mem.replaced_embedder
+        if replaced is not None:
+            out.note(
+                f"the vectors were made by {markup(replaced.describe())}; re-embedding every "
+                f"record with {markup(mem.embedder.model_name)!r}"
+            )
         with out.progress("reindexing") as update:
             n = mem.reindex(progress=update)
             update(n, n)
         mem.flush()
     seconds = time.perf_counter() - started
     out.result(
-        {"reindexed": n, "seconds": round(seconds, 3)},
+        {
+            "reindexed": n,
+            "seconds": round(seconds, 3),
+            "replaced_embedder": None if replaced is None else replaced.to_dict(),
+        },
         text=f"reindexed {n} live record(s) in {seconds:.1f} s",
     )
     return EXIT_OK
