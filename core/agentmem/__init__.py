@@ -13,7 +13,9 @@ from .config import MemoryConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from .errors import (
     AgentMemError,
+    ConfigError,
     DataDirLockedError,
+    EmbedderMismatchError,
     EmbeddingError,
     LLMError,
     NotFoundError,
@@ -50,8 +52,10 @@ __all__ = [
     "BoundMemory",
     "CachedEmbedder",
     "CloseResult",
+    "ConfigError",
     "DataDirLockedError",
     "Embedder",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "HttpReranker",
     "Identity",

@@ -12,6 +12,11 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
 - **unreadable**: an index that cannot be opened or read (the problem is reported, not raised),
   and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
 
+The report also names the embedder recorded for the vectors (``embedder``; see
+:mod:`agentmem.fingerprint`). A data dir older than that record holds vectors whose model
+was assumed when it was first opened: ``notes`` says so, without making the report not
+``ok`` (``reindex`` re-embeds with a known embedder).
+
 Rows still queued (pending) are not drift: the indexer will process them; rows whose embedding
 failed permanently (``VEC_FAILED``) are reported and make the report not ``ok``, since
 ``reindex`` retries them. ``agentmem reindex`` heals every kind of drift.
@@ -26,8 +31,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .fingerprint import read as read_fingerprint
 from .records import LIVE, VEC_FAILED, VEC_PENDING, VEC_SKIP, VECTOR_LIVE
 from .vector_index import collection_name
 
@@ -72,6 +78,10 @@ class DoctorReport:
     problems: list[str] = field(default_factory=list)
     partitions: list[PartitionDrift] = field(default_factory=list)
     samples: dict[str, list[str]] = field(default_factory=dict)
+    #: The recorded embedder of the vectors (model_name, dimensions, origin), or None.
+    embedder: dict[str, Any] | None = None
+    #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
+    notes: list[str] = field(default_factory=list)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
@@ -174,6 +184,15 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
             drift.append(d)
 
     kw_pending, vec_pending, failed = records.pending_counts()
+    recorded = read_fingerprint(records)
+    notes: list[str] = []
+    if recorded is not None and recorded.origin == "assumed":
+        notes.append(
+            f"the embedder of the vectors was not recorded when they were written (the data "
+            f"dir predates embedder fingerprints); {recorded.describe()} was assumed when it "
+            f"was first opened. If vector recall looks wrong, run `agentmem reindex` to "
+            f"re-embed every record with a known embedder"
+        )
     samples = {
         name: _sample(ids)
         for name, ids in (
@@ -213,6 +232,8 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
         problems=problems,
         partitions=drift,
         samples=samples,
+        embedder=None if recorded is None else recorded.to_dict(),
+        notes=notes,
     )
 
 

@@ -9,6 +9,8 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     ├── StorageError         the records store (SQLite) or an index failed
     │   └── DataDirLockedError   another process holds the data dir
     ├── EmbeddingError       the embedder failed or its model files are wrong
+    ├── ConfigError          the store was opened with settings its data dir cannot use
+    │   └── EmbedderMismatchError   an embedder other than the one that made its vectors
     ├── RerankError          a reranker failed (recall catches it: fail-open)
     ├── LLMError             an LLM call failed after retries (extraction, summaries, judge)
     └── ToolCallError        (agentmem.mcp_server) a tool call's arguments or result failed
@@ -66,6 +68,31 @@ class EmbeddingError(AgentMemError):
     """The embedder failed, or its model files are missing or do not match their checksum."""
 
 
+class ConfigError(AgentMemError):
+    """The store was opened with a setting its data dir cannot be used with.
+
+    Raised before anything on disk is changed.
+    """
+
+
+class EmbedderMismatchError(ConfigError):
+    """The data dir's vectors were made by another embedder (model name or dimensions).
+
+    Vectors of different models do not mix: opening with another embedder is refused until
+    every record is re-embedded (``allow_embedder_change=True`` and ``reindex()``, or
+    ``agentmem reindex``).
+
+    Attributes:
+        recorded: The fingerprint stored in the data dir (an ``EmbedderFingerprint``).
+        current: The fingerprint of the embedder the store was opened with.
+    """
+
+    def __init__(self, message: str, *, recorded: Any, current: Any, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.recorded = recorded
+        self.current = current
+
+
 class RerankError(AgentMemError):
     """A reranker failed. Recall never lets this escape: it falls back to fused order."""
 
@@ -76,7 +103,9 @@ class LLMError(AgentMemError):
 
 __all__ = [
     "AgentMemError",
+    "ConfigError",
     "DataDirLockedError",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "LLMError",
     "NotFoundError",

@@ -155,6 +155,7 @@ class Indexer:
         retries: int = 3,
         backoff: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
+        before_first_vectors: Callable[[], None] | None = None,
     ) -> None:
         self.records = records
         self.keywords = keywords
@@ -167,6 +168,8 @@ class Indexer:
         self.retries = retries
         self.backoff = backoff
         self._sleep = sleep
+        #: Called once, before this indexer first writes vectors (records the embedder).
+        self.before_first_vectors = before_first_vectors
         self._kw_lock = threading.Lock()
         self._vec_lock = threading.Lock()
         self._workers = [
@@ -322,6 +325,9 @@ class Indexer:
             log.error("embedding batch of %d failed permanently: %s", len(texts), error)
             self.records.mark_vector_failed([seq for seq, _ in live], f"{error}")
             return
+        if self.before_first_vectors is not None:
+            self.before_first_vectors()  # raises: rows stay pending, the pass is retried
+            self.before_first_vectors = None
         groups: dict[str, list[int]] = defaultdict(list)
         for i, (_, row) in enumerate(live):
             tenant, partition = row.item.tenant_id, row.partition

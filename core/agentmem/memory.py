@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from . import fingerprint
 from . import scopes as scope_rules
 from . import validation as v
 from .access import AccessTracker
@@ -33,6 +34,7 @@ from .chunking import cap_utf8, chunk_text, elide
 from .config import CHAT_COPY_MAX_BYTES, TOOL_OUTPUT_PREVIEW_CHARS, MemoryConfig
 from .embeddings import Embedder, default_embedder
 from .errors import DataDirLockedError, NotFoundError, StorageError, ValidationError
+from .fingerprint import UNKNOWN_MODEL, EmbedderFingerprint
 from .indexer import Indexer
 from .keyword_index import KeywordIndex
 from .models import (
@@ -47,7 +49,7 @@ from .models import (
     RememberResult,
 )
 from .recall import RecallEngine, RecallRequest
-from .records import NewRecord, RecordStore
+from .records import VEC_PENDING, VEC_SKIP, NewRecord, RecordStore
 from .rerank import HttpReranker, Reranker
 from .state import AgentState
 from .tiers import TierConfig
@@ -94,6 +96,9 @@ class Stats:
     by_kind: dict[str, int]
     tenants: int
     disk_bytes: dict[str, int]
+    #: The embedder recorded for the vectors (model_name, dimensions, origin); None until
+    #: the first vectors are written.
+    embedder: dict[str, Any] | None = None
 
 
 class AgentMemory:
@@ -114,6 +119,13 @@ class AgentMemory:
             in :meth:`flush`.
         tier_config: Tunables of working memory and the session tiers; default
             ``TierConfig.from_env()`` (see :mod:`agentmem.tiers`).
+        allow_embedder_change: The data dir records the embedder of its vectors (model name
+            and dimensions, see :mod:`agentmem.fingerprint`), and opening it with another
+            one raises :class:`~agentmem.errors.EmbedderMismatchError` without changing
+            anything. With True, another embedder is accepted instead: the old vectors are
+            dropped, every row is queued to be embedded again and the new embedder is
+            recorded; :meth:`reindex` (or the background indexer, or :meth:`flush`) then
+            re-embeds them. Recall is keyword-only (``degraded``) until that is done.
 
     Only one process may open a data dir at a time; a second gets ``DataDirLockedError``.
 
@@ -133,23 +145,34 @@ class AgentMemory:
         config: MemoryConfig | None = None,
         background: bool = True,
         tier_config: TierConfig | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         self.home = Path(path).expanduser() if path is not None else default_home()
         self.config = config or MemoryConfig.from_env()
         self.tier_config = tier_config or TierConfig.from_env()
+        self.embedder: Embedder = embedder or default_embedder()
+        #: Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``).
+        self.recovered: list[str] = []
+        #: The embedder whose vectors this open dropped (``allow_embedder_change=True``).
+        self.replaced_embedder: EmbedderFingerprint | None = None
         self._lock_file = self._acquire_lock()
         try:
             self.records = RecordStore(
                 self.home / "records.sqlite3", durable=self.config.durable_writes
             )
-            #: Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``).
-            self.recovered: list[str] = []
-            self.keywords = self._open_keywords()
-            self.vectors = VectorIndex(self.home / "chroma", client=chroma_client)
+            try:
+                self.vectors = VectorIndex(self.home / "chroma", client=chroma_client)
+                # before anything else touches the data dir: a refused open changes nothing
+                embedder_recorded = self._check_embedder(allow_embedder_change)
+                self.keywords = self._open_keywords()
+            except BaseException:
+                if hasattr(self, "vectors"):
+                    self.vectors.close()
+                self.records.close()
+                raise
         except BaseException:
             self._release_lock()
             raise
-        self.embedder: Embedder = embedder or default_embedder()
         self.reranker = reranker if reranker is not None else HttpReranker.from_env()
         self.engine = RecallEngine(
             self.records, self.keywords, self.vectors, self.embedder, self.reranker, self.config
@@ -163,6 +186,7 @@ class AgentMemory:
             interval=self.config.index_interval,
             keyword_context=self.config.keyword_context,
             vector_context=self.config.vector_context,
+            before_first_vectors=None if embedder_recorded else self._record_first_embedder,
         )
         self.access = AccessTracker(self.records)
         self.engine.access = self.access  # recall counts hits; flushed in batches (seed 001)
@@ -199,6 +223,89 @@ class AgentMemory:
         handle.write(str(os.getpid()))
         handle.flush()
         return handle
+
+    def _check_embedder(self, allow_change: bool) -> bool:
+        """Compare the embedder recorded for this data dir with ours; True if one is recorded.
+
+        Raises:
+            EmbedderMismatchError: They differ and ``allow_change`` is False (nothing changed).
+        """
+        recorded = fingerprint.read(self.records) or self._legacy_fingerprint()
+        if recorded is None:
+            return False  # no vectors yet: the indexer records ours with the first ones
+        current = EmbedderFingerprint.of(self.embedder, origin="reindex")
+        if recorded.matches(current):
+            return True
+        if not allow_change:
+            raise fingerprint.mismatch_error(self.home, recorded, current)
+        log.warning(
+            "data dir %s: embedder changed from %s to %s; dropping its vectors, every row "
+            "will be embedded again",
+            self.home,
+            recorded.describe(),
+            current.describe(),
+        )
+        self._drop_vectors()
+        self.replaced_embedder = recorded
+        with self.records.write() as conn:  # queue every row and record the new embedder
+            conn.execute(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+                f"WHERE vec_pending != {VEC_SKIP}"
+            )
+            RecordStore.set_meta(conn, fingerprint.META_KEY, current.to_json())
+        return True
+
+    def _legacy_fingerprint(self) -> EmbedderFingerprint | None:
+        """The embedder of a data dir from before fingerprints, if it holds vectors.
+
+        Their model cannot be known. A stored vector of another width than our embedder's
+        is a certain mismatch (returned with an unknown model name, so the open is refused
+        without recording anything); otherwise our embedder is recorded as ``assumed``
+        (``agentmem doctor`` says so; ``reindex`` makes it certain).
+        """
+        names = [collection for _, _, collection in self.records.partitions()]
+        if not names:
+            return None  # nothing was ever embedded
+        ours = EmbedderFingerprint.of(self.embedder, origin="assumed")
+        try:
+            width = self.vectors.stored_dimensions(names)
+        except StorageError as exc:  # cannot look: record ours, as for a readable index
+            log.warning("data dir %s: cannot read a stored vector: %s", self.home, exc)
+            width = ours.dimensions
+        if width is None:
+            return None  # no vector left: the first new one records the embedder
+        if width != ours.dimensions:
+            return EmbedderFingerprint(UNKNOWN_MODEL, width, "assumed")
+        log.warning(
+            "data dir %s predates embedder fingerprints; assuming its vectors were made by %s "
+            "(run `agentmem reindex` to be sure)",
+            self.home,
+            ours.describe(),
+        )
+        fingerprint.record(self.records, ours, replace=False)
+        return ours
+
+    def _record_first_embedder(self) -> None:
+        """The indexer calls this before it first writes vectors to this data dir."""
+        first = EmbedderFingerprint.of(self.embedder, origin="first_write")
+        fingerprint.record(self.records, first, replace=False)
+
+    @property
+    def recorded_embedder(self) -> EmbedderFingerprint | None:
+        """The embedder recorded for this data dir's vectors; None before any are written."""
+        return fingerprint.read(self.records)
+
+    def _drop_vectors(self) -> None:
+        """Drop every vector collection (an unreadable embedded index is set aside)."""
+        try:
+            names = self.vectors.collections()
+        except StorageError:
+            if self.vectors.path is None or not self.vectors._owns_client:
+                raise
+            self._set_aside(self.vectors.path, "vector index")  # unreadable: start afresh
+            names = self.vectors.collections()
+        for name in names:
+            self.vectors.drop(name)
 
     def _open_keywords(self) -> KeywordIndex:
         """The keyword index; a corrupted one is set aside and rebuilt from the records."""
@@ -279,22 +386,22 @@ class AgentMemory:
         return self.indexer.flush(timeout)
 
     def reindex(self, *, progress: Any = None) -> int:
-        """Rebuild both indexes from the records; returns the number of live rows indexed."""
+        """Rebuild both indexes from the records; returns the number of live rows indexed.
+
+        Every row is embedded again with this store's embedder, which is recorded as the
+        data dir's embedder (to switch embedders, open with ``allow_embedder_change=True``).
+        """
         self._check_open()
         self.indexer.stop()
         try:
             self.keywords.delete_all()
             self.keywords.commit()
-            try:
-                names = self.vectors.collections()
-            except StorageError:
-                if self.vectors.path is None or not self.vectors._owns_client:
-                    raise
-                self._set_aside(self.vectors.path, "vector index")  # unreadable: start afresh
-                names = self.vectors.collections()
-            for name in names:
-                self.vectors.drop(name)
+            self._drop_vectors()
             self.records.mark_all_pending()
+            # after the old vectors are gone: a crash from here on leaves only vectors of
+            # this embedder (and rows queued for it), never old vectors under a new name
+            current = EmbedderFingerprint.of(self.embedder, origin="reindex")
+            fingerprint.record(self.records, current, replace=True)
             total = self.records.count("deleted_at IS NULL AND anonymized_at IS NULL")
             before = self.indexer.embedded_total
             while self.indexer.run_once():
@@ -308,6 +415,7 @@ class AgentMemory:
     def stats(self) -> Stats:
         self._check_open()
         kw, vec, failed = self.records.pending_counts()
+        recorded = self.recorded_embedder
         by_kind = {
             k: self.records.count("kind = ? AND deleted_at IS NULL AND anonymized_at IS NULL", (k,))
             for k in KINDS
@@ -330,6 +438,7 @@ class AgentMemory:
             by_kind=by_kind,
             tenants=int(self.records.read("SELECT COUNT(DISTINCT tenant_id) FROM memories")[0][0]),
             disk_bytes=disk,
+            embedder=None if recorded is None else recorded.to_dict(),
         )
 
     def export(

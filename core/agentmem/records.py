@@ -162,6 +162,14 @@ _MIGRATIONS: list[str] = [
         WHERE vec_pending IN (1, 2);
     DROP INDEX memories_vec_pending;
     """,
+    # 5: settings of the data dir itself, e.g. the fingerprint of the embedder of its vectors
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
 ]
 
 _COLUMNS = (
@@ -459,6 +467,25 @@ class RecordStore:
 
     def schema_version(self) -> int:
         return int(self.read("SELECT MAX(version) FROM schema_version")[0][0])
+
+    # -- meta (settings of the data dir) -----------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """The value stored under ``key`` in the meta table, or None."""
+        rows = self.read("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    @staticmethod
+    def set_meta(conn: sqlite3.Connection, key: str, value: str, *, replace: bool = True) -> bool:
+        """Store ``value`` under ``key`` inside the caller's write transaction.
+
+        With ``replace=False`` an existing value is kept. Returns True if a row was written.
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        cur = conn.execute(
+            f"{verb} INTO meta (key, value, updated_at) VALUES (?,?,?)",
+            (key, value, iso(now_utc())),
+        )
+        return cur.rowcount > 0
 
     # -- writes ------------------------------------------------------------------------------
     def insert(self, records: Iterable[NewRecord]) -> list[tuple[str, bool]]:

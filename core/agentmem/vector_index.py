@@ -171,6 +171,26 @@ class VectorIndex:
         col = self._collection(collection, create=False)
         return 0 if col is None else int(col.count())
 
+    def stored_dimensions(self, collections: Sequence[str]) -> int | None:
+        """The length of a vector stored in the first of ``collections`` that holds one.
+
+        None when none of them holds a vector. Raises ``StorageError`` if the index cannot
+        be read.
+        """
+        for name in collections:
+            col = self._collection(name, create=False)
+            if col is None:
+                continue
+            try:
+                got = col.get(limit=1, include=["embeddings"])
+            except Exception as exc:
+                self._collections.pop(name, None)
+                raise StorageError(f"vector index collection {name} unreadable: {exc}") from exc
+            embeddings = got.get("embeddings")
+            if embeddings is not None and len(embeddings) > 0:
+                return len(embeddings[0])
+        return None
+
     def collections(self) -> list[str]:
         return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
 

@@ -207,7 +207,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser(
-        "reindex", help="rebuild the keyword and vector indexes from the records store"
+        "reindex",
+        help="rebuild the keyword and vector indexes from the records store",
+        description="Rebuild both indexes from the records, embedding every record again with "
+        "the default embedder, which the data dir then records (also when its vectors were "
+        "made by another embedder: this is how a data dir switches embedders).",
     )
     p.set_defaults(func=cmd_reindex)
 
@@ -897,6 +901,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table.add_row("keyword index pending", str(stats.keyword_pending))
     table.add_row("vector index pending", str(stats.vector_pending))
     table.add_row("vector index failed", str(stats.vector_failed))
+    if stats.embedder is not None:
+        embedder = f"{stats.embedder['model_name']} ({stats.embedder['dimensions']}-d)"
+        table.add_row("embedder", markup(embedder))
     for name, size in stats.disk_bytes.items():
         table.add_row(f"disk: {name}", _human_bytes(size))
     out.print(table)
@@ -916,14 +923,25 @@ def _human_bytes(n: int) -> str:
 def cmd_reindex(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     started = time.perf_counter()
-    with open_memory(args, background=False) as mem:
+    # the one way to switch a data dir to the CLI's embedder: re-embed every record
+    with open_memory(args, background=False, allow_embedder_change=True) as mem:
+        replaced = mem.replaced_embedder
+        if replaced is not None:
+            out.note(
+                f"the vectors were made by {markup(replaced.describe())}; re-embedding every "
+                f"record with {markup(mem.embedder.model_name)!r}"
+            )
         with out.progress("reindexing") as update:
             n = mem.reindex(progress=update)
             update(n, n)
         mem.flush()
     seconds = time.perf_counter() - started
     out.result(
-        {"reindexed": n, "seconds": round(seconds, 3)},
+        {
+            "reindexed": n,
+            "seconds": round(seconds, 3),
+            "replaced_embedder": None if replaced is None else replaced.to_dict(),
+        },
         text=f"reindexed {n} live record(s) in {seconds:.1f} s",
     )
     return EXIT_OK

@@ -9,6 +9,7 @@ the report shows the indexes as they are on disk.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..doctor import diagnose
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
@@ -37,6 +38,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
             f"vectors: {report.vectors}"
         )
+        out.print(f"  embedder: {markup(_describe_embedder(report.embedder))}")
         for label, n in (
             ("missing keyword docs", report.missing_keyword),
             ("  of which flagged indexed (stale)", report.stale_keyword),
@@ -54,8 +56,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             out.print(f"  collection {name} belongs to no partition")
         for problem in report.problems:
             out.print(f"  [red]problem[/red]: {markup(problem)}")
+        for note in report.notes:
+            out.print(f"  [yellow]note[/yellow]: {markup(note)}")
         for kind, ids in report.samples.items():
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
         if not report.ok:
             out.print("  run `agentmem reindex` to rebuild both indexes from the records")
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _describe_embedder(recorded: dict[str, Any] | None) -> str:
+    if recorded is None:
+        return "none recorded yet (recorded with the first vectors)"
+    how = {
+        "first_write": "recorded with the first vectors",
+        "reindex": "recorded when every record was re-embedded",
+        "assumed": "assumed: the data dir predates the record",
+    }.get(str(recorded.get("origin")), str(recorded.get("origin")))
+    return f"{recorded['model_name']!r} ({recorded['dimensions']}-d), {how}"

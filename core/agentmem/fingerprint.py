@@ -1,0 +1,132 @@
+"""Which embedder made a data dir's vectors, and the check that keeps other embedders out.
+
+Vectors of different models do not mix: a 256-d collection queried with a 384-d vector fails,
+and two models of the same width return nonsense neighbours without any error. So the records
+store keeps the embedder's fingerprint (its ``model_name`` and ``dimensions``) in its ``meta``
+table under :data:`META_KEY`, and :class:`~agentmem.AgentMemory` compares it with its own
+embedder when it opens a data dir (:func:`check`).
+
+When is it recorded (``origin``)?
+
+- ``first_write``: by the indexer, just before the first vectors are written (a data dir that
+  never embedded anything opens with any embedder);
+- ``reindex``: when every vector is dropped to be re-embedded (``reindex()``, or opening with
+  ``allow_embedder_change=True`` and another embedder);
+- ``assumed``: a data dir written before fingerprints existed that already holds vectors.
+  Their model cannot be known; the width of a stored vector is compared with the embedder's
+  (another width is refused), and otherwise the current embedder is recorded and
+  ``agentmem doctor`` says it was assumed. ``reindex`` replaces the guess with a fact.
+
+Example:
+    >>> fp = EmbedderFingerprint.of(default_embedder(), origin="first_write")  # doctest: +SKIP
+    >>> fp.describe()  # doctest: +SKIP
+    "'all-MiniLM-L6-v2-int8' (384-d)"
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .embeddings import Embedder
+from .errors import EmbedderMismatchError, StorageError
+from .records import RecordStore
+
+#: Key of the fingerprint in the records store's ``meta`` table.
+META_KEY = "embedder"
+#: Ways a fingerprint came to be recorded (see the module docstring).
+ORIGINS = ("first_write", "reindex", "assumed")
+
+
+@dataclass(frozen=True)
+class EmbedderFingerprint:
+    """An embedder's identity as far as its vectors are concerned.
+
+    Attributes:
+        model_name: The embedder's :attr:`~agentmem.embeddings.Embedder.model_name`.
+        dimensions: The length of its vectors.
+        origin: How it was recorded: ``first_write``, ``reindex`` or ``assumed``.
+    """
+
+    model_name: str
+    dimensions: int
+    origin: str = "first_write"
+
+    @classmethod
+    def of(cls, embedder: Embedder, *, origin: str) -> EmbedderFingerprint:
+        """The fingerprint of ``embedder``."""
+        return cls(str(embedder.model_name), int(embedder.dimensions), origin)
+
+    def matches(self, other: EmbedderFingerprint) -> bool:
+        """True if both name the same model of the same width (``origin`` is ignored)."""
+        return (self.model_name, self.dimensions) == (other.model_name, other.dimensions)
+
+    def describe(self) -> str:
+        """``'model-name' (384-d)``."""
+        return f"{self.model_name!r} ({self.dimensions}-d)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str) -> EmbedderFingerprint:
+        data = json.loads(raw)
+        return cls(str(data["model_name"]), int(data["dimensions"]), str(data.get("origin", "")))
+
+
+#: Stands for the model of vectors written before fingerprints existed.
+UNKNOWN_MODEL = "unknown model (not recorded)"
+
+
+def mismatch_error(
+    home: Path, recorded: EmbedderFingerprint, current: EmbedderFingerprint
+) -> EmbedderMismatchError:
+    """The error for opening ``home`` (vectors by ``recorded``) with ``current``."""
+    return EmbedderMismatchError(
+        f"data dir {home} holds vectors made by embedder {recorded.describe()}, but it was "
+        f"opened with {current.describe()}; vectors of different models do not mix, so "
+        f"nothing was opened or changed. Open it with the embedder that made it, or re-embed "
+        f"every record with the new one: `AgentMemory(path, embedder=..., "
+        f"allow_embedder_change=True)` then `reindex()`; from the command line (its default "
+        f"embedder) `agentmem --home {home} reindex`",
+        recorded=recorded,
+        current=current,
+        path=str(home),
+        recorded_model=recorded.model_name,
+        recorded_dimensions=recorded.dimensions,
+        model=current.model_name,
+        dimensions=current.dimensions,
+    )
+
+
+def read(records: RecordStore) -> EmbedderFingerprint | None:
+    """The fingerprint recorded in a :class:`~agentmem.records.RecordStore`, or None."""
+    raw = records.get_meta(META_KEY)
+    if raw is None:
+        return None
+    try:
+        return EmbedderFingerprint.from_json(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"unreadable embedder fingerprint {raw!r}: {exc}") from exc
+
+
+def record(records: RecordStore, fingerprint: EmbedderFingerprint, *, replace: bool) -> None:
+    """Store ``fingerprint``; with ``replace=False`` an existing one is kept."""
+    with records.write() as conn:
+        records.set_meta(conn, META_KEY, fingerprint.to_json(), replace=replace)
+
+
+__all__ = [
+    "META_KEY",
+    "ORIGINS",
+    "UNKNOWN_MODEL",
+    "EmbedderFingerprint",
+    "mismatch_error",
+    "read",
+    "record",
+]
