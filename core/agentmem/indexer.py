@@ -90,7 +90,7 @@ class _Worker:
 
 def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
-    text = keyword_text(item.content, item.metadata)
+    text = keyword_text(item.content, speaker_of(item.metadata))
     return KeywordDoc(
         id=item.id,
         tenant=item.tenant_id,
@@ -107,18 +107,26 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def index_text(content: str, metadata: Mapping[str, Any]) -> str:
-    """The text both indexes see for a row (content plus its speaker, if any)."""
+def speaker_of(metadata: Mapping[str, Any]) -> str | None:
+    """The ``speaker`` a chat message's metadata names, if any."""
     speaker = metadata.get("speaker") if metadata else None
-    if isinstance(speaker, str) and speaker.strip():
-        return f"{speaker}: {content}"
-    return content
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
-def keyword_text(content: str, metadata: Mapping[str, Any]) -> str:
+def index_text(content: str, speaker: str | None) -> str:
+    """The text both indexes see for a row (content plus its speaker, if any)."""
+    return f"{speaker}: {content}" if speaker else content
+
+
+def row_text(row: Row) -> str:
+    """:func:`index_text` of a stored row."""
+    return index_text(row.item.content, speaker_of(row.item.metadata))
+
+
+def keyword_text(content: str, speaker: str | None) -> str:
     """What the keyword index sees: :func:`index_text` plus camelCase words split apart
     (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
-    text = index_text(content, metadata)
+    text = index_text(content, speaker)
     parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
     return f"{text}\n{' '.join(sorted(parts))}" if parts else text
 
@@ -274,9 +282,7 @@ class Indexer:
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
-                out[item.id] = "\n".join(
-                    index_text(r.item.content, r.item.metadata)[:CONTEXT_CHARS] for r in before
-                )
+                out[item.id] = "\n".join(row_text(r)[:CONTEXT_CHARS] for r in before)
         return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
@@ -300,7 +306,7 @@ class Indexer:
         ctx = self._contexts([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
-            text = index_text(row.item.content, row.item.metadata)
+            text = row_text(row)
             texts.append(f"{ctx[row.item.id]}\n{text}" if row.item.id in ctx else text)
         vectors = None
         error: BaseException | None = None

@@ -28,9 +28,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 #: Calibration weights: (cos, coverage, fused, cos gap to the best candidate, coverage gap).
 WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793, 0.0)
@@ -58,6 +59,7 @@ class Candidate:
     kw_rank: int = 0
     vec_rank: int = 0
     score: float = 0.0
+    rank: float = 0.0
     features: tuple[float, ...] = ()
 
 
@@ -99,11 +101,6 @@ def features(
     )
 
 
-def rank_key(feats: Sequence[float], weights: Sequence[float] = RANK_WEIGHTS) -> float:
-    """Ordering key of a candidate within its query (higher first)."""
-    return sum(w * f for w, f in zip(weights, feats, strict=True))
-
-
 def monotone(scores: Sequence[float]) -> list[float]:
     """Scores made non-increasing down a ranked list (each at least the ones below it)."""
     out = list(scores)
@@ -112,10 +109,15 @@ def monotone(scores: Sequence[float]) -> list[float]:
     return out
 
 
-def calibrate(
-    feats: Sequence[float],
-    weights: Sequence[float] = WEIGHTS,
-    bias: float = BIAS,
-) -> float:
-    z = bias + sum(w * f for w, f in zip(weights, feats, strict=True))
-    return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+def score_all(cands: Sequence[Candidate]) -> None:
+    """Set every candidate's calibrated ``score`` and ordering key ``rank`` from its features
+    (one matrix product for the whole list rather than a Python loop per candidate)."""
+    if not cands:
+        return
+    x = np.array([c.features for c in cands], dtype=np.float64)
+    z = np.clip(x @ np.asarray(WEIGHTS) + BIAS, -60.0, 60.0)
+    scores = 1.0 / (1.0 + np.exp(-z))
+    ranks = x @ np.asarray(RANK_WEIGHTS)
+    for c, score, rank in zip(cands, scores.tolist(), ranks.tolist(), strict=True):
+        c.score = score
+        c.rank = rank

@@ -25,7 +25,7 @@ from .errors import RerankError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
-from .ranking import Candidate, calibrate, coverage, features, monotone, rank_key, rrf
+from .ranking import Candidate, coverage, features, monotone, rrf, score_all
 from .records import Brief, RecordStore
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
@@ -191,7 +191,7 @@ class RecallEngine:
             self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
-        ranked = sorted(candidates.values(), key=lambda c: rank_key(c.features), reverse=True)
+        ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
         return ranked, visible, list(by_partition)
 
     def _embed_async(self, query: str) -> Future[FloatArray]:
@@ -278,14 +278,14 @@ class RecallEngine:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
             if query_idf:
-                text = keyword_text(row.content, row.metadata)
+                text = keyword_text(row.content, row.speaker)
                 c.coverage = coverage(query_idf, set(self.keywords.analyze(text)))
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
         for c in cands.values():
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25)
-            c.score = calibrate(c.features)
+        score_all(list(cands.values()))
         return cands
 
 

@@ -300,6 +300,14 @@ class Brief:
         return self._metadata
 
     @property
+    def speaker(self) -> str | None:
+        """The metadata's ``speaker`` (metadata without one is not parsed)."""
+        if '"speaker"' not in self.metadata_json:
+            return None
+        speaker = self.metadata.get("speaker")
+        return speaker if isinstance(speaker, str) and speaker.strip() else None
+
+    @property
     def event_time(self) -> datetime:
         return datetime.fromisoformat(self.event_time_iso)
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import validation as v
 from .errors import NotFoundError
-from .indexer import index_text
+from .indexer import row_text
 from .models import IngestError, JudgeResult, MemoryItem
 from .records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc, retire_sources
 from .vector_index import collection_name
@@ -293,9 +293,7 @@ def _candidates(
     stored = store.records.get(row.id)
     if stored is None:
         return []
-    query = store.embedder.embed_documents([index_text(stored.item.content, stored.item.metadata)])[
-        0
-    ]
+    query = store.embedder.embed_documents([row_text(stored)])[0]
     sims: dict[str, float] = {}
     hits = store.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -314,9 +312,7 @@ def _candidates(
     if fresh:
         rows = store.records.get_many(row.tenant_id, fresh)
         if rows:
-            vecs = store.embedder.embed_documents(
-                [index_text(r.item.content, r.item.metadata) for r in rows]
-            )
+            vecs = store.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
                 sims[r.item.id] = float(vec @ query)
     sims.pop(row.id, None)
