@@ -19,7 +19,11 @@ never copied into the project).
 
 Usage:
     python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json]
-        [--locomo path/to/locomo-dev.json] [--folds 5]
+        [--locomo path/to/locomo-dev.json] [--folds 5] [--embed-cache DIR]
+
+``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
+--embed-cache`` does; the same directory can be shared), so a refit after a feature change
+does not re-embed the corpora.
 """
 
 from __future__ import annotations
@@ -32,17 +36,29 @@ import numpy as np
 
 from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
-from agentmem.embeddings import default_embedder
+from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
 from agentmem.ranking import BIAS, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
 
-def collect(dataset_path: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+def embedder(cache_dir: str | None) -> Embedder:
+    """The default embedder, behind an on-disk vector cache if ``cache_dir`` is given."""
+    if cache_dir is None:
+        return default_embedder()
+    from agentmem.evaluation.locomo import DiskEmbeddingCache
+
+    return CachedEmbedder(DiskEmbeddingCache(default_embedder().inner, cache_dir))
+
+
+def collect(
+    dataset_path: str, cache_dir: str | None = None
+) -> list[tuple[np.ndarray, np.ndarray, bool]]:
     """Per case: (features matrix, labels, expect_empty)."""
     dataset = load_dataset(dataset_path)
     out = []
-    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+    emb = embedder(cache_dir)
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for n, case in enumerate(dataset.cases):
             _write_case(mem, _prefix(n), case)
         mem.flush()
@@ -95,13 +111,16 @@ def fit(
     return w
 
 
-def collect_locomo(path: str) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
+def collect_locomo(
+    path: str, cache_dir: str | None = None
+) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
     """Per LoCoMo question: (sample id, features, dia ids of each candidate, evidence)."""
     from agentmem.evaluation import locomo
 
     convs = locomo.load_locomo(path)
     out = []
-    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+    emb = embedder(cache_dir)
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for conv in convs:
             locomo._ingest(mem, conv, False)
         mem.flush()
@@ -187,11 +206,12 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--threshold", type=float, default=0.3)
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
     args = parser.parse_args()
     names = ", ".join(("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel"))
 
     # Calibration (WEIGHTS, BIAS): the golden set's relevance labels; k-fold by case.
-    golden = collect(args.dataset)
+    golden = collect(args.dataset, args.embed_cache)
     current = np.array([*WEIGHTS, BIAS])
     print(f"golden: {len(golden)} cases, {sum(len(c[1]) for c in golden)} candidates")
     r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
@@ -216,7 +236,7 @@ def main() -> None:
 
     # Ranking (RANK_WEIGHTS): LoCoMo evidence labels; leave one conversation out.
     if args.locomo:
-        loco = collect_locomo(args.locomo)
+        loco = collect_locomo(args.locomo, args.embed_cache)
         shipped = np.array([*RANK_WEIGHTS, 0.0])
         print(
             f"locomo: {len(loco)} questions; shipped ranking R@10 {locomo_recall(loco, shipped):.3f}"
