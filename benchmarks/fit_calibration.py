@@ -1,8 +1,9 @@
 """Fit the recall score calibration on a golden dataset, with cross-validated figures.
 
 The calibrated score is ``sigmoid(bias + w . features)`` over the features computed in
-``agentmem.ranking.features`` (cosine, IDF-weighted keyword coverage, normalised weighted RRF,
-and the gaps to the best candidate of the same query). This script:
+``agentmem.ranking.features`` (``agentmem.ranking.FEATURE_NAMES``: cosine, IDF-weighted
+keyword coverage, normalised weighted RRF, the gaps to the best candidate of the same query,
+and so on). This script:
 
 1. writes every case of the dataset into one fresh store (as ``agentmem eval`` does),
 2. collects every admitted candidate of every case's query with its features and a label
@@ -38,7 +39,7 @@ from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.ranking import BIAS, RANK_WEIGHTS, WEIGHTS
+from agentmem.ranking import BIAS, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
 
@@ -208,7 +209,7 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
     args = parser.parse_args()
-    names = ", ".join(("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel"))
+    names = ", ".join(FEATURE_NAMES)
 
     # Calibration (WEIGHTS, BIAS): the golden set's relevance labels; k-fold by case.
     golden = collect(args.dataset, args.embed_cache)

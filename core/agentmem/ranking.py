@@ -11,7 +11,11 @@
    - ``coverage``: the IDF-weighted share of the query's terms the memory contains,
    - ``fused``: the weighted RRF value, normalised to [0, 1],
    - ``cos_gap`` and ``coverage_gap``: how far the candidate trails the best candidate of the
-     same query on each signal (a near miss next to a clear winner is probably not relevant).
+     same query on each signal (a near miss next to a clear winner is probably not relevant),
+   - ``bm25_rel``: the candidate's BM25 score over the best of the query,
+   - ``speaker_match``: the query names the memory's speaker (``metadata["speaker"]``, every
+     analysed term of the name among the query's terms): "what did Alice say about X" is
+     about what Alice said, not about turns where someone else addresses her.
 
    ``score = sigmoid(BIAS + WEIGHTS . features)``. The weights are a logistic regression fitted
    on the relevance labels of ``eval/memory_golden_dataset.json`` by
@@ -32,15 +36,27 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-#: Calibration weights: (cos, coverage, fused, cos gap to the best candidate, coverage gap).
-WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793, 0.0)
+#: Names of the features, in the order of :func:`features` and of the weights below.
+FEATURE_NAMES: tuple[str, ...] = (
+    "cos",
+    "coverage",
+    "fused",
+    "cos_gap",
+    "coverage_gap",
+    "bm25_rel",
+    "speaker_match",
+)
+
+#: Calibration weights, one per feature of :data:`FEATURE_NAMES`. The golden set has no
+#: speaker metadata, so its fit gives ``speaker_match`` no weight (0.000).
+WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793, 0.0, 0.0)
 BIAS = -2.343
 
 #: Ranking weights over the same features: the order of candidates within one query. Fitted
 #: as a logistic regression on evidence labels of the LoCoMo development split (leave one
-#: conversation out: R@10 0.749; see ``benchmarks/fit_calibration.py --locomo``). Only the
-#: order matters, so there is no bias.
-RANK_WEIGHTS: tuple[float, ...] = (-0.547, 1.710, 2.716, -3.068, -1.717, 2.352)
+#: conversation out: R@10 0.772, in-sample 0.773; see ``benchmarks/fit_calibration.py
+#: --locomo``). Only the order matters, so there is no bias.
+RANK_WEIGHTS: tuple[float, ...] = (-1.457, 1.691, 2.634, -2.848, -1.569, 2.709, 1.962)
 
 
 @dataclass(slots=True)
@@ -57,6 +73,7 @@ class Candidate:
     bm25: float = 0.0
     kw_rank: int = 0
     vec_rank: int = 0
+    speaker_match: bool = False
     score: float = 0.0
     features: tuple[float, ...] = ()
 
@@ -96,6 +113,7 @@ def features(
         best_cos - cos,
         best_coverage - c.coverage,
         c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        1.0 if c.speaker_match else 0.0,
     )
 
 

@@ -240,6 +240,8 @@ class RecallEngine:
         )
         fused_max = 2 * max_weight / (self.config.rrf_k + 1)
         query_idf = self.keywords.idf(terms) if terms else {}
+        query_terms = set(terms)
+        named: dict[str, bool] = {}  # speaker -> named in the query
         for c in cands.values():
             c.fused = fused.get(c.id, 0.0)
             if c.cos is None:
@@ -247,6 +249,12 @@ class RecallEngine:
             row = visible[c.id][1]
             if query_idf:
                 c.coverage = coverage(query_idf, set(self.keywords.analyze(keyword_text(row))))
+            speaker = row.item.metadata.get("speaker") if row.item.metadata else None
+            if query_terms and isinstance(speaker, str):
+                if speaker not in named:
+                    name = set(self.keywords.analyze(speaker))
+                    named[speaker] = bool(name) and name <= query_terms
+                c.speaker_match = named[speaker]
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
