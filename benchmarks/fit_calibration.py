@@ -8,7 +8,8 @@ and so on). This script:
 1. writes every case of the dataset into one fresh store (as ``agentmem eval`` does),
 2. collects every admitted candidate of every case's query with its features and a label
    (is its content one of the case's expected retrievals?),
-3. fits an L2-regularised logistic regression (Newton's method, numpy only), and
+3. fits an L2-regularised logistic regression (Newton's method, numpy only) over the
+   calibration features (``agentmem.ranking.CALIBRATION_FEATURES``; the others get weight 0),
 4. reports Recall@5 / Precision@5 at the default ``min_score`` under k-fold cross-validation
    by case (weights fitted on the other folds), so the figure is not measured on the data the
    weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
@@ -39,7 +40,7 @@ from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.ranking import BIAS, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
+from agentmem.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
 
@@ -110,6 +111,16 @@ def fit(
         hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
         w -= np.linalg.solve(hess, grad)
     return w
+
+
+def fit_calibration(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
+    """:func:`fit` over the calibration features only; weight 0 for every other feature."""
+    cols = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
+    w = fit(x[:, cols], y, l2)
+    full = np.zeros(x.shape[1] + 1)
+    full[cols] = w[:-1]
+    full[-1] = w[-1]
+    return full
 
 
 def collect_locomo(
@@ -223,7 +234,8 @@ def main() -> None:
     per_case: list[np.ndarray] = [current] * len(golden)
     for fold in range(args.folds):
         train = [c for i, c in enumerate(golden) if fold_of[i] != fold and len(c[0])]
-        w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
+        x = np.vstack([c[0] for c in train])
+        w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
         for i in range(len(golden)):
             if fold_of[i] == fold:
                 per_case[i] = w
@@ -231,7 +243,8 @@ def main() -> None:
         r, p, e = evaluate(golden, per_case, t)
         print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
     train = [c for c in golden if len(c[0])]
-    w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
+    x = np.vstack([c[0] for c in train])
+    w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
     print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
     print(f"BIAS = {w[-1]:.3f}")
 

@@ -24,7 +24,16 @@ from .errors import RerankError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
-from .ranking import Candidate, calibrate, coverage, features, monotone, rank_key, rrf
+from .ranking import (
+    Candidate,
+    brevity,
+    calibrate,
+    coverage,
+    features,
+    monotone,
+    rank_key,
+    rrf,
+)
 from .records import RecordStore, Row
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
@@ -247,8 +256,11 @@ class RecallEngine:
             if c.cos is None:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
+            doc_terms = self.keywords.analyze(keyword_text(row))
+            if row.item.kind == "chat_message":
+                c.terms = len(doc_terms)
             if query_idf:
-                c.coverage = coverage(query_idf, set(self.keywords.analyze(keyword_text(row))))
+                c.coverage = coverage(query_idf, set(doc_terms))
             speaker = row.item.metadata.get("speaker") if row.item.metadata else None
             if query_terms and isinstance(speaker, str):
                 if speaker not in named:
@@ -258,8 +270,10 @@ class RecallEngine:
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
+        chat = [brevity(c.terms) for c in cands.values() if c.terms is not None]
+        mean_brevity = sum(chat) / len(chat) if chat else 0.0
         for c in cands.values():
-            c.features = features(c, fused_max, best_cos, best_coverage, best_bm25)
+            c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
             c.score = calibrate(c.features)
         return cands
 
