@@ -1,13 +1,15 @@
 """Fit the recall score calibration on a golden dataset, with cross-validated figures.
 
 The calibrated score is ``sigmoid(bias + w . features)`` over the features computed in
-``agentmem.ranking.features`` (cosine, IDF-weighted keyword coverage, normalised weighted RRF,
-and the gaps to the best candidate of the same query). This script:
+``agentmem.ranking.features`` (``agentmem.ranking.FEATURE_NAMES``: cosine, IDF-weighted
+keyword coverage, normalised weighted RRF, the gaps to the best candidate of the same query,
+and so on). This script:
 
 1. writes every case of the dataset into one fresh store (as ``agentmem eval`` does),
 2. collects every admitted candidate of every case's query with its features and a label
    (is its content one of the case's expected retrievals?),
-3. fits an L2-regularised logistic regression (Newton's method, numpy only), and
+3. fits an L2-regularised logistic regression (Newton's method, numpy only) over the
+   calibration features (``agentmem.ranking.CALIBRATION_FEATURES``; the others get weight 0),
 4. reports Recall@5 / Precision@5 at the default ``min_score`` under k-fold cross-validation
    by case (weights fitted on the other folds), so the figure is not measured on the data the
    weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
@@ -19,7 +21,11 @@ never copied into the project).
 
 Usage:
     python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json]
-        [--locomo path/to/locomo-dev.json] [--folds 5]
+        [--locomo path/to/locomo-dev.json] [--folds 5] [--embed-cache DIR]
+
+``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
+--embed-cache`` does; the same directory can be shared), so a refit after a feature change
+does not re-embed the corpora.
 """
 
 from __future__ import annotations
@@ -32,17 +38,29 @@ import numpy as np
 
 from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
-from agentmem.embeddings import default_embedder
+from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.ranking import BIAS, RANK_WEIGHTS, WEIGHTS
+from agentmem.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
 
-def collect(dataset_path: str) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+def embedder(cache_dir: str | None) -> Embedder:
+    """The default embedder, behind an on-disk vector cache if ``cache_dir`` is given."""
+    if cache_dir is None:
+        return default_embedder()
+    from agentmem.evaluation.locomo import DiskEmbeddingCache
+
+    return CachedEmbedder(DiskEmbeddingCache(default_embedder().inner, cache_dir))
+
+
+def collect(
+    dataset_path: str, cache_dir: str | None = None
+) -> list[tuple[np.ndarray, np.ndarray, bool]]:
     """Per case: (features matrix, labels, expect_empty)."""
     dataset = load_dataset(dataset_path)
     out = []
-    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+    emb = embedder(cache_dir)
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for n, case in enumerate(dataset.cases):
             _write_case(mem, _prefix(n), case)
         mem.flush()
@@ -93,13 +111,26 @@ def fit(
     return w
 
 
-def collect_locomo(path: str) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
+def fit_calibration(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
+    """:func:`fit` over the calibration features only; weight 0 for every other feature."""
+    cols = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
+    w = fit(x[:, cols], y, l2)
+    full = np.zeros(x.shape[1] + 1)
+    full[cols] = w[:-1]
+    full[-1] = w[-1]
+    return full
+
+
+def collect_locomo(
+    path: str, cache_dir: str | None = None
+) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
     """Per LoCoMo question: (sample id, features, dia ids of each candidate, evidence)."""
     from agentmem.evaluation import locomo
 
     convs = locomo.load_locomo(path)
     out = []
-    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=default_embedder()) as mem:
+    emb = embedder(cache_dir)
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for conv in convs:
             locomo._ingest(mem, conv, False)
         mem.flush()
@@ -185,11 +216,12 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--threshold", type=float, default=0.3)
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
     args = parser.parse_args()
-    names = ", ".join(("cos", "coverage", "fused", "cos_gap", "coverage_gap", "bm25_rel"))
+    names = ", ".join(FEATURE_NAMES)
 
     # Calibration (WEIGHTS, BIAS): the golden set's relevance labels; k-fold by case.
-    golden = collect(args.dataset)
+    golden = collect(args.dataset, args.embed_cache)
     current = np.array([*WEIGHTS, BIAS])
     print(f"golden: {len(golden)} cases, {sum(len(c[1]) for c in golden)} candidates")
     r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
@@ -200,7 +232,8 @@ def main() -> None:
     per_case: list[np.ndarray] = [current] * len(golden)
     for fold in range(args.folds):
         train = [c for i, c in enumerate(golden) if fold_of[i] != fold and len(c[0])]
-        w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
+        x = np.vstack([c[0] for c in train])
+        w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
         for i in range(len(golden)):
             if fold_of[i] == fold:
                 per_case[i] = w
@@ -208,13 +241,14 @@ def main() -> None:
         r, p, e = evaluate(golden, per_case, t)
         print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
     train = [c for c in golden if len(c[0])]
-    w = fit(np.vstack([c[0] for c in train]), np.concatenate([c[1] for c in train]), args.l2)
+    x = np.vstack([c[0] for c in train])
+    w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
     print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
     print(f"BIAS = {w[-1]:.3f}")
 
     # Ranking (RANK_WEIGHTS): LoCoMo evidence labels; leave one conversation out.
     if args.locomo:
-        loco = collect_locomo(args.locomo)
+        loco = collect_locomo(args.locomo, args.embed_cache)
         shipped = np.array([*RANK_WEIGHTS, 0.0])
         print(
             f"locomo: {len(loco)} questions; shipped ranking R@10 {locomo_recall(loco, shipped):.3f}"

@@ -11,10 +11,25 @@
    - ``coverage``: the IDF-weighted share of the query's terms the memory contains,
    - ``fused``: the weighted RRF value, normalised to [0, 1],
    - ``cos_gap`` and ``coverage_gap``: how far the candidate trails the best candidate of the
-     same query on each signal (a near miss next to a clear winner is probably not relevant).
+     same query on each signal (a near miss next to a clear winner is probably not relevant),
+   - ``bm25_rel``: the candidate's BM25 score over the best of the query,
+   - ``speaker_match``: the query names the memory's speaker (``metadata["speaker"]``, every
+     analysed term of the name among the query's terms): "what did Alice say about X" is
+     about what Alice said, not about turns where someone else addresses her,
+   - ``in_keyword`` and ``in_vector``: which retrievers found the candidate (a keyword-only
+     candidate's ``cos`` is only a bound, a vector-only one has no BM25 score),
+   - ``brevity``: how much shorter a chat message is than the query's other chat-message
+     candidates (``1 - log(1 + n) / log(1 + LENGTH_SCALE)`` over its ``n`` analysed terms,
+     floored at 0, minus the mean of those candidates); 0 for every other kind: a short reply
+     ("Yes, me too!") carries little of what a question asks for, while an explicit memory is
+     short because it was distilled and a document chunk's length says nothing. Centred, so
+     chat messages as a whole gain or lose nothing against other kinds.
 
-   ``score = sigmoid(BIAS + WEIGHTS . features)``. The weights are a logistic regression fitted
-   on the relevance labels of ``eval/memory_golden_dataset.json`` by
+   ``score = sigmoid(BIAS + WEIGHTS . features)``, over the first five features only
+   (``CALIBRATION_FEATURES``; the others order candidates but say little about whether one is
+   relevant at all: fitted on the golden set, all ten reach 5-fold CV R@5 0.882 P@5 0.812,
+   these five 0.905 / 0.821). The weights are a logistic
+   regression fitted on the relevance labels of ``eval/memory_golden_dataset.json`` by
    ``benchmarks/fit_calibration.py``, which also reports 5-fold cross-validated Recall@5 and
    Precision@5 so the figures are not in-sample. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
@@ -28,20 +43,52 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-#: Calibration weights: (cos, coverage, fused, cos gap to the best candidate, coverage gap).
-WEIGHTS: tuple[float, ...] = (3.585, 1.585, 0.946, -3.139, -2.793, 0.0)
-BIAS = -2.343
+#: Names of the features, in the order of :func:`features` and of the weights below.
+FEATURE_NAMES: tuple[str, ...] = (
+    "cos",
+    "coverage",
+    "fused",
+    "cos_gap",
+    "coverage_gap",
+    "bm25_rel",
+    "speaker_match",
+    "in_keyword",
+    "in_vector",
+    "brevity",
+)
+
+#: Analysed terms from which a chat message's ``brevity`` is 0.
+LENGTH_SCALE = 100
+
+#: The features the calibrated score is fitted on (weight 0 for the others).
+CALIBRATION_FEATURES: tuple[str, ...] = FEATURE_NAMES[:5]
+
+#: Calibration weights, one per feature of :data:`FEATURE_NAMES`.
+WEIGHTS: tuple[float, ...] = (3.609, 1.615, 0.888, -3.145, -2.809, 0.0, 0.0, 0.0, 0.0, 0.0)
+BIAS = -2.314
 
 #: Ranking weights over the same features: the order of candidates within one query. Fitted
 #: as a logistic regression on evidence labels of the LoCoMo development split (leave one
-#: conversation out: R@10 0.749; see ``benchmarks/fit_calibration.py --locomo``). Only the
-#: order matters, so there is no bias.
-RANK_WEIGHTS: tuple[float, ...] = (-0.547, 1.710, 2.716, -3.068, -1.717, 2.352)
+#: conversation out: R@10 0.795, in-sample 0.797; see ``benchmarks/fit_calibration.py
+#: --locomo``). Only the order matters, so there is no bias.
+RANK_WEIGHTS: tuple[float, ...] = (
+    -1.049,  # cos
+    1.293,  # coverage
+    4.428,  # fused
+    -2.241,  # cos_gap
+    -1.147,  # coverage_gap
+    4.052,  # bm25_rel
+    1.856,  # speaker_match
+    -2.734,  # in_keyword
+    -0.697,  # in_vector
+    -4.745,  # brevity
+)
 
 
 @dataclass(slots=True)
@@ -58,6 +105,9 @@ class Candidate:
     bm25: float = 0.0
     kw_rank: int = 0
     vec_rank: int = 0
+    speaker_match: bool = False
+    #: Analysed terms of a chat message (None for other kinds).
+    terms: int | None = None
     score: float = 0.0
     rank: float = 0.0
     features: tuple[float, ...] = ()
@@ -85,10 +135,23 @@ def coverage(query_idf: Mapping[str, float], doc_terms: set[str]) -> float:
     return sum(w for t, w in query_idf.items() if t in doc_terms) / total
 
 
+def brevity(terms: int | None) -> float:
+    """How short a chat message of ``terms`` analysed terms is, in [0, 1] (None: not chat)."""
+    if terms is None:
+        return 0.0
+    return max(1.0 - math.log1p(terms) / math.log1p(LENGTH_SCALE), 0.0)
+
+
 def features(
-    c: Candidate, fused_max: float, best_cos: float, best_coverage: float, best_bm25: float
+    c: Candidate,
+    fused_max: float,
+    best_cos: float,
+    best_coverage: float,
+    best_bm25: float,
+    mean_brevity: float = 0.0,
 ) -> tuple[float, ...]:
-    """The calibration features of a candidate, relative to the best of its query."""
+    """The features of a candidate, relative to the best of its query (``mean_brevity``: the
+    mean :func:`brevity` of the query's chat-message candidates)."""
     cos = 0.0 if c.cos is None else max(c.cos, 0.0)
     fused = min(c.fused / fused_max, 1.0) if fused_max > 0 else 0.0
     return (
@@ -98,6 +161,10 @@ def features(
         best_cos - cos,
         best_coverage - c.coverage,
         c.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        1.0 if c.speaker_match else 0.0,
+        1.0 if c.in_keyword else 0.0,
+        1.0 if c.in_vector else 0.0,
+        0.0 if c.terms is None else brevity(c.terms) - mean_brevity,
     )
 
 

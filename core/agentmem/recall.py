@@ -25,7 +25,7 @@ from .errors import RerankError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
-from .ranking import Candidate, coverage, features, monotone, rrf, score_all
+from .ranking import Candidate, brevity, coverage, features, monotone, rrf, score_all
 from .records import Brief, RecordStore
 from .rerank import Reranker
 from .tokens import count_tokens, truncate_to_tokens
@@ -272,19 +272,31 @@ class RecallEngine:
         )
         fused_max = 2 * max_weight / (self.config.rrf_k + 1)
         query_idf = self.keywords.idf(terms) if terms else {}
+        query_terms = set(terms)
+        named: dict[str, bool] = {}  # speaker -> named in the query
         for c in cands.values():
             c.fused = fused.get(c.id, 0.0)
             if c.cos is None:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
+            doc_terms = self.keywords.analyze(keyword_text(row.content, row.speaker))
+            if row.kind == "chat_message":
+                c.terms = len(doc_terms)
             if query_idf:
-                text = keyword_text(row.content, row.speaker)
-                c.coverage = coverage(query_idf, set(self.keywords.analyze(text)))
+                c.coverage = coverage(query_idf, set(doc_terms))
+            speaker = row.speaker
+            if query_terms and speaker is not None:
+                if speaker not in named:
+                    name = set(self.keywords.analyze(speaker))
+                    named[speaker] = bool(name) and name <= query_terms
+                c.speaker_match = named[speaker]
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
+        chat = [brevity(c.terms) for c in cands.values() if c.terms is not None]
+        mean_brevity = sum(chat) / len(chat) if chat else 0.0
         for c in cands.values():
-            c.features = features(c, fused_max, best_cos, best_coverage, best_bm25)
+            c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()))
         return cands
 
