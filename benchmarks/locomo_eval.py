@@ -1,4 +1,4 @@
-"""LoCoMo evidence retrieval (hybrid / keyword / vector) on a LoCoMo JSON file.
+"""LoCoMo evidence retrieval (hybrid / keyword / vector / peers) on a LoCoMo JSON file.
 
 A thin wrapper of ``agentmem eval --locomo FILE`` that defaults to the development split
 beside the repository (``../shared/data/locomo-dev.json``, benchmark data that is never

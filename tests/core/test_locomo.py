@@ -1,4 +1,6 @@
-"""LoCoMo runner: parsing, turn-level metrics, the three retrieval modes, and the CLI.
+"""LoCoMo runner: parsing, turn-level metrics, agentmem's three retrieval modes, and the CLI.
+
+The peer modes (LangChain, LlamaIndex) are tested in ``test_locomo_peers.py``.
 
 Runs on ``tests/data/synthetic_long_conversations.json`` (two small conversations in the LoCoMo format
 with malformed evidence, an image turn, an unparseable session date and an empty turn),
@@ -176,7 +178,7 @@ def test_keyword_mode_scores_exactly(shared_embedder: CachedEmbedder) -> None:
 
 
 def test_three_modes_in_one_run(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
-    report = run_locomo(DATA, embedder=shared_embedder)
+    report = run_locomo(DATA, modes=locomo.MODES, embedder=shared_embedder)
     s = report.summary
     assert list(s["modes"]) == ["hybrid", "keyword", "vector"]
     for mode, res in s["modes"].items():
@@ -243,7 +245,18 @@ def test_cli_json_is_parseable_and_out_is_written(
 ) -> None:
     out = tmp_path / "report"
     status = main(
-        ["eval", "--locomo", str(DATA), "--json", "--out", str(out), "--limit-questions", "3"]
+        [
+            "eval",
+            "--locomo",
+            str(DATA),
+            "--json",
+            "--out",
+            str(out),
+            "--limit-questions",
+            "3",
+            "--modes",
+            "hybrid,keyword,vector",
+        ]
     )
     captured = capsys.readouterr()
     assert status == 0, captured.err
@@ -251,6 +264,7 @@ def test_cli_json_is_parseable_and_out_is_written(
     assert data["questions"]["scored"] == 3
     assert data["questions"]["skipped"]["over_limit"] == 2
     assert set(data["modes"]) == {"hybrid", "keyword", "vector"}
+    assert "peers" not in data
     assert {p.name for p in out.iterdir()} == {
         "locomo.json",
         "locomo.md",

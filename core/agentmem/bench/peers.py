@@ -18,6 +18,12 @@ Document embeddings are computed once and shared by the three builds (agentmem's
 so build times here are index-insert times, not embedding times; the comparison is about
 query latency and Recall@k.
 
+The builders (:data:`BUILDERS`) are shared with ``agentmem eval --locomo``, which builds one
+peer index per LoCoMo conversation (see :mod:`agentmem.evaluation.locomo`): each takes
+``(work dir, texts, embedder, k)`` and returns ``(search, client)``, where ``search(query)``
+gives the positions in ``texts`` of its first ``k`` hits, best first, and ``client`` is the
+Chroma client to release with :func:`close_client` when done.
+
 The frameworks are imported only inside these functions: importing :mod:`agentmem` or
 :mod:`agentmem.bench` never imports LangChain or LlamaIndex. Install them with
 ``pip install "agentmem[bench]"``.
@@ -52,7 +58,15 @@ from .runner import (
 )
 from .stats import summarize
 
-__all__ = ["PEERS", "PrecomputedEmbedder", "peer_status", "run_peers"]
+__all__ = [
+    "BUILDERS",
+    "PEERS",
+    "RETRIEVERS",
+    "PrecomputedEmbedder",
+    "close_client",
+    "peer_status",
+    "run_peers",
+]
 
 #: Peer name -> modules it needs.
 PEERS: dict[str, tuple[str, ...]] = {
@@ -67,6 +81,13 @@ PEERS: dict[str, tuple[str, ...]] = {
         "llama_index.retrievers.bm25",
         "llama_index.vector_stores.chroma",
     ),
+}
+
+#: Peer name -> the pipeline it builds, in words (for reports).
+RETRIEVERS: dict[str, str] = {
+    "langchain": "LangChain EnsembleRetriever(BM25Retriever + Chroma), weights 0.5/0.5",
+    "llamaindex": "LlamaIndex QueryFusionRetriever(BM25Retriever + Chroma VectorStoreIndex), "
+    "reciprocal rank, num_queries=1",
 }
 
 ProgressFn = Callable[[str], None]
@@ -260,10 +281,18 @@ def build_llamaindex(
     return search, client
 
 
+#: Peer name -> ``builder(work, texts, embedder, k) -> (search, client)``; ``search(query)``
+#: returns positions in ``texts``, best first, at most ``k``.
 BUILDERS: dict[str, Callable[..., tuple[Callable[[str], list[int]], Any]]] = {
     "langchain": build_langchain,
     "llamaindex": build_llamaindex,
 }
+
+
+def close_client(client: Any) -> None:
+    """Release a builder's Chroma client (best effort: closing never fails a run)."""
+    with contextlib.suppress(Exception):
+        client.close()
 
 
 def run_peers(
@@ -363,8 +392,7 @@ def run_peers(
             am_embedder.clear_cache()
         lat, results = interleaved(searches, [q.text for q in queries])
     for client in clients:
-        with contextlib.suppress(Exception):  # closing is best effort
-            client.close()
+        close_client(client)
 
     for name, res in systems.items():
         res["latency_ms"] = summarize(lat[name])

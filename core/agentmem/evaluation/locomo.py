@@ -34,6 +34,21 @@ of 100,000, so neither the threshold nor the budget cuts the ranking.
   :func:`single_retriever_search`): they build the same per-partition plan and filters as
   :class:`~agentmem.recall.RecallEngine`, query ``mem.keywords`` or ``mem.vectors``
   directly, and pass every row through the same identity gate; read-only.
+- ``langchain`` / ``llamaindex``: the peer pipelines of ``agentmem bench`` (the builders
+  of :mod:`agentmem.bench.peers`: LangChain ``EnsembleRetriever`` over ``BM25Retriever`` +
+  Chroma, LlamaIndex ``QueryFusionRetriever`` over BM25 + a Chroma ``VectorStoreIndex``),
+  built once per conversation on that conversation's turns only, one document per turn
+  with the text agentmem indexes for it (:func:`agentmem.indexer.index_text`: the speaker
+  and the turn text, without agentmem's preceding-turn context), asked for ``k=20``. They
+  use agentmem's embedder: document vectors are embedded once per conversation through
+  the run's embedder (so ``--embed-cache`` serves the vectors agentmem's own index
+  computed for the same texts) and shared by both peers; a query vector comes from the
+  same query cache the ``vector`` mode reads. A peer whose packages are missing (the
+  ``bench`` extra) or that fails to build is left out and reported in
+  ``summary["peers"]``, not fatal. ``summary["hybrid_minus_peer_recall@10"]`` gives
+  agentmem's hybrid Recall@10 minus each peer's, overall and per category.
+
+By default every mode runs; peers only when installed.
 
 **Scoring** at turn granularity: walk the hits in order, collect the distinct dia ids they
 carry (``metadata["dia_id"]``, or a list ``metadata["dia_ids"]`` for chunks and summaries),
@@ -56,6 +71,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -77,6 +93,7 @@ from .. import scopes as scope_rules
 from ..config import MAX_TOP_K, MemoryConfig
 from ..embeddings import CachedEmbedder, Embedder, FloatArray, default_embedder
 from ..errors import ValidationError
+from ..indexer import index_text
 from ..keyword_index import KeywordFilter
 from ..memory import AgentMemory, BoundMemory
 from ..models import Identity
@@ -84,10 +101,12 @@ from ..rerank import Reranker
 from ..vector_index import collection_name
 
 __all__ = [
+    "ALL_MODES",
     "CATEGORIES",
     "KS",
     "METRICS",
     "MODES",
+    "PEER_MODES",
     "Conversation",
     "DiskEmbeddingCache",
     "LocomoReport",
@@ -105,11 +124,18 @@ __all__ = [
     "run_cli",
     "run_locomo",
     "single_retriever_search",
+    "turn_documents",
 ]
 
 #: Scored categories and their names (category 5, adversarial, has no evidence to retrieve).
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+#: agentmem's own modes.
 MODES: tuple[str, ...] = ("hybrid", "keyword", "vector")
+#: The peer pipelines (the names of :data:`agentmem.bench.peers.PEERS`).
+PEER_MODES: tuple[str, ...] = ("langchain", "llamaindex")
+ALL_MODES: tuple[str, ...] = (*MODES, *PEER_MODES)
+#: The metric the hybrid-minus-peer comparison reports.
+DELTA_METRIC = "recall@10"
 #: Recall cut-offs, in turns.
 KS: tuple[int, ...] = (5, 10, 20)
 NDCG_K = 10
@@ -493,6 +519,28 @@ def _hybrid(m: BoundMemory, query: str) -> list[dict[str, Any]]:
     return [hit.metadata for hit in result.items]
 
 
+def _turn_text(turn: Turn, captions: bool) -> str:
+    """The content a turn is ingested with (its text, plus its image caption if asked)."""
+    if captions and turn.caption:
+        return f"{turn.text} [shared an image: {turn.caption}]".strip()
+    return turn.text
+
+
+def turn_documents(conv: Conversation, captions: bool = False) -> list[tuple[str, str]]:
+    """``(dia_id, text)`` per ingested turn, in order: what the peers index for a turn.
+
+    The text is what agentmem's indexes see for the turn's chat message
+    (:func:`agentmem.indexer.index_text`: ``"Speaker: content"``), without the
+    preceding-turn context agentmem adds to its own keyword index.
+    """
+    return [
+        (turn.dia_id, index_text(text, turn.speaker or None))
+        for session in conv.sessions
+        for turn in session.turns
+        if (text := _turn_text(turn, captions))
+    ]
+
+
 def _ingest(mem: AgentMemory, conv: Conversation, captions: bool) -> int:
     n = 0
     for session in conv.sessions:
@@ -503,9 +551,7 @@ def _ingest(mem: AgentMemory, conv: Conversation, captions: bool) -> int:
         )
         messages = []
         for i, turn in enumerate(session.turns):
-            text = turn.text
-            if captions and turn.caption:
-                text = f"{text} [shared an image: {turn.caption}]".strip()
+            text = _turn_text(turn, captions)
             if not text:
                 continue
             role = "assistant" if turn.speaker and turn.speaker == conv.speaker_b else "user"
@@ -660,8 +706,30 @@ class LocomoReport:
                 + " | ".join(f"{o[m]:.3f}" for m in METRICS)
                 + f" | {lat['p50']:.1f} | {lat['p95']:.1f} |"
             )
-        lines += ["", "## Per category (Recall@10 / NDCG@10)", ""]
         cats = [c for c in CATEGORIES if str(c) in next(iter(s["modes"].values()))["by_category"]]
+        peers = s.get("peers") or {}
+        if peers:
+            lines += ["", "## Peers", ""]
+            lines += [
+                f"- `{name}`: {info['retriever']}; {info['status']}" for name, info in peers.items()
+            ]
+            lines += ["", f"Documents: {s['settings']['peer_documents']}."]
+        deltas = s.get(f"hybrid_minus_peer_{DELTA_METRIC}") or {}
+        if deltas:
+            lines += [
+                "",
+                "## agentmem hybrid Recall@10 minus peer Recall@10",
+                "",
+                "| peer | all | " + " | ".join(f"{c} {CATEGORIES[c]}" for c in cats) + " |",
+                "|---|---:|" + "---:|" * len(cats),
+            ]
+            for name, d in deltas.items():
+                lines.append(
+                    f"| {name} | {d['overall']:+.3f} | "
+                    + " | ".join(f"{d['by_category'][str(c)]:+.3f}" for c in cats)
+                    + " |"
+                )
+        lines += ["", "## Per category (Recall@10 / NDCG@10)", ""]
         lines.append("| mode | " + " | ".join(f"{c} {CATEGORIES[c]} (n)" for c in cats) + " |")
         lines.append("|---|" + "---:|" * len(cats))
         for mode, res in s["modes"].items():
@@ -683,10 +751,11 @@ class LocomoReport:
                 )
         t = s["timing_s"]
         q = s["questions"]
+        peer_index = f", peer indexes {t['peer_index']:.1f} s" if t.get("peer_index") else ""
         lines += [
             "",
             f"Wall time {t['total']:.1f} s (ingest {t['ingest']:.1f} s, indexing {t['index']:.1f} s, "
-            f"queries {t['queries']:.1f} s).",
+            f"queries {t['queries']:.1f} s{peer_index}).",
             "",
             f"Skipped: {q['skipped']}.",
             "",
@@ -723,6 +792,28 @@ class LocomoReport:
                 )
         return table
 
+    def rich_deltas(self) -> Any:
+        """agentmem hybrid Recall@10 minus each peer's, as a :class:`rich.table.Table`.
+
+        None when the run had no peer or no hybrid mode.
+        """
+        from rich.table import Table
+
+        deltas = self.summary.get(f"hybrid_minus_peer_{DELTA_METRIC}") or {}
+        if not deltas:
+            return None
+        cats = list(self.summary["modes"]["hybrid"]["by_category"])
+        table = Table(title="agentmem hybrid R@10 minus peer R@10 (> 0: agentmem ahead)")
+        table.add_column("peer", no_wrap=True)
+        table.add_column("all", justify="right")
+        for c in cats:
+            table.add_column(f"{c} {CATEGORIES[int(c)]}", justify="right")
+        for name, d in deltas.items():
+            table.add_row(
+                name, f"{d['overall']:+.3f}", *(f"{d['by_category'][c]:+.3f}" for c in cats)
+            )
+        return table
+
     def write(self, out_dir: str | os.PathLike[str]) -> list[Path]:
         """Write ``locomo.json``, ``locomo.md`` and ``locomo_questions.jsonl`` into ``out_dir``."""
         out = Path(out_dir)
@@ -739,7 +830,7 @@ class LocomoReport:
 def run_locomo(
     source: str | os.PathLike[str] | Sequence[Any],
     *,
-    modes: Sequence[str] = MODES,
+    modes: Sequence[str] | None = None,
     limit_questions: int | None = None,
     samples: Sequence[str] | None = None,
     captions: bool = False,
@@ -754,7 +845,10 @@ def run_locomo(
 
     Args:
         source: Path of a LoCoMo JSON file, or its parsed JSON list.
-        modes: Any of ``hybrid``, ``keyword``, ``vector``.
+        modes: Any of :data:`ALL_MODES` (``hybrid``, ``keyword``, ``vector``, ``langchain``,
+            ``llamaindex``); default all of them. A peer mode whose packages are not
+            installed, or that fails to build, is left out and reported in
+            ``summary["peers"]``; asking only for peers that cannot run is an error.
         limit_questions: Score at most this many questions (file order); conversations left
             without questions are not ingested.
         samples: Only these ``sample_id``s.
@@ -766,9 +860,12 @@ def run_locomo(
             Latencies then exclude the model time of cached queries.
         progress: ``progress(stage, done, total)`` callback.
     """
-    unknown = set(modes) - set(MODES)
+    modes = list(dict.fromkeys(ALL_MODES if modes is None else modes))
+    unknown = set(modes) - set(ALL_MODES)
     if unknown or not modes:
-        raise ValidationError("modes", f"must be a non-empty subset of {MODES}, got {list(modes)}")
+        raise ValidationError(
+            "modes", f"must be a non-empty subset of {ALL_MODES}, got {list(modes)}"
+        )
     if limit_questions is not None and limit_questions < 1:
         raise ValidationError("limit_questions", "must be a positive integer")
     started = time.perf_counter()
@@ -779,6 +876,14 @@ def run_locomo(
         if missing:
             raise ValidationError("samples", f"not in the file: {sorted(missing)}")
         convs = [c for c in convs if c.sample_id in wanted]
+    peers = _peer_plan([m for m in modes if m in PEER_MODES])
+    modes = [m for m in modes if m not in peers or peers[m]["status"] == "ok"]
+    if not modes:
+        raise ValidationError(
+            "modes",
+            "none of the requested modes can run: "
+            + "; ".join(f"{name}: {info['status']}" for name, info in peers.items()),
+        )
     skipped: dict[str, int] = defaultdict(int)
     for c in convs:
         for key, n in c.skipped.items():
@@ -816,7 +921,9 @@ def run_locomo(
             t1 = time.perf_counter()
             mem.flush()
             t2 = time.perf_counter()
-            questions, latencies = _ask(mem, plan, modes, progress)
+            questions, latencies, modes, peer_s = _ask(
+                mem, plan, modes, progress, peers=peers, captions=captions
+            )
             t3 = time.perf_counter()
             embedder_name = mem.embedder.model_name
         finally:
@@ -860,11 +967,103 @@ def run_locomo(
         "timing_s": {
             "ingest": round(t1 - t0, 3),
             "index": round(t2 - t1, 3),
-            "queries": round(t3 - t2, 3),
+            "queries": round(t3 - t2 - peer_s, 3),
+            "peer_index": round(peer_s, 3),
             "total": round(time.perf_counter() - started, 3),
         },
     }
+    if peers:
+        summary["peers"] = peers
+        summary["settings"]["peer_documents"] = (
+            "one per turn of the question's conversation: speaker-prefixed turn text "
+            "(agentmem's index_text, no preceding-turn context); k=20; agentmem's embedder"
+        )
+        if "hybrid" in summary["modes"]:
+            summary[f"hybrid_minus_peer_{DELTA_METRIC}"] = _deltas(summary["modes"])
     return LocomoReport(summary=summary, questions=questions)
+
+
+def _peer_plan(names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per requested peer: its pipeline and ``status`` (``ok`` or ``skipped: <why>``)."""
+    if not names:
+        return {}
+    from ..bench import peers as peer_lib
+
+    status = peer_lib.peer_status()
+    return {
+        name: {
+            "retriever": peer_lib.RETRIEVERS[name],
+            "status": "ok" if status.get(name) is None else f"skipped: {status[name]}",
+        }
+        for name in names
+    }
+
+
+def _deltas(modes: Mapping[str, Any]) -> dict[str, Any]:
+    """Hybrid's :data:`DELTA_METRIC` minus each peer's, overall and per category."""
+    hybrid = modes["hybrid"]
+    out: dict[str, Any] = {}
+    for name, res in modes.items():
+        if name not in PEER_MODES:
+            continue
+        out[name] = {
+            "overall": round(hybrid["overall"][DELTA_METRIC] - res["overall"][DELTA_METRIC], 4),
+            "by_category": {
+                c: round(r[DELTA_METRIC] - res["by_category"][c][DELTA_METRIC], 4)
+                for c, r in hybrid["by_category"].items()
+            },
+        }
+    return out
+
+
+class _PeerIndexes:
+    """The peer pipelines of one conversation: built on its turns, closed after its questions."""
+
+    def __init__(
+        self,
+        mem: AgentMemory,
+        conv: Conversation,
+        names: Sequence[str],
+        work: Path,
+        captions: bool,
+    ) -> None:
+        from ..bench import peers as peer_lib
+
+        self._lib = peer_lib
+        docs = turn_documents(conv, captions)
+        self.dia_ids = [dia for dia, _ in docs]
+        texts = [text for _, text in docs]
+        self.searches: dict[str, Callable[[str], list[int]]] = {}
+        self.failed: dict[str, str] = {}
+        self.build_s: dict[str, float] = {}
+        self._clients: list[Any] = []
+        t = time.perf_counter()
+        # embedded once through the run's embedder (the disk cache, when there is one, holds
+        # the vectors agentmem's own index computed for these texts), shared by every peer
+        vectors = mem.embedder.embed_documents(texts)
+        self.embed_s = time.perf_counter() - t
+        shared = peer_lib.PrecomputedEmbedder(mem.embedder, texts, vectors)
+        for name in names:
+            t = time.perf_counter()
+            try:
+                # k capped at the corpus (LlamaIndex's BM25 warns otherwise); same hits
+                k = min(TOP_K, len(texts))
+                search, client = peer_lib.BUILDERS[name](work / name, texts, shared, k)
+            except Exception as exc:  # a peer that fails to build is reported, not fatal
+                self.failed[name] = f"failed to build: {type(exc).__name__}: {exc}"[:300]
+                continue
+            self.searches[name] = search
+            self._clients.append(client)
+            self.build_s[name] = time.perf_counter() - t
+
+    def search(self, name: str, query: str) -> list[dict[str, Any]]:
+        """The peer's hits as metadata carrying their turn's ``dia_id``, best first."""
+        return [{"dia_id": self.dia_ids[i]} for i in self.searches[name](query)[:TOP_K]]
+
+    def close(self) -> None:
+        for client in self._clients:
+            self._lib.close_client(client)
+        self._clients.clear()
 
 
 def _ask(
@@ -872,44 +1071,90 @@ def _ask(
     plan: Sequence[tuple[Conversation, tuple[Question, ...]]],
     modes: Sequence[str],
     progress: ProgressFn | None,
-) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
-    """Ask every question in every mode (hybrid first, so its query embedding is uncached)."""
+    *,
+    peers: dict[str, dict[str, Any]] | None = None,
+    captions: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, list[float]], list[str], float]:
+    """Ask every question in every mode (hybrid first, so its query embedding is uncached).
+
+    Peer modes are built per conversation, before its questions; one that fails to build
+    is dropped from the run (its figures so far removed) and its ``peers`` entry says why.
+    Returns (records, latencies, the modes that ran, seconds spent building peer indexes).
+    """
+    modes = list(modes)
+    peers = peers if peers is not None else {}
     latencies: dict[str, list[float]] = {m: [] for m in modes}
     records: list[dict[str, Any]] = []
     total = sum(len(qs) for _, qs in plan)
     done = 0
     limit = max(TOP_K, mem.config.candidates)
+    peer_s = 0.0
     for conv, qs in plan:
         m = mem.bind(TENANT, user_id=conv.sample_id, session_id=QUERY_SESSION)
-        for q in qs:
-            rec: dict[str, Any] = {
-                "sample_id": q.sample_id,
-                "qa_index": q.index,
-                "category": q.category,
-                "question": q.question,
-                "evidence": list(q.evidence),
-                "dropped_evidence": list(q.dropped),
-                "modes": {},
-            }
-            for mode in modes:
-                t = time.perf_counter()
-                if mode == "hybrid":
-                    metas = _hybrid(m, q.question)
-                else:
-                    metas = single_retriever_search(mem, m.identity, q.question, mode, limit)
-                latencies[mode].append((time.perf_counter() - t) * 1000)
-                ranked = ranked_turns((hit_dia_ids(md) for md in metas), max(KS))
-                ranks = {e: (ranked.index(e) + 1 if e in ranked else None) for e in q.evidence}
-                rec["modes"][mode] = {
-                    "turns": ranked,
-                    "evidence_ranks": ranks,
-                    **{k: round(v, 6) for k, v in _score(ranked, q.evidence).items()},
+        with contextlib.ExitStack() as stack:
+            index = _open_peers(mem, conv, modes, peers, captions, stack)
+            if index is not None:
+                peer_s += index.embed_s + sum(index.build_s.values())
+                for name, why in index.failed.items():
+                    peers[name]["status"] = why
+                    modes.remove(name)
+                    del latencies[name]
+                    for earlier in records:
+                        earlier["modes"].pop(name, None)
+            for q in qs:
+                rec: dict[str, Any] = {
+                    "sample_id": q.sample_id,
+                    "qa_index": q.index,
+                    "category": q.category,
+                    "question": q.question,
+                    "evidence": list(q.evidence),
+                    "dropped_evidence": list(q.dropped),
+                    "modes": {},
                 }
-            records.append(rec)
-            done += 1
-            if progress:
-                progress("questions", done, total)
-    return records, latencies
+                for mode in modes:
+                    t = time.perf_counter()
+                    if mode == "hybrid":
+                        metas = _hybrid(m, q.question)
+                    elif mode in PEER_MODES:
+                        assert index is not None
+                        metas = index.search(mode, q.question)
+                    else:
+                        metas = single_retriever_search(mem, m.identity, q.question, mode, limit)
+                    latencies[mode].append((time.perf_counter() - t) * 1000)
+                    ranked = ranked_turns((hit_dia_ids(md) for md in metas), max(KS))
+                    ranks = {e: (ranked.index(e) + 1 if e in ranked else None) for e in q.evidence}
+                    rec["modes"][mode] = {
+                        "turns": ranked,
+                        "evidence_ranks": ranks,
+                        **{k: round(v, 6) for k, v in _score(ranked, q.evidence).items()},
+                    }
+                records.append(rec)
+                done += 1
+                if progress:
+                    progress("questions", done, total)
+    return records, latencies, modes, peer_s
+
+
+def _open_peers(
+    mem: AgentMemory,
+    conv: Conversation,
+    modes: Sequence[str],
+    peers: dict[str, dict[str, Any]],
+    captions: bool,
+    stack: contextlib.ExitStack,
+) -> _PeerIndexes | None:
+    """Build the conversation's peer indexes (closed and removed when ``stack`` exits)."""
+    names = [mode for mode in modes if mode in PEER_MODES]
+    if not names:
+        return None
+    work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentmem-locomo-peers-")))
+    index = _PeerIndexes(mem, conv, names, work, captions)
+    stack.callback(index.close)
+    for name, secs in index.build_s.items():
+        info = peers[name]
+        info["build_s"] = round(info.get("build_s", 0.0) + secs, 3)
+        info["documents"] = info.get("documents", 0) + len(index.dia_ids)
+    return index
 
 
 def _aggregate(
@@ -950,8 +1195,12 @@ def add_arguments(parser: Any) -> None:
     )
     group.add_argument(
         "--modes",
-        default=",".join(MODES),
-        help=f"comma-separated subset of {','.join(MODES)} (default: all three)",
+        default=None,
+        help=(
+            f"comma-separated subset of {','.join(ALL_MODES)} (default: all; the peers "
+            "langchain and llamaindex need the bench extra and are skipped, with a note, "
+            "when it is not installed)"
+        ),
     )
     group.add_argument(
         "--sample",
@@ -984,8 +1233,10 @@ def run_cli(args: Any) -> int:
     from ..cli._common import Output, shared_embedder
 
     out = Output.from_args(args)
-    modes = [m.strip() for m in str(getattr(args, "modes", None) or ",".join(MODES)).split(",")]
-    modes = [m for m in modes if m]
+    raw_modes = getattr(args, "modes", None)
+    modes = None if raw_modes is None else [m.strip() for m in str(raw_modes).split(",")]
+    if modes is not None:
+        modes = [m for m in modes if m]
     workdir = getattr(args, "workdir", None)
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)
@@ -1011,8 +1262,14 @@ def run_cli(args: Any) -> int:
         out.result(report.to_dict())
     else:
         out.print(report.rich_table())
+        deltas = report.rich_deltas()
+        if deltas is not None:
+            out.print(deltas)
         q = report.summary["questions"]
         out.print(f"skipped: {q['skipped']}")
+    for name, info in (report.summary.get("peers") or {}).items():
+        if info["status"] != "ok":
+            out.note(f"peer {name}: {info['status']}")
     if getattr(args, "out", None) is not None:
         paths = report.write(args.out)
         out.note("wrote " + ", ".join(str(p) for p in paths))
@@ -1044,4 +1301,7 @@ def _log_mlflow(report: LocomoReport, tracking: Path) -> str:
                 for metric in METRICS:
                     name = f"{mode}.cat{cat}.{metric}".replace("@", "_at_")
                     mlflow.log_metric(name, r[metric])
+        for peer, d in (s.get(f"hybrid_minus_peer_{DELTA_METRIC}") or {}).items():
+            name = f"hybrid_minus_{peer}.{DELTA_METRIC}".replace("@", "_at_")
+            mlflow.log_metric(name, d["overall"])
         return f"logged to MLflow at {tracking} (run {run.info.run_id})"
