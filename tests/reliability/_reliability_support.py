@@ -2,8 +2,10 @@
 
 - :class:`HashEmbedder`: a deterministic bag-of-words embedder (hashing trick, L2-normalised).
   The crash and concurrency tests are about durability and consistency, not ranking quality,
-  and they embed thousands of rows on a loaded machine; a text's own vector is its nearest
-  neighbour, so "recallable by vector search" is checked exactly.
+  and they embed thousands of rows on a loaded machine. Their texts share most words, so the
+  vectors are close together, and two texts whose distinguishing words hash alike get the very
+  same vector: an approximate (HNSW) search may miss a given row, even when asked for the
+  whole collection. Check a stored vector by id against ``embed_documents`` instead.
 - ``python _reliability_support.py writer HOME RUN MODE``: the writer process the crash tests
   SIGKILL. It prints one line per acknowledged id (``ACK <batch> <id>``) and flushes each.
 """
