@@ -127,6 +127,8 @@ def keyword_text(content: str, speaker: str | None) -> str:
     """What the keyword index sees: :func:`index_text` plus camelCase words split apart
     (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
     text = index_text(content, speaker)
+    if not _CAMEL_SPLIT.search(text):  # cheap test first: most texts have no camelCase
+        return text
     parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
     return f"{text}\n{' '.join(sorted(parts))}" if parts else text
 

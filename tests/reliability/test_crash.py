@@ -38,7 +38,7 @@ import pytest
 from _reliability_support import BATCH, SESSION, TENANT, USER, HashEmbedder, content, token
 
 from agentmem import AgentMemory
-from agentmem.indexer import index_text
+from agentmem.indexer import row_text
 from agentmem.keyword_index import KeywordFilter
 
 pytestmark = pytest.mark.slow
@@ -118,9 +118,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
         # each row's vector is there and is its own embedding (not lost, not stale)
         part_rows = [rows[i] for i in sorted(by_partition[partition])]
         stored = _stored_vectors(mem, collection, (r.item.id for r in part_rows))
-        want = embedder.embed_documents(
-            [index_text(r.item.content, r.item.metadata) for r in part_rows]
-        )
+        want = embedder.embed_documents([row_text(r) for r in part_rows])
         wrong = [
             r.item.id
             for r, w in zip(part_rows, want, strict=True)

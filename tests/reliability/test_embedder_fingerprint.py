@@ -30,7 +30,7 @@ from agentmem.cli import _common, main
 from agentmem.doctor import diagnose
 from agentmem.errors import ConfigError, EmbedderMismatchError
 from agentmem.fingerprint import EmbedderFingerprint
-from agentmem.indexer import index_text
+from agentmem.indexer import row_text
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACTS = [
@@ -120,7 +120,7 @@ def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
     stored = _stored_vectors(mem)
     rows = list(mem.records.iter_rows("deleted_at IS NULL AND anonymized_at IS NULL"))
     assert rows and set(stored) == {row.item.id for row in rows}
-    texts = [index_text(row.item.content, row.item.metadata) for row in rows]
+    texts = [row_text(row) for row in rows]
     expected = np.asarray(embedder.embed_documents(texts))
     for row, want in zip(rows, expected, strict=True):
         got = stored[row.item.id]
