@@ -26,13 +26,18 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .embeddings import Embedder
 from .errors import EmbedderMismatchError, StorageError
-from .records import RecordStore
+from .records import VEC_PENDING, VEC_SKIP, RecordStore
+from .vector_index import VectorIndex
+
+log = logging.getLogger("agentmem")
 
 #: Key of the fingerprint in the records store's ``meta`` table.
 META_KEY = "embedder"
@@ -121,11 +126,88 @@ def record(records: RecordStore, fingerprint: EmbedderFingerprint, *, replace: b
         records.set_meta(conn, META_KEY, fingerprint.to_json(), replace=replace)
 
 
+def check(
+    records: RecordStore,
+    vectors: VectorIndex,
+    embedder: Embedder,
+    home: Path,
+    *,
+    allow_change: bool,
+    drop_vectors: Callable[[], None],
+) -> tuple[bool, EmbedderFingerprint | None]:
+    """Compare the embedder recorded for a data dir with ``embedder``, at open.
+
+    Returns:
+        (whether a fingerprint is recorded now, the fingerprint whose vectors were dropped
+        because ``allow_change`` let another embedder in, or None).
+
+    Raises:
+        EmbedderMismatchError: They differ and ``allow_change`` is False (nothing changed).
+    """
+    recorded = read(records) or _legacy(records, vectors, embedder, home)
+    if recorded is None:
+        return False, None  # no vectors yet: the indexer records ours with the first ones
+    current = EmbedderFingerprint.of(embedder, origin="reindex")
+    if recorded.matches(current):
+        return True, None
+    if not allow_change:
+        raise mismatch_error(home, recorded, current)
+    log.warning(
+        "data dir %s: embedder changed from %s to %s; dropping its vectors, every row "
+        "will be embedded again",
+        home,
+        recorded.describe(),
+        current.describe(),
+    )
+    drop_vectors()
+    with records.write() as conn:  # queue every row and record the new embedder
+        conn.execute(
+            f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+            f"WHERE vec_pending != {VEC_SKIP}"
+        )
+        RecordStore.set_meta(conn, META_KEY, current.to_json())
+    return True, recorded
+
+
+def _legacy(
+    records: RecordStore, vectors: VectorIndex, embedder: Embedder, home: Path
+) -> EmbedderFingerprint | None:
+    """The embedder of a data dir from before fingerprints, if it holds vectors.
+
+    Their model cannot be known. A stored vector of another width than the embedder's is a
+    certain mismatch (returned with an unknown model name, so the open is refused without
+    recording anything); otherwise the embedder is recorded as ``assumed`` (``agentmem
+    doctor`` says so; ``reindex`` makes it certain).
+    """
+    names = [collection for _, _, collection in records.partitions()]
+    if not names:
+        return None  # nothing was ever embedded
+    ours = EmbedderFingerprint.of(embedder, origin="assumed")
+    try:
+        width = vectors.stored_dimensions(names)
+    except StorageError as exc:  # cannot look: record ours, as for a readable index
+        log.warning("data dir %s: cannot read a stored vector: %s", home, exc)
+        width = ours.dimensions
+    if width is None:
+        return None  # no vector left: the first new one records the embedder
+    if width != ours.dimensions:
+        return EmbedderFingerprint(UNKNOWN_MODEL, width, "assumed")
+    log.warning(
+        "data dir %s predates embedder fingerprints; assuming its vectors were made by %s "
+        "(run `agentmem reindex` to be sure)",
+        home,
+        ours.describe(),
+    )
+    record(records, ours, replace=False)
+    return ours
+
+
 __all__ = [
     "META_KEY",
     "ORIGINS",
     "UNKNOWN_MODEL",
     "EmbedderFingerprint",
+    "check",
     "mismatch_error",
     "read",
     "record",

@@ -34,7 +34,7 @@ from .chunking import cap_utf8, chunk_text, elide
 from .config import CHAT_COPY_MAX_BYTES, TOOL_OUTPUT_PREVIEW_CHARS, MemoryConfig
 from .embeddings import Embedder, default_embedder
 from .errors import DataDirLockedError, NotFoundError, StorageError, ValidationError
-from .fingerprint import UNKNOWN_MODEL, EmbedderFingerprint
+from .fingerprint import EmbedderFingerprint
 from .indexer import Indexer
 from .keyword_index import KeywordIndex
 from .models import (
@@ -49,7 +49,7 @@ from .models import (
     RememberResult,
 )
 from .recall import RecallEngine, RecallRequest
-from .records import VEC_PENDING, VEC_SKIP, NewRecord, RecordStore
+from .records import NewRecord, RecordStore
 from .rerank import HttpReranker, Reranker
 from .state import AgentState
 from .tiers import TierConfig
@@ -163,7 +163,14 @@ class AgentMemory:
             try:
                 self.vectors = VectorIndex(self.home / "chroma", client=chroma_client)
                 # before anything else touches the data dir: a refused open changes nothing
-                embedder_recorded = self._check_embedder(allow_embedder_change)
+                embedder_recorded, self.replaced_embedder = fingerprint.check(
+                    self.records,
+                    self.vectors,
+                    self.embedder,
+                    self.home,
+                    allow_change=allow_embedder_change,
+                    drop_vectors=self._drop_vectors,
+                )
                 self.keywords = self._open_keywords()
             except BaseException:
                 if hasattr(self, "vectors"):
@@ -224,67 +231,6 @@ class AgentMemory:
         handle.flush()
         return handle
 
-    def _check_embedder(self, allow_change: bool) -> bool:
-        """Compare the embedder recorded for this data dir with ours; True if one is recorded.
-
-        Raises:
-            EmbedderMismatchError: They differ and ``allow_change`` is False (nothing changed).
-        """
-        recorded = fingerprint.read(self.records) or self._legacy_fingerprint()
-        if recorded is None:
-            return False  # no vectors yet: the indexer records ours with the first ones
-        current = EmbedderFingerprint.of(self.embedder, origin="reindex")
-        if recorded.matches(current):
-            return True
-        if not allow_change:
-            raise fingerprint.mismatch_error(self.home, recorded, current)
-        log.warning(
-            "data dir %s: embedder changed from %s to %s; dropping its vectors, every row "
-            "will be embedded again",
-            self.home,
-            recorded.describe(),
-            current.describe(),
-        )
-        self._drop_vectors()
-        self.replaced_embedder = recorded
-        with self.records.write() as conn:  # queue every row and record the new embedder
-            conn.execute(
-                f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
-                f"WHERE vec_pending != {VEC_SKIP}"
-            )
-            RecordStore.set_meta(conn, fingerprint.META_KEY, current.to_json())
-        return True
-
-    def _legacy_fingerprint(self) -> EmbedderFingerprint | None:
-        """The embedder of a data dir from before fingerprints, if it holds vectors.
-
-        Their model cannot be known. A stored vector of another width than our embedder's
-        is a certain mismatch (returned with an unknown model name, so the open is refused
-        without recording anything); otherwise our embedder is recorded as ``assumed``
-        (``agentmem doctor`` says so; ``reindex`` makes it certain).
-        """
-        names = [collection for _, _, collection in self.records.partitions()]
-        if not names:
-            return None  # nothing was ever embedded
-        ours = EmbedderFingerprint.of(self.embedder, origin="assumed")
-        try:
-            width = self.vectors.stored_dimensions(names)
-        except StorageError as exc:  # cannot look: record ours, as for a readable index
-            log.warning("data dir %s: cannot read a stored vector: %s", self.home, exc)
-            width = ours.dimensions
-        if width is None:
-            return None  # no vector left: the first new one records the embedder
-        if width != ours.dimensions:
-            return EmbedderFingerprint(UNKNOWN_MODEL, width, "assumed")
-        log.warning(
-            "data dir %s predates embedder fingerprints; assuming its vectors were made by %s "
-            "(run `agentmem reindex` to be sure)",
-            self.home,
-            ours.describe(),
-        )
-        fingerprint.record(self.records, ours, replace=False)
-        return ours
-
     def _record_first_embedder(self) -> None:
         """The indexer calls this before it first writes vectors to this data dir."""
         first = EmbedderFingerprint.of(self.embedder, origin="first_write")
@@ -300,7 +246,7 @@ class AgentMemory:
         try:
             names = self.vectors.collections()
         except StorageError:
-            if self.vectors.path is None or not self.vectors._owns_client:
+            if self.vectors.path is None or not self.vectors.owns_client:
                 raise
             self._set_aside(self.vectors.path, "vector index")  # unreadable: start afresh
             names = self.vectors.collections()

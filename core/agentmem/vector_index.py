@@ -56,6 +56,11 @@ class VectorIndex:
         self._lock = threading.Lock()
 
     @property
+    def owns_client(self) -> bool:
+        """True for the embedded store this index opened itself (not a caller's client)."""
+        return self._owns_client
+
+    @property
     def client(self) -> Any:
         if self._client is None:
             with self._lock:
