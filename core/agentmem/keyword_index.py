@@ -231,6 +231,8 @@ class KeywordIndex:
                 clauses.append((must, _any_of(schema, field, values)))
         query = tantivy.Query.boolean_query(clauses)
         searcher = self._index.searcher()
+        if not any(searcher.doc_freq("partition", p) for p in flt.partitions):
+            return []  # nothing was ever indexed there (a dictionary lookup, no search)
         try:
             result = searcher.search(query, limit=limit, count=False)
         except ValueError as exc:
