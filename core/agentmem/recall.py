@@ -3,6 +3,10 @@
 query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> isolation gate (rows re-read from SQLite, checked against the bound identity)
       -> weighted RRF + calibration -> rerank? (fail-open) -> min_score -> top_k -> token budget
+
+The query embedding runs on a worker thread while the keyword side is searched and its rows
+are read; candidates are read as light :class:`~agentmem.records.Brief` rows, and only the
+hits returned are fully parsed.
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ class RecallRequest:
 
 
 class RecallEngine:
-    """Runs recall requests against the three stores. Stateless between calls."""
+    """Runs recall requests against the three stores. Stateless between calls (it keeps one
+    worker thread for query embeddings; :meth:`close` stops it)."""
 
     def __init__(
         self,
