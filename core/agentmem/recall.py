@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from . import scopes as scope_rules
 from .config import MemoryConfig
 from .embeddings import Embedder, FloatArray
-from .errors import RerankError
+from .errors import RerankError, StorageError
 from .indexer import keyword_text
 from .keyword_index import KeywordFilter, KeywordIndex
 from .models import Identity, RecallHit, RecallResult
@@ -151,8 +151,8 @@ class RecallEngine:
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
         """Every admitted candidate, scored and best first, before rerank and cut-offs.
 
-        If the query cannot be embedded, the search is keyword-only (``notes`` gets
-        ``vector_skipped``; recall reports ``degraded``).
+        If the query cannot be embedded or the vector index cannot be read, the search is
+        keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
         plans = scope_rules.plan(identity, req.scope, req.tiers)
         wanted_scopes = {p.scope for p in plans}
@@ -187,12 +187,19 @@ class RecallEngine:
         vector_lists: list[list[tuple[str, float]]] = []
         query_vec = self._await_embedding(embedding, notes)
         if query_vec is not None:
-            vector_lists = [
-                self.vectors.query(
-                    collection_name(identity.tenant_id, partition), query_vec, pool, where
-                )
-                for partition, _, where in searches
-            ]
+            try:
+                vector_lists = [
+                    self.vectors.query(
+                        collection_name(identity.tenant_id, partition), query_vec, pool, where
+                    )
+                    for partition, _, where in searches
+                ]
+            except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
+                event = {"event": "vector_query_failed", "detail": str(exc)[:200]}
+                log.warning(json.dumps(event))
+                if notes is not None:
+                    notes["vector_skipped"] = True
+                vector_lists = []
             self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)

@@ -143,6 +143,27 @@ def test_query_embedding_failure_falls_back_to_keywords(make_memory) -> None:
     assert m.recall("KX-93-ZQ-771").degraded is False
 
 
+def test_unreadable_vector_index_falls_back_to_keywords(make_memory) -> None:
+    """A corrupted Chroma store used to make recall raise; now it answers from keywords,
+    says ``degraded``, and ``reindex`` heals it."""
+    mem = make_memory(background=False)
+    m = mem.bind(**IDENT)
+    rid = m.remember(FACT).id
+    mem.flush()
+    home = mem.home
+    mem.close()
+    (home / "chroma" / "chroma.sqlite3").write_bytes(b"not a database " * 1000)
+
+    mem = make_memory(path=home, background=False)
+    m = mem.bind(**IDENT)
+    result = m.recall("KX-93-ZQ-771")
+    assert [h.id for h in result.items] == [rid]
+    assert result.degraded is True
+    assert mem.reindex() == 1
+    result = m.recall("KX-93-ZQ-771")
+    assert [h.id for h in result.items] == [rid] and result.degraded is False
+
+
 def test_hanging_embedder_blocks_neither_writes_nor_recall(make_memory) -> None:
     embedder = HangingEmbedder()
     mem = make_memory(embedder=embedder)  # background indexer
