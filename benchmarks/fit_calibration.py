@@ -1,7 +1,7 @@
 """Fit the recall score calibration on a golden dataset, with cross-validated figures.
 
 The calibrated score is ``sigmoid(bias + w . features)`` over the features computed in
-``agentmem.ranking.features`` (``agentmem.ranking.FEATURE_NAMES``: cosine, IDF-weighted
+``agentmem.recall.ranking.features`` (``agentmem.recall.ranking.FEATURE_NAMES``: cosine, IDF-weighted
 keyword coverage, normalised weighted RRF, the gaps to the best candidate of the same query,
 and so on). This script:
 
@@ -9,7 +9,7 @@ and so on). This script:
 2. collects every admitted candidate of every case's query with its features and a label
    (is its content one of the case's expected retrievals?),
 3. fits an L2-regularised logistic regression (Newton's method, numpy only) over the
-   calibration features (``agentmem.ranking.CALIBRATION_FEATURES``; the others get weight 0),
+   calibration features (``agentmem.recall.ranking.CALIBRATION_FEATURES``; the others get weight 0),
 4. reports Recall@5 / Precision@5 at the default ``min_score`` under k-fold cross-validation
    by case (weights fitted on the other folds), so the figure is not measured on the data the
    weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
@@ -40,8 +40,8 @@ from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
 from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
-from agentmem.recall import RecallRequest
+from agentmem.recall.engine import RecallRequest
+from agentmem.recall.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
 
 
 def embedder(cache_dir: str | None) -> Embedder:

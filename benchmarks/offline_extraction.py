@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from agentmem.ingest import MEMORY_CLASS
+from agentmem.derived.ingest import MEMORY_CLASS
 from agentmem.llm import ChatTurn, OfflineLLM
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"

@@ -1,8 +1,8 @@
-"""Rendering of recalled memories for LangChain tools: see :mod:`agentmem.formatting`."""
+"""Rendering of recalled memories for LangChain tools: see :mod:`agentmem.tools.render`."""
 
 from __future__ import annotations
 
-from agentmem.formatting import (
+from agentmem.tools.render import (
     ADVISORY_HEADER,
     DEGRADED_NOTE,
     NO_MEMORIES,

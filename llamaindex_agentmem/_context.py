@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentmem.formatting import memory_block
 from agentmem.models import RecallHit
 from agentmem.tokens import count_tokens
+from agentmem.tools.render import memory_block
 
 OPEN = "<recalled-memories>"
 CLOSE = "</recalled-memories>"

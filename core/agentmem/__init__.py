@@ -24,7 +24,6 @@ from .errors import (
     StorageError,
     ValidationError,
 )
-from .knowledge import KnowledgeEntry
 from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
@@ -39,7 +38,8 @@ from .models import (
     RetentionResult,
 )
 from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
-from .tiers import CloseResult, TierConfig
+from .tiers.knowledge import KnowledgeEntry
+from .tiers.sessions import CloseResult, TierConfig
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     │   └── EmbedderMismatchError   an embedder other than the one that made its vectors
     ├── RerankError          a reranker failed (recall catches it: fail-open)
     ├── LLMError             an LLM call failed after retries (extraction, summaries, judge)
-    └── ToolCallError        (agentmem.mcp_server) a tool call's arguments or result failed
+    └── ToolCallError        (agentmem.tools.mcp) a tool call's arguments or result failed
 
 Errors from chromadb, tantivy, sqlite3 and anthropic are translated into this tree at the
 boundary, with the original exception chained as ``__cause__``.

@@ -26,17 +26,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from . import fingerprint
 from . import scopes as scope_rules
 from . import validation as v
-from .access import AccessTracker
 from .chunking import cap_utf8, chunk_text, elide
 from .config import CHAT_COPY_MAX_BYTES, TOOL_OUTPUT_PREVIEW_CHARS, MemoryConfig
 from .embeddings import Embedder, default_embedder
 from .errors import DataDirLockedError, NotFoundError, StorageError, ValidationError
-from .fingerprint import EmbedderFingerprint
-from .indexer import Indexer
-from .keyword_index import KeywordIndex
 from .models import (
     KINDS,
     MEMORY_TYPES,
@@ -48,19 +43,24 @@ from .models import (
     RecallResult,
     RememberResult,
 )
-from .recall import RecallEngine, RecallRequest
-from .records import NewRecord, RecordStore
+from .recall.engine import RecallEngine, RecallRequest
 from .rerank import HttpReranker, Reranker
-from .state import AgentState
-from .tiers import TierConfig
-from .vector_index import VectorIndex
+from .storage import fingerprint
+from .storage.access import AccessTracker
+from .storage.agent_state import AgentState
+from .storage.fingerprint import EmbedderFingerprint
+from .storage.keyword_index import KeywordIndex
+from .storage.records import NewRecord, RecordStore
+from .storage.vector_index import VectorIndex
+from .tiers.sessions import TierConfig
+from .write.indexer import Indexer
 
 if TYPE_CHECKING:
-    from .knowledge import Knowledge
     from .llm.base import LLM, ChatTurn
     from .models import AnswerResult, IngestResult, JudgeResult, RetentionResult
-    from .tiers import CloseResult, SessionDetail
-    from .working import CompactionResult, WorkingMemory
+    from .tiers.knowledge import Knowledge
+    from .tiers.sessions import CloseResult, SessionDetail
+    from .tiers.working import CompactionResult, WorkingMemory
 
 log = logging.getLogger("agentmem")
 
@@ -118,9 +118,9 @@ class AgentMemory:
         background: Index in a background thread (default). With False, indexing happens
             in :meth:`flush`.
         tier_config: Tunables of working memory and the session tiers; default
-            ``TierConfig.from_env()`` (see :mod:`agentmem.tiers`).
+            ``TierConfig.from_env()`` (see :mod:`agentmem.tiers.sessions`).
         allow_embedder_change: The data dir records the embedder of its vectors (model name
-            and dimensions, see :mod:`agentmem.fingerprint`), and opening it with another
+            and dimensions, see :mod:`agentmem.storage.fingerprint`), and opening it with another
             one raises :class:`~agentmem.errors.EmbedderMismatchError` without changing
             anything. With True, another embedder is accepted instead: the old vectors are
             dropped, every row is queued to be embedded again and the new embedder is
@@ -420,7 +420,7 @@ class AgentMemory:
         ``ingest`` judges its own memories synchronously; memories written with
         ``remember`` wait for this pass (call it from a maintenance job or ``agentmem judge``).
         """
-        from .supersession import judge_pending
+        from .derived.supersession import judge_pending
 
         self._check_open()
         return judge_pending(self, limit=limit)
@@ -432,8 +432,8 @@ class AgentMemory:
         now: datetime | None = None,
         tenant_id: str | None = None,
     ) -> RetentionResult:
-        """Anonymize retired rows past their TTLs (seed 000); see :mod:`agentmem.retention`."""
-        from .retention import RetentionPolicy, run_retention
+        """Anonymize retired rows past their TTLs (seed 000); see :mod:`agentmem.derived.retention`."""
+        from .derived.retention import RetentionPolicy, run_retention
 
         self._check_open()
         return run_retention(
@@ -493,7 +493,7 @@ class BoundMemory:
     @property
     def working(self) -> WorkingMemory:
         """This session's working memory: window, reference summary, token counts."""
-        from .working import WorkingMemory
+        from .tiers.working import WorkingMemory
 
         return WorkingMemory(self)
 
@@ -502,7 +502,7 @@ class BoundMemory:
     ) -> list[dict[str, str]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
         first when the prompt passes ``budget_ratio`` of ``model_window``. See
-        :meth:`agentmem.working.WorkingMemory.context_messages`."""
+        :meth:`agentmem.tiers.working.WorkingMemory.context_messages`."""
         return self.working.context_messages(model_window=model_window, budget_ratio=budget_ratio)
 
     def compact(self, *, keep: int | None = None) -> CompactionResult:
@@ -512,22 +512,22 @@ class BoundMemory:
     def close_session(self, *, summary_timeout: float | None = None) -> CloseResult:
         """Run the session shutdown pipeline: summary, chunks, embedding, promotion (seed 003).
 
-        Idempotent: a second call without new messages does nothing. See :mod:`agentmem.tiers`.
+        Idempotent: a second call without new messages does nothing. See :mod:`agentmem.tiers.sessions`.
         """
-        from .tiers import close_session
+        from .tiers.sessions import close_session
 
         return close_session(self, summary_timeout=summary_timeout)
 
     def session_detail(self, session_id: str) -> SessionDetail:
         """The full events (and summary) of one session of this conversation, any tier."""
-        from .tiers import session_detail
+        from .tiers.sessions import session_detail
 
         return session_detail(self, session_id)
 
     @property
     def knowledge(self) -> Knowledge:
         """Agent-managed knowledge: readable tenant-wide, writable by its own agent only."""
-        from .knowledge import Knowledge
+        from .tiers.knowledge import Knowledge
 
         return Knowledge(self)
 
@@ -977,7 +977,7 @@ class BoundMemory:
             include_superseded: Audit callers only: include superseded memories.
             tiers: Only rows of these tiers (working, mid_term, long_term, knowledge); the
                 default searches messages, memories, documents, knowledge and session
-                summaries, but not session chunks (see :mod:`agentmem.tiers`).
+                summaries, but not session chunks (see :mod:`agentmem.tiers.sessions`).
         """
         self._store._check_open()
         q = v.query(query)
@@ -1018,16 +1018,16 @@ class BoundMemory:
         """Store a conversation verbatim and the memories extracted from it (seed 002).
 
         Messages are content-addressed (re-ingesting creates no duplicates); without a bound
-        session, one is derived from the conversation. See :mod:`agentmem.ingest`.
+        session, one is derived from the conversation. See :mod:`agentmem.derived.ingest`.
         """
-        from .ingest import ingest
+        from .derived.ingest import ingest
 
         self._store._check_open()
         return ingest(self, messages)
 
     def history(self, memory_id: str) -> list[MemoryItem]:
         """The supersession chain of a memory, oldest first (both directions)."""
-        from .supersession import history
+        from .derived.supersession import history
 
         self._store._check_open()
         return history(self, memory_id)
@@ -1037,7 +1037,7 @@ class BoundMemory:
 
         The answer is empty when nothing relevant was recalled.
         """
-        from .answer import answer
+        from .derived.answer import answer
 
         self._store._check_open()
         return answer(self, question, top_k=top_k)

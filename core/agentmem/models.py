@@ -28,7 +28,7 @@ MEMORY_TYPES: tuple[str, ...] = (
 )
 SCOPES: tuple[str, ...] = ("session", "history", "user", "agent", "tenant", "knowledge")
 RECALL_SCOPES: tuple[str, ...] = (*SCOPES, "any")
-#: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers`.
+#: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
 TIERS: tuple[str, ...] = ("working", "mid_term", "long_term", "knowledge")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentmem import AgentMemory
-from agentmem.access import AccessTracker
-from agentmem.records import NewRecord, RecordStore
+from agentmem.storage.access import AccessTracker
+from agentmem.storage.records import NewRecord, RecordStore
 
 MakeMemory = Callable[..., AgentMemory]
 

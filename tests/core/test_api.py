@@ -35,7 +35,7 @@ from agentmem import (
     ValidationError,
 )
 from agentmem.embeddings import CachedEmbedder
-from agentmem.keyword_index import build_analyzer
+from agentmem.storage.keyword_index import build_analyzer
 from agentmem.tokens import count_tokens
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "agent_id": "support", "session_id": "s2"}

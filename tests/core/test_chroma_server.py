@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from agentmem import NotFoundError
-from agentmem.vector_index import collection_name
+from agentmem.storage.vector_index import collection_name
 
 FACTS = [
     "The customer is allergic to peanuts and shellfish",

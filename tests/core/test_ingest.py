@@ -16,8 +16,8 @@ import pytest
 from agentmem import AgentMemory, BoundMemory
 from agentmem.cli import main
 from agentmem.config import CHAT_COPY_MAX_BYTES
+from agentmem.derived.ingest import derive_session_id
 from agentmem.errors import LLMError, ScopeError, ValidationError
-from agentmem.ingest import derive_session_id
 from agentmem.llm import Answer, ChatTurn, Extracted, OfflineLLM, SummaryDelta, Verdict
 
 MakeMemory = Callable[..., AgentMemory]
@@ -201,7 +201,7 @@ def test_session_is_derived_when_none_is_bound(make_memory: MakeMemory) -> None:
 def test_derive_session_id_is_deterministic(make_memory: MakeMemory) -> None:
     mem = make_memory()
     m = mem.bind("acme", user_id="u1")
-    from agentmem.ingest import _validate
+    from agentmem.derived.ingest import _validate
 
     msgs = _validate(SESSION_1)
     assert derive_session_id(m, msgs) == derive_session_id(m, _validate(list(SESSION_1)))

@@ -15,7 +15,7 @@ import pytest
 
 from agentmem import AgentMemory, ScopeError, ValidationError
 from agentmem.cli import main
-from agentmem.knowledge import KEY_METADATA
+from agentmem.tiers.knowledge import KEY_METADATA
 
 MakeMemory = Callable[..., AgentMemory]
 

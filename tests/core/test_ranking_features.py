@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.config import MAX_TOP_K
-from agentmem.ranking import (
+from agentmem.recall.engine import RecallRequest
+from agentmem.recall.ranking import (
     CALIBRATION_FEATURES,
     FEATURE_NAMES,
     RANK_WEIGHTS,
@@ -14,7 +15,6 @@ from agentmem.ranking import (
     brevity,
     features,
 )
-from agentmem.recall import RecallRequest
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
 IN_KEYWORD = FEATURE_NAMES.index("in_keyword")

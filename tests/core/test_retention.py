@@ -1,4 +1,4 @@
-"""Tests for retention anonymization (``agentmem.retention``), agent state, and their CLI.
+"""Tests for retention anonymization (``agentmem.derived.retention``), agent state, and their CLI.
 
 Real stores, indexes and embedder under ``tmp_path``; time is moved by passing ``now``.
 """
@@ -15,10 +15,10 @@ import pytest
 
 from agentmem import AgentMemory
 from agentmem.cli import main
+from agentmem.derived.retention import REDACTED, RetentionPolicy, run_retention
 from agentmem.errors import ScopeError, ValidationError
-from agentmem.records import now_utc
-from agentmem.retention import REDACTED, RetentionPolicy, run_retention
-from agentmem.vector_index import collection_name
+from agentmem.storage.records import now_utc
+from agentmem.storage.vector_index import collection_name
 
 MakeMemory = Callable[..., AgentMemory]
 LATER = timedelta(days=120)

@@ -1,4 +1,4 @@
-"""Tests for the supersession judge (``agentmem.supersession``) and ``history``.
+"""Tests for the supersession judge (``agentmem.derived.supersession``) and ``history``.
 
 Real stores and embedder; the offline LLM judges unless a test needs a judge that records
 its inputs or fails.
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory
+from agentmem.derived.supersession import JudgeConfig, judge_pending
 from agentmem.errors import LLMError, NotFoundError, ValidationError
 from agentmem.llm import Answer, ChatTurn, Extracted, OfflineLLM, SummaryDelta, Verdict
-from agentmem.supersession import JudgeConfig, judge_pending
 
 MakeMemory = Callable[..., AgentMemory]
 

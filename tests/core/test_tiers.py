@@ -21,8 +21,9 @@ from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.llm import ChatTurn, OfflineLLM
 from agentmem.models import MemoryItem
-from agentmem.records import VEC_PENDING, VEC_SYNCED
-from agentmem.tiers import (
+from agentmem.storage.records import VEC_PENDING, VEC_SYNCED
+from agentmem.storage.vector_index import collection_name
+from agentmem.tiers.sessions import (
     TIER_LONG_DETAIL,
     TIER_LONG_SUMMARY,
     TierConfig,
@@ -30,7 +31,6 @@ from agentmem.tiers import (
     list_sessions,
     promote,
 )
-from agentmem.vector_index import collection_name
 
 MakeMemory = Callable[..., AgentMemory]
 

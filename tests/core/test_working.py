@@ -13,8 +13,8 @@ import pytest
 
 from agentmem import AgentMemory, BoundMemory, LLMError, ScopeError, ValidationError
 from agentmem.llm import ChatTurn, OfflineLLM, SummaryDelta
-from agentmem.tiers import TierConfig
-from agentmem.working import (
+from agentmem.tiers.sessions import TierConfig
+from agentmem.tiers.working import (
     MalformedDeltaError,
     ReferenceFact,
     ReferenceSummary,
@@ -151,7 +151,7 @@ def test_manual_compact_and_nothing_left_to_compact(mem: AgentMemory, llm: Switc
 def test_a_long_roll_off_is_folded_in_batches(
     mem: AgentMemory, llm: SwitchableLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("agentmem.working.MAX_DELTA_MESSAGES", 3)
+    monkeypatch.setattr("agentmem.tiers.working.MAX_DELTA_MESSAGES", 3)
     m = mem.bind("acme", user_id="u1", session_id="s1")
     conversation(m, exchanges=5)
     result = m.compact(keep=2)
@@ -302,7 +302,7 @@ def test_model_window_override_from_the_environment(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("AGENTMEM_MODEL_WINDOW_OVERRIDE", "600")
-    with caplog.at_level("WARNING", logger="agentmem.tiers"):
+    with caplog.at_level("WARNING", logger="agentmem.tiers.sessions"):
         mem = make_memory(background=False)
     assert "AGENTMEM_MODEL_WINDOW_OVERRIDE" in caplog.text
     m = mem.bind("acme", user_id="u1", session_id="s1")

@@ -20,7 +20,7 @@ from agentmem import AgentMemory, BoundMemory
 from agentmem.cli import build_parser, main
 from agentmem.cli._common import resolve_identity
 from agentmem.cli.mcp_cmd import merge_identity_flags
-from agentmem.mcp_server import (
+from agentmem.tools.mcp import (
     IDENTITY_ARGUMENTS,
     MemoryToolbox,
     ToolCallError,
@@ -196,7 +196,7 @@ def test_missing_mcp_extra_is_a_clear_error(
 def test_core_and_cli_import_without_the_mcp_sdk() -> None:
     code = (
         "import sys; sys.modules['mcp'] = None; sys.modules['mcp_types'] = None\n"
-        "import agentmem, agentmem.mcp_server, agentmem.cli\n"
+        "import agentmem, agentmem.tools.mcp, agentmem.cli\n"
         "agentmem.cli.build_parser()\n"
         "print('ok')"
     )

@@ -38,8 +38,8 @@ import pytest
 from _reliability_support import BATCH, SESSION, TENANT, USER, HashEmbedder, content, token
 
 from agentmem import AgentMemory
-from agentmem.indexer import row_text
-from agentmem.keyword_index import KeywordFilter
+from agentmem.storage.keyword_index import KeywordFilter
+from agentmem.write.indexer import row_text
 
 pytestmark = pytest.mark.slow
 

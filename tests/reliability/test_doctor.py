@@ -25,9 +25,9 @@ import pytest
 
 from agentmem import AgentMemory
 from agentmem.cli import _common, main
-from agentmem.doctor import diagnose
-from agentmem.keyword_index import KeywordDoc, KeywordFilter
-from agentmem.vector_index import collection_name
+from agentmem.maintenance.doctor import diagnose
+from agentmem.storage.keyword_index import KeywordDoc, KeywordFilter
+from agentmem.storage.vector_index import collection_name
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACTS = [

@@ -27,10 +27,10 @@ from _reliability_support import DIM, HashEmbedder
 
 from agentmem import AgentMemory
 from agentmem.cli import _common, main
-from agentmem.doctor import diagnose
 from agentmem.errors import ConfigError, EmbedderMismatchError
-from agentmem.fingerprint import EmbedderFingerprint
-from agentmem.indexer import row_text
+from agentmem.maintenance.doctor import diagnose
+from agentmem.storage.fingerprint import EmbedderFingerprint
+from agentmem.write.indexer import row_text
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACTS = [

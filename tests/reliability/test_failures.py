@@ -31,7 +31,7 @@ import pytest
 from _reliability_support import HashEmbedder
 
 from agentmem import AgentMemError, StorageError
-from agentmem.records import VEC_FAILED
+from agentmem.storage.records import VEC_FAILED
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACT = "The staging deploy key is KX-93-ZQ-771"

@@ -1,6 +1,6 @@
 """``agentmem doctor``: check the records against the keyword index and the vector collections.
 
-Prints what :func:`agentmem.doctor.diagnose` found (``--json``: the report as JSON) and exits
+Prints what :func:`agentmem.maintenance.doctor.diagnose` found (``--json``: the report as JSON) and exits
 1 when there is drift, an unreadable index or rows whose embedding failed; ``agentmem
 reindex`` repairs all of them. Opening the data dir does not start the background indexer, so
 the report shows the indexes as they are on disk.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..doctor import diagnose
+from ..maintenance.doctor import diagnose
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
 
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
 
-    from ..mcp_server import serve_stdio
+    from ..tools.mcp import serve_stdio
 
     args = merge_identity_flags(args)
     with open_memory(args) as store:

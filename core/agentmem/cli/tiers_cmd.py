@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..knowledge import KnowledgeEntry
+from ..tiers.knowledge import KnowledgeEntry
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,

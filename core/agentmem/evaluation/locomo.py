@@ -32,13 +32,13 @@ of 100,000, so neither the threshold nor the budget cuts the ranking.
   reranker setting).
 - ``keyword`` / ``vector``: one retriever alone. These reach below the public API (see
   :func:`single_retriever_search`): they build the same per-partition plan and filters as
-  :class:`~agentmem.recall.RecallEngine`, query ``mem.keywords`` or ``mem.vectors``
+  :class:`~agentmem.recall.engine.RecallEngine`, query ``mem.keywords`` or ``mem.vectors``
   directly, and pass every row through the same identity gate; read-only.
 - ``langchain`` / ``llamaindex``: the peer pipelines of ``agentmem bench`` (the builders
   of :mod:`agentmem.bench.peers`: LangChain ``EnsembleRetriever`` over ``BM25Retriever`` +
   Chroma, LlamaIndex ``QueryFusionRetriever`` over BM25 + a Chroma ``VectorStoreIndex``),
   built once per conversation on that conversation's turns only, one document per turn
-  with the text agentmem indexes for it (:func:`agentmem.indexer.index_text`: the speaker
+  with the text agentmem indexes for it (:func:`agentmem.write.indexer.index_text`: the speaker
   and the turn text, without agentmem's preceding-turn context), asked for ``k=20``. They
   use agentmem's embedder: document vectors are embedded once per conversation through
   the run's embedder (so ``--embed-cache`` serves the vectors agentmem's own index
@@ -93,12 +93,12 @@ from .. import scopes as scope_rules
 from ..config import MAX_TOP_K, MemoryConfig
 from ..embeddings import CachedEmbedder, Embedder, FloatArray, default_embedder
 from ..errors import ValidationError
-from ..indexer import index_text
-from ..keyword_index import KeywordFilter
 from ..memory import AgentMemory, BoundMemory
 from ..models import Identity
 from ..rerank import Reranker
-from ..vector_index import collection_name
+from ..storage.keyword_index import KeywordFilter
+from ..storage.vector_index import collection_name
+from ..write.indexer import index_text
 
 __all__ = [
     "ALL_MODES",
@@ -443,7 +443,7 @@ def single_retriever_search(
 ) -> list[dict[str, Any]]:
     """Keyword-only or vector-only search, below the public API (read-only).
 
-    Mirrors what :class:`~agentmem.recall.RecallEngine` does for ``scope="any"`` before
+    Mirrors what :class:`~agentmem.recall.engine.RecallEngine` does for ``scope="any"`` before
     fusion: the same scope plan grouped by partition, the same session / not-session
     narrowing (a partition serving both ``session`` and ``history`` is searched unfiltered),
     the same stores (``mem.keywords.search`` with a :class:`KeywordFilter`, or
@@ -530,7 +530,7 @@ def turn_documents(conv: Conversation, captions: bool = False) -> list[tuple[str
     """``(dia_id, text)`` per ingested turn, in order: what the peers index for a turn.
 
     The text is what agentmem's indexes see for the turn's chat message
-    (:func:`agentmem.indexer.index_text`: ``"Speaker: content"``), without the
+    (:func:`agentmem.write.indexer.index_text`: ``"Speaker: content"``), without the
     preceding-turn context agentmem adds to its own keyword index.
     """
     return [

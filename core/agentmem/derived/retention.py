@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .models import RetentionResult
-from .records import VEC_PENDING, VEC_SKIP, iso, now_utc
+from ..models import RetentionResult
+from ..storage.records import VEC_PENDING, VEC_SKIP, iso, now_utc
 
 if TYPE_CHECKING:
-    from .memory import AgentMemory
+    from ..memory import AgentMemory
 
-log = logging.getLogger("agentmem.retention")
+log = logging.getLogger("agentmem.derived.retention")
 
 REDACTED = "[REDACTED]"
 ANONYMIZED_SUFFIX = "|anonymized"

@@ -42,18 +42,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import validation as v
-from .errors import NotFoundError
-from .indexer import row_text
-from .models import IngestError, JudgeResult, MemoryItem
-from .records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc, retire_sources
-from .vector_index import collection_name
+from .. import validation as v
+from ..errors import NotFoundError
+from ..models import IngestError, JudgeResult, MemoryItem
+from ..storage.records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc, retire_sources
+from ..storage.vector_index import collection_name
+from ..write.indexer import row_text
 
 if TYPE_CHECKING:
-    from .llm.base import LLM
-    from .memory import AgentMemory, BoundMemory
+    from ..llm.base import LLM
+    from ..memory import AgentMemory, BoundMemory
 
-log = logging.getLogger("agentmem.supersession")
+log = logging.getLogger("agentmem.derived.supersession")
 
 #: Memory types the judge looks at (new rows and candidates).
 JUDGED_TYPES: tuple[str, ...] = ("fact", "preference", "instruction")

@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .embeddings import Embedder
-from .errors import EmbedderMismatchError, StorageError
+from ..embeddings import Embedder
+from ..errors import EmbedderMismatchError, StorageError
 from .records import VEC_PENDING, VEC_SKIP, RecordStore
 from .vector_index import VectorIndex
 
@@ -110,7 +110,7 @@ def mismatch_error(
 
 
 def read(records: RecordStore) -> EmbedderFingerprint | None:
-    """The fingerprint recorded in a :class:`~agentmem.records.RecordStore`, or None."""
+    """The fingerprint recorded in a :class:`~agentmem.storage.records.RecordStore`, or None."""
     raw = records.get_meta(META_KEY)
     if raw is None:
         return None

@@ -31,7 +31,7 @@ visibility of the session's messages. Chunks live in their own partition (and Ch
 collection), so default recall never searches them and they cannot crowd out message-level
 hits; ``recall(tiers=("mid_term",))`` or ``("long_term",)`` targets them. Long-term detail
 chunks stay keyword-searchable: the records store counts them out of the vector index
-(:data:`~agentmem.records.VECTOR_LIVE`), so the indexer deletes their vectors and never
+(:data:`~agentmem.storage.records.VECTOR_LIVE`), so the indexer deletes their vectors and never
 embeds them again (``reindex`` included). A chunk or summary hit carries the ids of the
 messages it came from (``metadata["message_ids"]``, ``metadata["dia_ids"]`` when the messages
 had ``dia_id`` metadata, and ``metadata["messages"]`` with each message's id, role and
@@ -64,20 +64,20 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import scopes as scope_rules
-from . import validation as v
-from .chunking import chunk_text, elide
-from .config import _non_negative_float, _positive_int
-from .errors import NotFoundError, ScopeError, ValidationError
-from .models import MemoryItem
-from .records import LIVE, VEC_PENDING, NewRecord, iso, now_utc
-from .tokens import count_tokens
+from .. import scopes as scope_rules
+from .. import validation as v
+from ..chunking import chunk_text, elide
+from ..config import _non_negative_float, _positive_int
+from ..errors import NotFoundError, ScopeError, ValidationError
+from ..models import MemoryItem
+from ..storage.records import LIVE, VEC_PENDING, NewRecord, iso, now_utc
+from ..tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .llm.base import LLM, ChatTurn
-    from .memory import AgentMemory, BoundMemory
+    from ..llm.base import LLM, ChatTurn
+    from ..memory import AgentMemory, BoundMemory
 
-log = logging.getLogger("agentmem.tiers")
+log = logging.getLogger("agentmem.tiers.sessions")
 
 TIER_MID = "mid_term"
 TIER_LONG = "long_term"
@@ -468,7 +468,7 @@ def _ms(started: float) -> float:
 
 def _summary_turns(m: BoundMemory, items: Sequence[MemoryItem]) -> list[ChatTurn]:
     """All messages; a session too long for one call: its working summary + the newest."""
-    from .llm.base import ChatTurn
+    from ..llm.base import ChatTurn
 
     turns = [_turn(i) for i in items]
     total = sum(count_tokens(t.content) for t in turns)
@@ -841,7 +841,7 @@ def _promote_one(
     if not _derived_ids(store, tenant, partition, session_id, chunks=False):
         items = [item for _, item in session_messages(store, tenant, partition, session_id)]
         if items:
-            from .llm.offline import OfflineLLM
+            from ..llm.offline import OfflineLLM
 
             offline = OfflineLLM()
             text = offline.summarize(
@@ -887,7 +887,7 @@ def _promote_one(
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
-    from .llm.base import ChatTurn
+    from ..llm.base import ChatTurn
 
     return ChatTurn(item.role or "user", _speaker_text(item), item.id)
 

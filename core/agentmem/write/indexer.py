@@ -23,13 +23,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .embeddings import Embedder
-from .errors import AgentMemError
-from .keyword_index import KeywordDoc, KeywordIndex
-from .records import RecordStore, Row
-from .vector_index import VectorIndex, collection_name
+from ..embeddings import Embedder
+from ..errors import AgentMemError
+from ..storage.keyword_index import KeywordDoc, KeywordIndex
+from ..storage.records import RecordStore, Row
+from ..storage.vector_index import VectorIndex, collection_name
 
-log = logging.getLogger("agentmem.indexer")
+log = logging.getLogger("agentmem.write.indexer")
 
 KEYWORD_BATCH = 2000
 #: Characters of each preceding message included as context of a chat message.

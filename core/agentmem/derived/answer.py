@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import validation as v
-from .models import AnswerResult, RecallHit
+from .. import validation as v
+from ..models import AnswerResult, RecallHit
 
 if TYPE_CHECKING:
-    from .memory import BoundMemory
+    from ..memory import BoundMemory
 
 #: Kinds offered first (derived knowledge before raw transcript).
 _PREFERRED_KINDS = ("memory", "summary")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import tantivy
 
-from .errors import StorageError
+from ..errors import StorageError
 
 ANALYZER = "agentmem_en"
 

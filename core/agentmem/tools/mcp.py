@@ -31,7 +31,7 @@ tool logic and needs no SDK.
 
 Example:
     >>> from agentmem import AgentMemory  # doctest: +SKIP
-    >>> from agentmem.mcp_server import MemoryToolbox  # doctest: +SKIP
+    >>> from agentmem.tools.mcp import MemoryToolbox  # doctest: +SKIP
     >>> mem = AgentMemory("./memdata").bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
     >>> MemoryToolbox(mem).call("remember_fact", {"content": "Prefers tea"}).data  # doctest: +SKIP
     {'id': '...', 'was_new': True}
@@ -49,11 +49,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from .config import MAX_TOP_K
-from .errors import AgentMemError, NotFoundError, ValidationError
-from .formatting import memory_block
-from .memory import BoundMemory
-from .models import Kind, MemoryType, RecallHit, RecallScope
+from ..config import MAX_TOP_K
+from ..errors import AgentMemError, NotFoundError, ValidationError
+from ..memory import BoundMemory
+from ..models import Kind, MemoryType, RecallHit, RecallScope
+from .render import memory_block
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -640,7 +640,7 @@ async def serve_stdio(memory: BoundMemory) -> None:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 

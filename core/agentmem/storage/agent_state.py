@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import validation as v
-from .errors import ScopeError
-from .models import Identity
+from .. import validation as v
+from ..errors import ScopeError
+from ..models import Identity
 from .records import RecordStore, iso, now_utc
 
 

@@ -5,7 +5,7 @@ query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> weighted RRF + calibration -> rerank? (fail-open) -> min_score -> top_k -> token budget
 
 The query embedding runs on a worker thread while the keyword side is searched and its rows
-are read; candidates are read as light :class:`~agentmem.records.Brief` rows, and only the
+are read; candidates are read as light :class:`~agentmem.storage.records.Brief` rows, and only the
 hits returned are fully parsed.
 """
 
@@ -22,21 +22,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import scopes as scope_rules
-from .config import MemoryConfig
-from .embeddings import Embedder, FloatArray
-from .errors import RerankError, StorageError
-from .indexer import keyword_text
-from .keyword_index import KeywordFilter, KeywordIndex
-from .models import Identity, RecallHit, RecallResult
+from .. import scopes as scope_rules
+from ..config import MemoryConfig
+from ..embeddings import Embedder, FloatArray
+from ..errors import RerankError, StorageError
+from ..models import Identity, RecallHit, RecallResult
+from ..rerank import Reranker
+from ..storage.keyword_index import KeywordFilter, KeywordIndex
+from ..storage.records import Brief, RecordStore
+from ..storage.vector_index import VectorIndex, collection_name
+from ..tokens import count_tokens, truncate_to_tokens
+from ..write.indexer import keyword_text
 from .ranking import Candidate, brevity, coverage, features, monotone, rrf, score_all
-from .records import Brief, RecordStore
-from .rerank import Reranker
-from .tokens import count_tokens, truncate_to_tokens
-from .vector_index import VectorIndex, collection_name
 
 if TYPE_CHECKING:
-    from .access import AccessTracker
+    from ..storage.access import AccessTracker
 
 log = logging.getLogger("agentmem")
 

@@ -38,15 +38,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import scopes as scope_rules
-from . import validation as v
-from .config import CHAT_COPY_MAX_BYTES
-from .errors import ScopeError
-from .models import MEMORY_TYPES, MemoryItem, RecallResult
-from .records import LIVE, NewRecord, Row
+from .. import scopes as scope_rules
+from .. import validation as v
+from ..config import CHAT_COPY_MAX_BYTES
+from ..errors import ScopeError
+from ..models import MEMORY_TYPES, MemoryItem, RecallResult
+from ..storage.records import LIVE, NewRecord, Row
 
 if TYPE_CHECKING:
-    from .memory import BoundMemory
+    from ..memory import BoundMemory
 
 SCOPE = "knowledge"
 KEY_METADATA = "knowledge_key"

@@ -20,7 +20,7 @@ Pipeline (all for one bound identity):
 4. **Storage with supersession.** Facts, preferences and instructions keep their topic key:
    a live memory of the same owner with the same key is superseded inside the insert
    (``superseded_by`` + an audit entry). Other types drop it (events and tasks accumulate).
-   Then the judge (:mod:`agentmem.supersession`) runs synchronously over the new facts,
+   Then the judge (:mod:`agentmem.derived.supersession`) runs synchronously over the new facts,
    preferences and instructions, for contradictions without a shared topic key; it is
    fail-open.
 
@@ -38,18 +38,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import scopes as scope_rules
-from . import validation as v
-from .errors import LLMError, ValidationError
-from .llm.base import ChatTurn, Extracted
-from .models import MEMORY_TYPES, ROLES, IngestError, IngestResult
-from .records import NewRecord, iso, now_utc
+from .. import scopes as scope_rules
+from .. import validation as v
+from ..errors import LLMError, ValidationError
+from ..llm.base import ChatTurn, Extracted
+from ..models import MEMORY_TYPES, ROLES, IngestError, IngestResult
+from ..storage.records import NewRecord, iso, now_utc
 
 if TYPE_CHECKING:
-    from .llm.base import LLM
-    from .memory import BoundMemory
+    from ..llm.base import LLM
+    from ..memory import BoundMemory
 
-log = logging.getLogger("agentmem.ingest")
+log = logging.getLogger("agentmem.derived.ingest")
 
 #: The seed-002 class of each memory type.
 MEMORY_CLASS: dict[str, str] = {

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import StorageError
+from ..errors import StorageError
 
 _PREFIX = "am_"
 

@@ -26,10 +26,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from .errors import AgentMemError
+from ..errors import AgentMemError
 from .records import RecordStore, iso, now_utc
 
-log = logging.getLogger("agentmem.access")
+log = logging.getLogger("agentmem.storage.access")
 
 #: Default number of recorded recalls after which the counters are flushed.
 DEFAULT_FLUSH_EVERY = 64

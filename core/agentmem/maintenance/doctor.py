@@ -13,7 +13,7 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
   and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
 
 The report also names the embedder recorded for the vectors (``embedder``; see
-:mod:`agentmem.fingerprint`). A data dir older than that record holds vectors whose model
+:mod:`agentmem.storage.fingerprint`). A data dir older than that record holds vectors whose model
 was assumed when it was first opened: ``notes`` says so, without making the report not
 ``ok`` (``reindex`` re-embeds with a known embedder).
 
@@ -22,7 +22,7 @@ failed permanently (``VEC_FAILED``) are reported and make the report not ``ok``,
 ``reindex`` retries them. ``agentmem reindex`` heals every kind of drift.
 
 Example:
-    >>> from agentmem.doctor import diagnose
+    >>> from agentmem.maintenance.doctor import diagnose
     >>> report = diagnose(mem)  # doctest: +SKIP
     >>> report.ok, report.missing_keyword, report.samples.get("extra_vectors")  # doctest: +SKIP
 """
@@ -33,12 +33,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .fingerprint import read as read_fingerprint
-from .records import LIVE, VEC_FAILED, VEC_PENDING, VEC_SKIP, VECTOR_LIVE
-from .vector_index import collection_name
+from ..storage.fingerprint import read as read_fingerprint
+from ..storage.records import LIVE, VEC_FAILED, VEC_PENDING, VEC_SKIP, VECTOR_LIVE
+from ..storage.vector_index import collection_name
 
 if TYPE_CHECKING:
-    from .memory import AgentMemory
+    from ..memory import AgentMemory
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import StorageError
-from .models import MemoryItem
+from ..errors import StorageError
+from ..models import MemoryItem
 
 #: Vector index state of a row.
 VEC_SYNCED, VEC_PENDING, VEC_FAILED, VEC_SKIP = 0, 1, 2, 3

@@ -46,19 +46,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from . import scopes as scope_rules
-from . import validation as v
-from .errors import ValidationError
-from .models import MemoryItem
-from .records import LIVE, iso, now_utc
-from .tokens import count_tokens
+from .. import scopes as scope_rules
+from .. import validation as v
+from ..errors import ValidationError
+from ..models import MemoryItem
+from ..storage.records import LIVE, iso, now_utc
+from ..tokens import count_tokens
 
 if TYPE_CHECKING:
-    from .llm.base import LLM, ChatTurn
-    from .memory import BoundMemory
-    from .tiers import TierConfig
+    from ..llm.base import LLM, ChatTurn
+    from ..memory import BoundMemory
+    from .sessions import TierConfig
 
-log = logging.getLogger("agentmem.working")
+log = logging.getLogger("agentmem.tiers.working")
 
 #: Tokens a chat message costs beyond its content (role and separators, OpenAI-style).
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -145,7 +145,7 @@ def apply_delta(current: ReferenceSummary, delta: Any) -> ReferenceSummary:
     Raises:
         MalformedDeltaError: anything about the delta is off; nothing is applied then.
     """
-    from .llm.base import SummaryDelta
+    from ..llm.base import SummaryDelta
 
     if not isinstance(delta, SummaryDelta):
         raise MalformedDeltaError(f"expected a SummaryDelta, got {type(delta).__name__}")
@@ -470,7 +470,7 @@ class WorkingMemory:
         limit = self.config.reference_max_words
         if len(summary.summary.split()) <= limit:
             return summary
-        from .llm.base import ChatTurn
+        from ..llm.base import ChatTurn
 
         try:
             text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
@@ -536,7 +536,7 @@ class WorkingMemory:
 
         Args:
             model_window: The model's context window in tokens (default from
-                :class:`~agentmem.tiers.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
+                :class:`~agentmem.tiers.sessions.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
             budget_ratio: Share of the model window the prompt may fill before compaction
                 trips (seed 000: 0.8).
 
@@ -607,6 +607,6 @@ def _message(item: MemoryItem) -> dict[str, str]:
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
-    from .llm.base import ChatTurn
+    from ..llm.base import ChatTurn
 
     return ChatTurn(item.role or "user", item.content, item.id)

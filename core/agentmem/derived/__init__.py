@@ -1,0 +1,1 @@
+"""Derived memories: ingestion and extraction, supersession, retention, answers."""

@@ -1,0 +1,1 @@
+"""Maintenance of a data dir: statistics, export and import, diagnosis."""

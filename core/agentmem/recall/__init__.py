@@ -1,0 +1,1 @@
+"""The recall path: candidates from both indexes, fusion, calibration, ranking, budget."""

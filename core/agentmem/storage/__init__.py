@@ -1,0 +1,1 @@
+"""Storage: the records store (system of record) and the two derived indexes."""

@@ -1,0 +1,1 @@
+"""Memory tiers: working memory, session tiers (mid-term, long-term) and knowledge."""

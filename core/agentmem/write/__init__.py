@@ -1,0 +1,1 @@
+"""The write path: building records from an identity, committing them, indexing them."""
