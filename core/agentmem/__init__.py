@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from .config import MemoryConfig
+from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from .errors import (
     AgentMemError,
@@ -39,7 +39,7 @@ from .models import (
 )
 from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
 from .tiers.knowledge import KnowledgeEntry
-from .tiers.sessions import CloseResult, TierConfig
+from .tiers.sessions import CloseResult
 
 __version__ = "0.1.0"
 
@@ -76,6 +76,7 @@ __all__ = [
     "Reranker",
     "RetentionResult",
     "ScopeError",
+    "Settings",
     "StorageError",
     "TierConfig",
     "ValidationError",

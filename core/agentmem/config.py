@@ -1,30 +1,64 @@
-"""Configuration as small frozen value objects.
+"""Configuration: small frozen value objects, and the one place the environment is read.
 
-Environment variables are read only here, at the edge (``MemoryConfig.from_env``); nothing
-mutates a config while a call is being served.
+Every ``AGENTMEM_*`` variable (and ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``) is read
+here, by the ``from_env`` constructors, into frozen objects:
+
+==================  =========================================================================
+object              tunes
+==================  =========================================================================
+MemoryConfig        recall defaults (token budget, min_score, scope weights), indexing,
+                    write durability
+TierConfig          working memory and the session tiers
+JudgeConfig         the supersession judge
+RetentionPolicy     anonymization of retired rows
+RerankConfig        the HTTP reranker (TEI)
+LLMConfig           which LLM does extraction, summaries, the judge and answers
+Settings            all of the above, built once per ``AgentMemory``
+==================  =========================================================================
+
+An ``AgentMemory`` builds its :class:`Settings` once, at open (``Settings.from_env()`` unless
+one is passed in), and never reads the environment again while serving a call. A malformed
+value is logged and the default kept, except where a wrong value would be dangerous to guess
+(the reranker URL): that raises ``ValidationError``. Booleans accept 1/0, true/false, yes/no,
+on/off.
+
+Example:
+    >>> Settings.from_env({"AGENTMEM_MIN_SCORE": "0.25"}).memory.min_score
+    0.25
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
-log = logging.getLogger("agentmem")
+from .errors import ValidationError
 
-#: Seed-000 class priors for weighted RRF across scopes.
+log = logging.getLogger("agentmem.config")
+
+Environ = Mapping[str, str]
+
+#: Class priors for weighted RRF across recall scopes (a weight of 0 leaves the scope out of
+#: ``scope="any"``).
 DEFAULT_SCOPE_WEIGHTS: dict[str, float] = {
     "session": 1.3,
     "history": 1.0,
     "user": 1.1,
     "agent": 1.0,
     "tenant": 1.0,
+    "knowledge": 1.0,
 }
 
 MAX_TOP_K = 20
 MAX_QUERY_CHARS = 8192
-#: Chat copies are capped at 16 KiB (seed 000); the full text is kept where the seed keeps it.
+#: The recallable copy of a chat message is capped at 16 KiB; the full text is kept as a
+#: payload readable with ``read_tool_output``.
 CHAT_COPY_MAX_BYTES = 16 * 1024
 #: Largest single content accepted by any write (documents are chunked below this).
 MAX_CONTENT_BYTES = 8 * 1024 * 1024
@@ -32,9 +66,71 @@ MAX_CONTENT_BYTES = 8 * 1024 * 1024
 TOOL_OUTPUT_PREVIEW_CHARS = 2000
 
 
+# -- parsing (one spelling of every kind of value) -----------------------------------------------
+def _raw(env: Environ, name: str) -> str | None:
+    value = env.get(name)
+    return None if value is None or not value.strip() else value.strip()
+
+
+def _float(
+    env: Environ, name: str, *, low: float | None = None, high: float | None = None
+) -> float | None:
+    raw = _raw(env, name)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        log.warning("ignoring %s=%r: not a number", name, raw)
+        return None
+    if not math.isfinite(value):
+        log.warning("ignoring %s=%r: not finite", name, raw)
+        return None
+    if (low is not None and value < low) or (high is not None and value > high):
+        log.warning("ignoring %s=%r: outside [%s, %s]", name, raw, low, high)
+        return None
+    return value
+
+
+def _int(env: Environ, name: str, *, low: int = 1) -> int | None:
+    value = _float(env, name)
+    if value is None:
+        return None
+    if value != int(value) or value < low:
+        log.warning("ignoring %s=%r: not an integer >= %d", name, env.get(name), low)
+        return None
+    return int(value)
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _flag(env: Environ, name: str) -> bool | None:
+    raw = _raw(env, name)
+    if raw is None:
+        return None
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    log.warning("ignoring %s=%r: use true or false", name, raw)
+    return None
+
+
+def _set(kwargs: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        kwargs[key] = value
+
+
+def _environ(environ: Environ | None) -> Environ:
+    return os.environ if environ is None else environ
+
+
+# -- the objects ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MemoryConfig:
-    """Tunables of an :class:`~agentmem.AgentMemory`.
+    """Recall defaults, indexing and durability of an :class:`~agentmem.AgentMemory`.
 
     Example:
         >>> MemoryConfig(token_budget=500).token_budget
@@ -48,7 +144,8 @@ class MemoryConfig:
     rrf_k: int = 60
     """Reciprocal Rank Fusion constant."""
     scope_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_WEIGHTS))
-    """Class priors per scope (``AGENTMEM_RECALL_WEIGHT_<SCOPE>``)."""
+    """Class priors per scope (``AGENTMEM_RECALL_WEIGHT_<SCOPE>``); 0 leaves a scope out of
+    ``scope="any"``."""
     candidates: int = 40
     """Candidates fetched from each index per scope before fusion."""
     keyword_context: int = 2
@@ -59,73 +156,287 @@ class MemoryConfig:
     """Rows per embedding batch in the background indexer."""
     index_interval: float = 0.05
     """Seconds the background indexer waits to gather a batch."""
+    pending_scan: int = 256
+    """Rows not yet in an index that a recall reads and scores itself, so a write is
+    recallable at once (read-your-writes); past this backlog, the newest are scored and the
+    result is ``degraded``."""
     durable_writes: bool = False
     """SQLite ``synchronous=FULL``: an acknowledged write also survives power loss or an OS
     crash (``AGENTMEM_SYNC=full``). The default, WAL with ``synchronous=NORMAL``, survives any
     process crash; a power loss may roll back the last few acknowledged writes."""
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemoryConfig:
-        """Build a config from ``AGENTMEM_*`` variables; bad values fall back to defaults."""
-        env = os.environ if environ is None else environ
+    def from_env(cls, environ: Environ | None = None, **overrides: Any) -> MemoryConfig:
+        """Build from ``AGENTMEM_*`` variables; bad values fall back to defaults (logged)."""
+        env = _environ(environ)
         kwargs: dict[str, Any] = {}
-        budget = _positive_int(env.get("AGENTMEM_TOKEN_BUDGET"), "AGENTMEM_TOKEN_BUDGET")
-        if budget is not None:
-            kwargs["token_budget"] = budget
-        min_score = _unit_float(env.get("AGENTMEM_MIN_SCORE"), "AGENTMEM_MIN_SCORE")
-        if min_score is not None:
-            kwargs["min_score"] = min_score
+        _set(kwargs, "token_budget", _int(env, "AGENTMEM_TOKEN_BUDGET"))
+        _set(kwargs, "min_score", _float(env, "AGENTMEM_MIN_SCORE", low=0.0, high=1.0))
         weights = dict(DEFAULT_SCOPE_WEIGHTS)
         for scope in weights:
-            name = f"AGENTMEM_RECALL_WEIGHT_{scope.upper()}"
-            value = _non_negative_float(env.get(name), name)
+            value = _float(env, f"AGENTMEM_RECALL_WEIGHT_{scope.upper()}", low=0.0)
             if value is not None:
                 weights[scope] = value
         kwargs["scope_weights"] = weights
-        sync = env.get("AGENTMEM_SYNC", "").strip().lower()
-        if sync in ("full", "normal"):
-            kwargs["durable_writes"] = sync == "full"
-        elif sync:
-            log.warning("ignoring AGENTMEM_SYNC=%r: use 'full' or 'normal'", sync)
+        sync = _raw(env, "AGENTMEM_SYNC")
+        if sync is not None:
+            if sync.lower() in ("full", "normal"):
+                kwargs["durable_writes"] = sync.lower() == "full"
+            else:
+                log.warning("ignoring AGENTMEM_SYNC=%r: use 'full' or 'normal'", sync)
         kwargs.update(overrides)
-        return replace(cls(), **kwargs)
+        return dataclasses.replace(cls(), **kwargs)
 
 
-def _parse_float(raw: str | None, name: str) -> float | None:
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        log.warning("ignoring %s=%r: not a number", name, raw)
-        return None
-    if value != value or value in (float("inf"), float("-inf")):
-        log.warning("ignoring %s=%r: not finite", name, raw)
-        return None
-    return value
+@dataclass(frozen=True)
+class TierConfig:
+    """Tunables of the memory tiers and of working memory.
+
+    Example:
+        >>> TierConfig(mid_term_sessions=3).mid_term_sessions
+        3
+    """
+
+    mid_term_sessions: int = 10
+    """Closed sessions kept mid-term per conversation (``AGENTMEM_MID_TERM_SESSIONS``)."""
+    summary_timeout: float = 30.0
+    """Seconds the session summary may take before it is skipped
+    (``AGENTMEM_SUMMARY_TIMEOUT``; 0 skips it)."""
+    summary_max_words: int = 200
+    """Length of a session summary."""
+    chunk_messages: int = 8
+    """Messages per session chunk at most (``AGENTMEM_CHUNK_MESSAGES``)."""
+    chunk_max_tokens: int = 400
+    """Tokens per session chunk at most (a single longer message is its own chunk)."""
+    working_max_messages: int = 50
+    """Window size: past this many messages the oldest roll off into the reference summary
+    until half remain (``AGENTMEM_WORKING_MAX_MESSAGES``)."""
+    working_tail: int = 4
+    """Messages kept after a budget trip or a manual compaction (``AGENTMEM_WORKING_TAIL``)."""
+    model_window: int = 200_000
+    """Model context window (tokens) when ``context_messages`` is given none
+    (``AGENTMEM_MODEL_WINDOW``)."""
+    model_window_override: int | None = None
+    """Forces the model window, to trip compaction in short test conversations
+    (``AGENTMEM_MODEL_WINDOW_OVERRIDE``; logs a warning; never set it in production)."""
+    reference_max_words: int = 400
+    """A reference summary longer than this is condensed by the LLM."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None, **overrides: Any) -> TierConfig:
+        """Build from ``AGENTMEM_*`` variables; bad values fall back to defaults (logged)."""
+        env = _environ(environ)
+        kwargs: dict[str, Any] = {}
+        for name, var in {
+            "mid_term_sessions": "AGENTMEM_MID_TERM_SESSIONS",
+            "chunk_messages": "AGENTMEM_CHUNK_MESSAGES",
+            "working_max_messages": "AGENTMEM_WORKING_MAX_MESSAGES",
+            "working_tail": "AGENTMEM_WORKING_TAIL",
+            "model_window": "AGENTMEM_MODEL_WINDOW",
+            "model_window_override": "AGENTMEM_MODEL_WINDOW_OVERRIDE",
+        }.items():
+            _set(kwargs, name, _int(env, var))
+        _set(kwargs, "summary_timeout", _float(env, "AGENTMEM_SUMMARY_TIMEOUT", low=0.0))
+        if "model_window_override" in kwargs:
+            log.warning(
+                "AGENTMEM_MODEL_WINDOW_OVERRIDE=%s is set: the model window is forced for "
+                "working-memory compaction; production must not set it",
+                kwargs["model_window_override"],
+            )
+        kwargs.update(overrides)
+        return dataclasses.replace(cls(), **kwargs)
 
 
-def _non_negative_float(raw: str | None, name: str) -> float | None:
-    value = _parse_float(raw, name)
-    if value is not None and value < 0:
-        log.warning("ignoring %s=%r: negative", name, raw)
-        return None
-    return value
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Tunables of the supersession judge.
+
+    Example:
+        >>> JudgeConfig.from_env({"AGENTMEM_MEMORY_JUDGE_TOPK": "3"}).top_k
+        3
+    """
+
+    enabled: bool = True
+    """False: rows are marked judged without a judge call (``AGENTMEM_MEMORY_JUDGE_ENABLED``,
+    or ``AGENTMEM_MEMORY_JUDGE_MODEL`` set to an empty string)."""
+    threshold: float = 0.7
+    """Cosine-distance cut-off: candidates have distance < threshold
+    (``AGENTMEM_MEMORY_JUDGE_THRESHOLD``)."""
+    top_k: int = 5
+    """Candidates passed to the judge per new memory (``AGENTMEM_MEMORY_JUDGE_TOPK``)."""
+    batch_size: int = 20
+    """Unjudged rows processed per batch (``AGENTMEM_MEMORY_JUDGE_BATCH_SIZE``)."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> JudgeConfig:
+        env = _environ(environ)
+        kwargs: dict[str, Any] = {}
+        _set(kwargs, "enabled", _flag(env, "AGENTMEM_MEMORY_JUDGE_ENABLED"))
+        if "AGENTMEM_MEMORY_JUDGE_MODEL" in env and not env["AGENTMEM_MEMORY_JUDGE_MODEL"].strip():
+            kwargs["enabled"] = False
+        threshold = _float(env, "AGENTMEM_MEMORY_JUDGE_THRESHOLD")
+        if threshold is not None:  # a distance: clamped into [0, 1]
+            kwargs["threshold"] = min(max(threshold, 0.0), 1.0)
+        _set(kwargs, "top_k", _int(env, "AGENTMEM_MEMORY_JUDGE_TOPK"))
+        _set(kwargs, "batch_size", _int(env, "AGENTMEM_MEMORY_JUDGE_BATCH_SIZE"))
+        return cls(**kwargs)
 
 
-def _unit_float(raw: str | None, name: str) -> float | None:
-    value = _parse_float(raw, name)
-    if value is not None and not 0.0 <= value <= 1.0:
-        log.warning("ignoring %s=%r: outside [0, 1]", name, raw)
-        return None
-    return value
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """TTLs and batch size of the retention (anonymization) run.
+
+    Example:
+        >>> RetentionPolicy.from_env({"AGENTMEM_MEMORY_ANONYMIZE_DRY_RUN": "true"}).dry_run
+        True
+    """
+
+    soft_ttl_days: float = 30
+    """Days after a soft delete before the row is anonymized
+    (``AGENTMEM_MEMORY_ANONYMIZE_SOFT_TTL_DAYS``)."""
+    sup_ttl_days: float = 90
+    """Days after a supersede before the row is anonymized
+    (``AGENTMEM_MEMORY_ANONYMIZE_SUP_TTL_DAYS``)."""
+    batch_size: int = 100
+    """Rows per transaction (``AGENTMEM_MEMORY_ANONYMIZE_BATCH_SIZE``)."""
+    dry_run: bool = False
+    """Report only; change nothing (``AGENTMEM_MEMORY_ANONYMIZE_DRY_RUN``)."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> RetentionPolicy:
+        env = _environ(environ)
+        kwargs: dict[str, Any] = {}
+        _set(
+            kwargs, "soft_ttl_days", _float(env, "AGENTMEM_MEMORY_ANONYMIZE_SOFT_TTL_DAYS", low=0.0)
+        )
+        _set(kwargs, "sup_ttl_days", _float(env, "AGENTMEM_MEMORY_ANONYMIZE_SUP_TTL_DAYS", low=0.0))
+        _set(kwargs, "batch_size", _int(env, "AGENTMEM_MEMORY_ANONYMIZE_BATCH_SIZE"))
+        _set(kwargs, "dry_run", _flag(env, "AGENTMEM_MEMORY_ANONYMIZE_DRY_RUN"))
+        return cls(**kwargs)
 
 
-def _positive_int(raw: str | None, name: str) -> int | None:
-    value = _parse_float(raw, name)
-    if value is None:
-        return None
-    if value < 1 or value != int(value):
-        log.warning("ignoring %s=%r: not a positive integer", name, raw)
-        return None
-    return int(value)
+@dataclass(frozen=True)
+class RerankConfig:
+    """The HTTP reranker (a Hugging Face TEI server) recall uses, if any.
+
+    Example:
+        >>> RerankConfig.from_env({}).url is None
+        True
+    """
+
+    url: str | None = None
+    """Root URL of the TEI server (``AGENTMEM_RERANKER_URL``); None disables reranking."""
+    timeout: float = 2.0
+    """Seconds allowed for one rerank call (``AGENTMEM_RERANKER_TIMEOUT``)."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> RerankConfig:
+        """Raises ValidationError for a malformed timeout: recall would silently go without
+        the reranker the operator asked for."""
+        env = _environ(environ)
+        url = _raw(env, "AGENTMEM_RERANKER_URL")
+        raw_timeout = _raw(env, "AGENTMEM_RERANKER_TIMEOUT")
+        if raw_timeout is None:
+            return cls(url=url)
+        try:
+            timeout = float(raw_timeout)
+        except ValueError:
+            raise ValidationError(
+                "AGENTMEM_RERANKER_TIMEOUT", f"not a number of seconds: {raw_timeout!r}"
+            ) from None
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ValidationError("AGENTMEM_RERANKER_TIMEOUT", "must be positive and finite")
+        return cls(url=url, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which LLM does extraction, summaries, the judge and answers, and how it is reached.
+
+    Example:
+        >>> LLMConfig.from_env({}).provider
+        'offline'
+    """
+
+    provider: Literal["offline", "anthropic"] = "offline"
+    """``AGENTMEM_LLM=offline|anthropic``; by default Anthropic when ``ANTHROPIC_API_KEY`` is
+    set, else the deterministic offline implementation."""
+    api_key: str | None = field(default=None, repr=False)
+    """``ANTHROPIC_API_KEY`` (None: the SDK's own lookup)."""
+    model: str | None = None
+    """Model id (``AGENTMEM_LLM_MODEL``; default the Anthropic LLM's own)."""
+    judge_model: str | None = None
+    """Model of the supersession judge (``AGENTMEM_MEMORY_JUDGE_MODEL``; default ``model``)."""
+    base_url: str | None = None
+    """API base URL (``ANTHROPIC_BASE_URL``: a proxy, or a loopback server in tests)."""
+    timeout: float | None = None
+    """Seconds per request attempt (``AGENTMEM_LLM_TIMEOUT``)."""
+    max_retries: int | None = None
+    """SDK retries of 429/5xx/connection errors (``AGENTMEM_LLM_MAX_RETRIES``)."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> LLMConfig:
+        env = _environ(environ)
+        api_key = _raw(env, "ANTHROPIC_API_KEY")
+        choice = (_raw(env, "AGENTMEM_LLM") or "").lower()
+        if choice not in ("", "offline", "anthropic"):
+            log.warning("ignoring AGENTMEM_LLM=%r: use 'offline' or 'anthropic'", choice)
+            choice = ""
+        provider: Literal["offline", "anthropic"] = (
+            "anthropic" if choice == "anthropic" or (not choice and api_key) else "offline"
+        )
+        return cls(
+            provider=provider,
+            api_key=api_key,
+            model=_raw(env, "AGENTMEM_LLM_MODEL"),
+            judge_model=_raw(env, "AGENTMEM_MEMORY_JUDGE_MODEL"),
+            base_url=_raw(env, "ANTHROPIC_BASE_URL"),
+            timeout=_float(env, "AGENTMEM_LLM_TIMEOUT", low=0.0),
+            max_retries=_int(env, "AGENTMEM_LLM_MAX_RETRIES", low=0),
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of an :class:`~agentmem.AgentMemory`, read once.
+
+    Example:
+        >>> s = Settings(memory=MemoryConfig(min_score=0.2))
+        >>> s.memory.min_score, s.tiers.mid_term_sessions
+        (0.2, 10)
+    """
+
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    tiers: TierConfig = field(default_factory=TierConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> Settings:
+        """All settings from the environment (``os.environ`` when omitted)."""
+        env = _environ(environ)
+        return cls(
+            memory=MemoryConfig.from_env(env),
+            tiers=TierConfig.from_env(env),
+            judge=JudgeConfig.from_env(env),
+            retention=RetentionPolicy.from_env(env),
+            rerank=RerankConfig.from_env(env),
+            llm=LLMConfig.from_env(env),
+        )
+
+    def replace(self, **parts: Any) -> Settings:
+        """A copy with some parts replaced (``None`` values keep the current part)."""
+        return dataclasses.replace(self, **{k: v for k, v in parts.items() if v is not None})
+
+
+def default_home(environ: Environ | None = None) -> Path:
+    """``$AGENTMEM_HOME``, else ``$XDG_DATA_HOME/agentmem``, else ``~/.local/share/agentmem``."""
+    env = _environ(environ)
+    home = _raw(env, "AGENTMEM_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = _raw(env, "XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "agentmem"

@@ -46,6 +46,12 @@ class ValidationError(AgentMemError, ValueError):
     def __init__(self, field: str, message: str, **context: Any) -> None:
         super().__init__(f"{field}: {message}", field=field, **context)
         self.field = field
+        self.reason = message
+
+    def nested(self, prefix: str) -> ValidationError:
+        """The same error for a field inside ``prefix`` (``items[3].content``); the class is
+        kept, so a ScopeError stays a ScopeError."""
+        return type(self)(f"{prefix}.{self.field}", self.reason)
 
 
 class ScopeError(ValidationError):

@@ -6,7 +6,7 @@ Scores are floats in [0, 1]; higher is better.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -31,6 +31,19 @@ RECALL_SCOPES: tuple[str, ...] = (*SCOPES, "any")
 #: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
 TIERS: tuple[str, ...] = ("working", "mid_term", "long_term", "knowledge")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+#: Kinds of a session's transcript rows (messages and tool results).
+MESSAGE_KINDS: tuple[str, ...] = ("chat_message", "tool_output")
+#: Scopes an explicit memory can be written to.
+REMEMBER_SCOPES: tuple[str, ...] = ("user", "agent", "tenant", "session")
+#: Memory types of which a newer memory with the same topic key retires the older one; the
+#: others (events, tasks) accumulate.
+SUPERSEDING_TYPES: tuple[str, ...] = ("fact", "preference", "decision", "instruction", "note")
+#: Values of the stored ``tier`` column of session-derived rows: mid-term chunks and summaries,
+#: a long-term session's summary (embedded) and its detail chunks (keyword-only).
+TIER_MID = "mid_term"
+TIER_LONG = "long_term"
+TIER_LONG_SUMMARY = "long_term_summary"
+TIER_LONG_DETAIL = "long_term_detail"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +95,14 @@ class MemoryItem:
     anonymized_at: datetime | None = None
     keyword_indexed: bool = False
     embedded: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the item (timestamps as ISO strings)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = value.isoformat() if isinstance(value, datetime) else value
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import httpx
 import numpy as np
 
+from agentmem.config import RerankConfig
 from agentmem.errors import RerankError, ValidationError
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 ENV_RERANKER_URL = "AGENTMEM_RERANKER_URL"
-ENV_RERANKER_TIMEOUT = "AGENTMEM_RERANKER_TIMEOUT"
 _DEFAULT_TIMEOUT = 2.0
 _MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 _SCORE_SLACK = 1e-6
@@ -183,18 +183,24 @@ class HttpReranker:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpReranker | None:
-        """Build a reranker from ``AGENTMEM_RERANKER_URL`` / ``AGENTMEM_RERANKER_TIMEOUT``.
-
-        Args:
-            environ: The environment to read; ``os.environ`` when omitted.
-
-        Returns:
-            A configured reranker, or ``None`` when ``AGENTMEM_RERANKER_URL`` is unset or
-            blank (rerank disabled).
+    def from_config(cls, config: RerankConfig) -> HttpReranker | None:
+        """The reranker a :class:`~agentmem.config.RerankConfig` asks for; None when it has
+        no URL (rerank disabled).
 
         Raises:
-            ValidationError: The URL or the timeout (seconds, positive) is malformed.
+            ValidationError: The URL is malformed.
+        """
+        if not config.url:
+            return None
+        try:
+            return cls(config.url, timeout=config.timeout)
+        except ValidationError as exc:
+            raise ValidationError(ENV_RERANKER_URL, str(exc)) from exc
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpReranker | None:
+        """:meth:`from_config` of ``RerankConfig.from_env(environ)`` (``AGENTMEM_RERANKER_URL``,
+        ``AGENTMEM_RERANKER_TIMEOUT``).
 
         Example:
             >>> HttpReranker.from_env({}) is None
@@ -202,25 +208,7 @@ class HttpReranker:
             >>> HttpReranker.from_env({"AGENTMEM_RERANKER_URL": "http://tei:80"}).timeout
             2.0
         """
-        env = os.environ if environ is None else environ
-        url = env.get(ENV_RERANKER_URL, "").strip()
-        if not url:
-            return None
-        raw_timeout = env.get(ENV_RERANKER_TIMEOUT, "").strip()
-        timeout = _DEFAULT_TIMEOUT
-        if raw_timeout:
-            try:
-                timeout = float(raw_timeout)
-            except ValueError:
-                raise ValidationError(
-                    ENV_RERANKER_TIMEOUT, f"not a number of seconds: {raw_timeout!r}"
-                ) from None
-            if not math.isfinite(timeout) or timeout <= 0:
-                raise ValidationError(ENV_RERANKER_TIMEOUT, "must be positive and finite")
-        try:
-            return cls(url, timeout=timeout)
-        except ValidationError as exc:
-            raise ValidationError(ENV_RERANKER_URL, str(exc)) from exc
+        return cls.from_config(RerankConfig.from_env(environ))
 
     @property
     def name(self) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from .errors import ScopeError
 from .models import Identity
+from .storage.rows import Row
 
 KNOWLEDGE_PARTITION = "knowledge"
 CHUNK_PREFIX = "chunks:"
@@ -196,6 +197,30 @@ def visible_scope(
             return None
         return "history"
     return None
+
+
+def visible_row(identity: Identity, row: Row) -> str | None:
+    """:func:`visible_scope` of a stored row."""
+    item = row.item
+    return visible_scope(
+        identity,
+        tenant_id=item.tenant_id,
+        scope=item.scope,
+        partition=row.partition,
+        session_id=item.session_id,
+        user_id=item.user_id,
+        agent_id=item.agent_id,
+    )
+
+
+def readable(identity: Identity, row: Row | None) -> bool:
+    """True if ``row`` is live (not deleted or anonymized) and visible to ``identity``."""
+    return (
+        row is not None
+        and row.item.deleted_at is None
+        and row.item.anonymized_at is None
+        and visible_row(identity, row) is not None
+    )
 
 
 def row_tier(tier: str | None, scope: str) -> str | None:

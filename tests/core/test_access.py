@@ -9,7 +9,8 @@ import pytest
 
 from agentmem import AgentMemory
 from agentmem.storage.access import AccessTracker
-from agentmem.storage.records import NewRecord, RecordStore
+from agentmem.storage.records import RecordStore
+from agentmem.storage.rows import NewRecord
 
 MakeMemory = Callable[..., AgentMemory]
 

@@ -204,6 +204,7 @@ def test_all_is_pinned() -> None:
         "Reranker",
         "RetentionResult",
         "ScopeError",
+        "Settings",
         "StorageError",
         "TierConfig",
         "ValidationError",
@@ -888,9 +889,15 @@ def test_data_dir_lock(make_memory, tmp_path: Path) -> None:
     mem = make_memory(background=False)
     m = mem.bind(**IDENT)
     r = m.remember("The lock test memory")
+    # in the same process, a second opener asking for the same things shares the open store
+    again = make_memory(path=mem.home, background=False)
+    assert again.bind(**IDENT).get(r.id).content == "The lock test memory"
+    # ...and one asking for other things (here: background indexing) is refused
     with pytest.raises(DataDirLockedError) as err:
         make_memory(path=mem.home)
     assert err.value.context["path"] == str(mem.home)
+    again.close()  # the other user keeps the store open
+    assert m.get(r.id).content == "The lock test memory"
     # another process is refused too
     script = (
         "import sys\n"

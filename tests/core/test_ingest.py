@@ -204,8 +204,12 @@ def test_derive_session_id_is_deterministic(make_memory: MakeMemory) -> None:
     from agentmem.derived.ingest import _validate
 
     msgs = _validate(SESSION_1)
-    assert derive_session_id(m, msgs) == derive_session_id(m, _validate(list(SESSION_1)))
-    assert derive_session_id(m, msgs) != derive_session_id(mem.bind("other", "u1"), msgs)
+    assert derive_session_id(m.identity, msgs) == derive_session_id(
+        m.identity, _validate(list(SESSION_1))
+    )
+    assert derive_session_id(m.identity, msgs) != derive_session_id(
+        mem.bind("other", "u1").identity, msgs
+    )
 
 
 # -- extraction, classification, storage --------------------------------------------------------

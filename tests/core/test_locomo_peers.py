@@ -25,7 +25,7 @@ from agentmem.embeddings import CachedEmbedder
 from agentmem.errors import ValidationError
 from agentmem.evaluation import locomo
 from agentmem.evaluation.locomo import load_locomo, run_locomo, turn_documents
-from agentmem.write.indexer import index_text
+from agentmem.write.index_text import index_text
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "synthetic_long_conversations.json"
 SYN1 = ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5", "D2:1", "D2:2", "D2:3", "D2:4", "D2:5", "D3:1"]

@@ -15,9 +15,10 @@ import pytest
 
 from agentmem import AgentMemory
 from agentmem.cli import main
-from agentmem.derived.retention import REDACTED, RetentionPolicy, run_retention
+from agentmem.config import RetentionPolicy
+from agentmem.derived.retention import REDACTED, run_retention
 from agentmem.errors import ScopeError, ValidationError
-from agentmem.storage.records import now_utc
+from agentmem.storage.rows import now_utc
 from agentmem.storage.vector_index import collection_name
 
 MakeMemory = Callable[..., AgentMemory]
@@ -141,9 +142,9 @@ def test_dry_run_changes_nothing(make_memory: MakeMemory, snapshot: Any) -> None
 def test_env_policy(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch, snapshot: Any
 ) -> None:
+    monkeypatch.setenv("AGENTMEM_MEMORY_ANONYMIZE_DRY_RUN", "true")  # read once, at open
     mem = make_memory()
     populate(mem)
-    monkeypatch.setenv("AGENTMEM_MEMORY_ANONYMIZE_DRY_RUN", "true")
     before = snapshot(mem)
     assert mem.retention(now=now_utc() + LATER).dry_run
     assert snapshot(mem) == before
@@ -151,7 +152,10 @@ def test_env_policy(
     monkeypatch.setenv("AGENTMEM_MEMORY_ANONYMIZE_SOFT_TTL_DAYS", "0")
     monkeypatch.setenv("AGENTMEM_MEMORY_ANONYMIZE_SUP_TTL_DAYS", "1000")
     monkeypatch.setenv("AGENTMEM_MEMORY_ANONYMIZE_BATCH_SIZE", "1")
-    result = mem.retention(now=now_utc() + timedelta(seconds=1))
+    assert mem.retention(now=now_utc() + LATER).dry_run  # not re-read while open
+    mem.close()
+    reopened = make_memory(path=mem.home)
+    result = reopened.retention(now=now_utc() + timedelta(seconds=1))
     assert (result.soft_deleted, result.superseded) == (2, 0)
 
 
@@ -175,11 +179,11 @@ def test_batches_and_tenant_filter(make_memory: MakeMemory) -> None:
         for i in range(5):
             m.forget(m.remember(f"fact {i}").id)
     policy = RetentionPolicy(batch_size=2)
-    result = run_retention(mem, policy, now=now_utc() + LATER, tenant_id="acme")
+    result = run_retention(mem.context, policy, now=now_utc() + LATER, tenant_id="acme")
     assert result.soft_deleted == 5
     assert mem.records.count("anonymized_at IS NOT NULL AND tenant_id = 'acme'") == 5
     assert mem.records.count("anonymized_at IS NOT NULL AND tenant_id = 'beta'") == 0
-    assert run_retention(mem, policy, now=now_utc() + LATER).soft_deleted == 5
+    assert run_retention(mem.context, policy, now=now_utc() + LATER).soft_deleted == 5
 
 
 def test_retention_without_waiting_scrubs_later(make_memory: MakeMemory) -> None:
@@ -188,7 +192,7 @@ def test_retention_without_waiting_scrubs_later(make_memory: MakeMemory) -> None
     gone = m.remember("I live in Berlin")
     mem.flush()
     m.forget(gone.id)
-    result = run_retention(mem, RetentionPolicy(), now=now_utc() + LATER, wait=False)
+    result = run_retention(mem.context, RetentionPolicy(), now=now_utc() + LATER, wait=False)
     assert result.scrubbed == 0
     assert row(mem, gone.id)["partition"] == "user:u1"  # index entries not yet removed
     mem.flush()

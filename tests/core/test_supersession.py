@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory
-from agentmem.derived.supersession import JudgeConfig, judge_pending
+from agentmem.config import JudgeConfig
+from agentmem.derived.supersession import judge_pending
 from agentmem.errors import LLMError, NotFoundError, ValidationError
 from agentmem.llm import Answer, ChatTurn, Extracted, OfflineLLM, SummaryDelta, Verdict
 
@@ -239,20 +240,21 @@ def test_verdicts_for_unknown_ids_are_ignored(make_memory: MakeMemory) -> None:
 def test_threshold_and_disable_switches(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # settings are read from the environment once, when the store opens
+    monkeypatch.setenv("AGENTMEM_MEMORY_JUDGE_THRESHOLD", "0.05")  # nothing is that close
     mem = make_memory()
     m = mem.bind("acme", user_id="u1")
     old = m.remember("I live in Berlin")
     m.remember("I moved to Lisbon")
-    monkeypatch.setenv("AGENTMEM_MEMORY_JUDGE_THRESHOLD", "0.05")  # nothing is that close
+    monkeypatch.delenv("AGENTMEM_MEMORY_JUDGE_THRESHOLD")  # too late to matter
     assert mem.judge_pending().superseded == ()
     assert m.get(old.id).superseded_by is None
 
+    monkeypatch.setenv("AGENTMEM_MEMORY_JUDGE_MODEL", "")  # an empty judge model disables it
     mem2 = make_memory()
     m2 = mem2.bind("acme", user_id="u1")
     old2 = m2.remember("I live in Berlin")
     m2.remember("I moved to Lisbon")
-    monkeypatch.delenv("AGENTMEM_MEMORY_JUDGE_THRESHOLD")
-    monkeypatch.setenv("AGENTMEM_MEMORY_JUDGE_MODEL", "")  # seed: empty model disables
     result = mem2.judge_pending()
     assert result.judged == 2 and result.superseded == ()
     assert m2.get(old2.id).superseded_by is None
@@ -264,8 +266,8 @@ def test_judge_pending_limit_and_batches(make_memory: MakeMemory) -> None:
     for i in range(7):
         m.remember(f"fact number {i} about nothing")
     config = JudgeConfig(batch_size=3)
-    assert judge_pending(mem, limit=4, config=config).judged == 4
-    assert judge_pending(mem, config=config).judged == 3
+    assert judge_pending(mem.context, limit=4, config=config).judged == 4
+    assert judge_pending(mem.context, config=config).judged == 3
     with pytest.raises(ValidationError):
         mem.judge_pending(limit=0)
 

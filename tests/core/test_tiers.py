@@ -21,7 +21,7 @@ from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.llm import ChatTurn, OfflineLLM
 from agentmem.models import MemoryItem
-from agentmem.storage.records import VEC_PENDING, VEC_SYNCED
+from agentmem.storage.rows import VEC_PENDING, VEC_SYNCED
 from agentmem.storage.vector_index import collection_name
 from agentmem.tiers.sessions import (
     TIER_LONG_DETAIL,
@@ -125,10 +125,10 @@ def test_closing_twelve_sessions_leaves_ten_mid_term_and_two_long_term(
     results = twelve.close_results  # type: ignore[attr-defined]
     assert [r.promoted for r in results] == [()] * 10 + [("s0",), ("s1",)]
     assert all(r.summary_status == "ok" and not r.already_closed for r in results)
-    sessions = list_sessions(reader)
+    sessions = list_sessions(reader.store.context, reader.identity)
     assert [s.session_id for s in sessions] == [f"s{n}" for n in range(12)]
     assert [s.tier for s in sessions] == ["long_term"] * 2 + ["mid_term"] * 10
-    assert len(list_sessions(reader, tier="mid_term")) == 10
+    assert len(list_sessions(reader.store.context, reader.identity, tier="mid_term")) == 10
     assert all(s.promoted_at is not None for s in sessions[:2])
 
 
@@ -222,7 +222,7 @@ def test_tiers_keep_users_apart(twelve: AgentMemory) -> None:
         stranger.session_detail("s3")
     other_tenant = twelve.bind("globex", user_id="u1", session_id="s0")
     assert other_tenant.recall("xylophone", tiers="long_term", min_score=0.0).items == []
-    assert list_sessions(other_tenant) == []
+    assert list_sessions(other_tenant.store.context, other_tenant.identity) == []
 
 
 def test_session_detail_of_a_long_term_session(twelve: AgentMemory, reader: BoundMemory) -> None:
@@ -257,7 +257,7 @@ def test_close_session_is_idempotent(make_memory: MakeMemory) -> None:
     assert second.already_closed and not first.already_closed
     assert second.chunk_ids == first.chunk_ids and second.summary_ids == first.summary_ids
     assert second.tier == "mid_term" and mem.records.count() == rows
-    assert len(list_sessions(m)) == 1
+    assert len(list_sessions(m.store.context, m.identity)) == 1
 
 
 def test_new_messages_after_a_close_are_chunked_on_the_next_close(
@@ -274,7 +274,7 @@ def test_new_messages_after_a_close_are_chunked_on_the_next_close(
     covered = [i for r in live for i in r.item.metadata["message_ids"]]
     assert sorted(covered) == sorted(i.id for i in m.messages())  # every message exactly once
     assert len(summary_ids(mem, "s1")) == 1 and summary_ids(mem, "s1") != list(first.summary_ids)
-    assert list_sessions(m)[0].message_count == 6
+    assert list_sessions(m.store.context, m.identity)[0].message_count == 6
 
 
 class SlowLLM(OfflineLLM):
@@ -327,7 +327,7 @@ def test_failed_summary_is_skipped_and_promotion_writes_an_offline_one(
     assert row is not None and row.tier == TIER_LONG_SUMMARY
     assert row.item.metadata["summarizer"] == "offline-heuristic-v1"
     assert "tax return" in row.item.content
-    assert list_sessions(m2)[0].summary_ids == (sid,)
+    assert list_sessions(m2.store.context, m2.identity)[0].summary_ids == (sid,)
     mem.flush()
     hits = m2.recall("deductible expenses", tiers="long_term", min_score=0.0).items
     assert hits[0].id == sid
@@ -348,10 +348,10 @@ def test_promotion_guard_against_a_late_embedding(make_memory: MakeMemory) -> No
     fill_session(m, 4)
     m.close_session()
     (cid,) = chunk_ids(mem, "s1")
-    pending = [p for p in mem.records.pending_vector(100) if p[1].item.id == cid]
+    pending = [p for p in mem.records.index.pending_vector(100) if p[1].item.id == cid]
     ((seq, row, live),) = pending  # the indexer read the row...
     assert live
-    promote(mem, m, CONV, keep=0)  # ...the session went long-term meanwhile...
+    promote(mem.context, m.identity, CONV, keep=0)  # ...the session went long-term meanwhile...
     name = collection_name("acme", CHUNKS)
     mem.vectors.upsert(  # ...and the indexer wrote its vector late
         name,
@@ -359,7 +359,7 @@ def test_promotion_guard_against_a_late_embedding(make_memory: MakeMemory) -> No
         mem.embedder.embed_documents([row.item.content]),
         [{"session_id": "s1", "kind": "chat_message", "memory_type": "", "scope": "session"}],
     )
-    mem.records.mark_vector_done([(seq, True)])
+    mem.records.index.mark_vector_done([(seq, True)])
     state = column(mem, "SELECT vec_pending FROM memories WHERE id = ?", (cid,))
     assert state == [VEC_PENDING]  # the guard kept it pending
     mem.flush()

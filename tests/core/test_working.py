@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory, BoundMemory, LLMError, ScopeError, ValidationError
+from agentmem.config import TierConfig
 from agentmem.llm import ChatTurn, OfflineLLM, SummaryDelta
-from agentmem.tiers.sessions import TierConfig
 from agentmem.tiers.working import (
     MalformedDeltaError,
     ReferenceFact,

@@ -114,7 +114,7 @@ def _writer(home: str, run: int, mode: str) -> None:
         out.flush()
     if mode == "embedding":
         while True:  # report the indexer's progress until killed
-            kw, vec, _ = mem.records.pending_counts()
+            kw, vec, _ = mem.records.index.pending_counts()
             out.write(f"PENDING {kw} {vec} {mem.indexer.embedded_total}\n")
             out.flush()
             time.sleep(0.05)

@@ -100,12 +100,12 @@ def test_threads_writing_and_recalling_lose_nothing(make_memory, shared_embedder
 
     assert mem.flush(timeout=180)
     live = set(written) - forgotten
-    rows = {r.item.id: r for r in mem.records.iter_rows()}
+    rows = {r.item.id: r for r in mem.records.iter_rows(live_only=False)}
     assert set(rows) == set(written)  # nothing lost, nothing invented
     assert {i for i, r in rows.items() if r.item.deleted_at is None} == live
     for id_, tenant in written.items():
         assert rows[id_].item.tenant_id == tenant and rows[id_].item.content
-    assert mem.records.pending_counts() == (0, 0, 0)
+    assert mem.records.index.pending_counts() == (0, 0, 0)
     assert mem.keywords.all_ids() == live
     vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions()))
     assert vectors == live

@@ -39,7 +39,7 @@ from _reliability_support import BATCH, SESSION, TENANT, USER, HashEmbedder, con
 
 from agentmem import AgentMemory
 from agentmem.storage.keyword_index import KeywordFilter
-from agentmem.write.indexer import row_text
+from agentmem.write.index_text import row_text
 
 pytestmark = pytest.mark.slow
 
@@ -81,9 +81,9 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
     mem = AgentMemory(home, embedder=embedder, background=False)
     assert mem.flush()
     records = mem.records
-    assert records.pending_counts() == (0, 0, 0)
+    assert records.index.pending_counts() == (0, 0, 0)
 
-    rows = {r.item.id: r for r in records.iter_rows()}
+    rows = {r.item.id: r for r in records.iter_rows(live_only=False)}
     # 1. every acknowledged write is there, exactly as written
     missing = [i for i in acked if i not in rows]
     assert not missing, f"{len(missing)} acknowledged ids lost, e.g. {missing[:3]}"

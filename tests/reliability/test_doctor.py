@@ -70,7 +70,7 @@ def _populate(mem: AgentMemory) -> tuple[list[str], str]:
 
 def _assert_healed(home: Path, ids: list[str], gone: str, embedder: Any) -> None:
     with AgentMemory(home, embedder=embedder, background=False) as mem:
-        report = diagnose(mem)
+        report = diagnose(mem.context)
         assert report.ok, report
         assert report.live_rows == len(ids)
         assert mem.keywords.all_ids() == set(ids)
@@ -207,7 +207,7 @@ CASES: dict[str, tuple[Breaker | None, Callable[[Path], None] | None, Callable[.
 def test_doctor_healthy_dir_is_ok(make_memory, cli, shared_embedder) -> None:
     mem = make_memory(background=False)
     ids, _ = _populate(mem)
-    report = diagnose(mem)
+    report = diagnose(mem.context)
     assert report.ok and report.live_rows == len(ids) == report.keyword_docs == report.vectors
     mem.close()
     status, out = cli(mem.home, "doctor")
@@ -258,7 +258,7 @@ def test_keyword_search_still_finds_rows_after_corrupt_index_is_rebuilt_at_open(
     flt = KeywordFilter(tenant="acme", partitions=(_partition_of(reopened, ids[0]),))
     hits = reopened.keywords.search(reopened.keywords.query_terms("KX-93-ZQ-771"), flt, 3)
     assert hits[0][0] == ids[0]
-    report = diagnose(reopened)  # no drift left; the recovery itself is still reported
+    report = diagnose(reopened.context)  # no drift left; the recovery itself is still reported
     assert report.missing_keyword == report.extra_keyword == report.missing_vectors == 0
     assert [p.startswith("recovered at open: keyword index") for p in report.problems] == [True]
     assert any(p.name.startswith("keywords.broken-") for p in mem.home.iterdir())

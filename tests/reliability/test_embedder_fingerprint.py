@@ -30,7 +30,7 @@ from agentmem.cli import _common, main
 from agentmem.errors import ConfigError, EmbedderMismatchError
 from agentmem.maintenance.doctor import diagnose
 from agentmem.storage.fingerprint import EmbedderFingerprint
-from agentmem.write.indexer import row_text
+from agentmem.write.index_text import row_text
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACTS = [
@@ -118,7 +118,7 @@ def _stored_vectors(mem: AgentMemory) -> dict[str, np.ndarray]:
 def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
     """Every live row's stored vector is ``embedder``'s vector of its text."""
     stored = _stored_vectors(mem)
-    rows = list(mem.records.iter_rows("deleted_at IS NULL AND anonymized_at IS NULL"))
+    rows = list(mem.records.iter_rows())
     assert rows and set(stored) == {row.item.id for row in rows}
     texts = [row_text(row) for row in rows]
     expected = np.asarray(embedder.embed_documents(texts))
@@ -292,7 +292,7 @@ def test_legacy_dir_without_vectors_adopts_the_embedder(tmp_path: Path) -> None:
         assert mem.recorded_embedder is not None
         assert mem.recorded_embedder.model_name == "test-hash-256-salted"
         assert mem.recorded_embedder.origin == "first_write"
-        assert not diagnose(mem).notes
+        assert not diagnose(mem.context).notes
 
 
 def test_legacy_dir_with_vectors_records_the_embedder_as_assumed(tmp_path: Path, cli: Any) -> None:
@@ -304,7 +304,7 @@ def test_legacy_dir_with_vectors_records_the_embedder_as_assumed(tmp_path: Path,
         recorded = mem.recorded_embedder
         assert recorded is not None and recorded.origin == "assumed"
         assert (recorded.model_name, recorded.dimensions) == ("test-hash-256", DIM)
-        report = diagnose(mem)
+        report = diagnose(mem.context)
         assert report.ok  # a note, not drift
         assert report.embedder is not None and report.embedder["origin"] == "assumed"
         assert any("not recorded" in note and "reindex" in note for note in report.notes)
@@ -316,7 +316,7 @@ def test_legacy_dir_with_vectors_records_the_embedder_as_assumed(tmp_path: Path,
         mem.reindex()
         assert mem.recorded_embedder is not None
         assert mem.recorded_embedder.origin == "reindex"
-        assert not diagnose(mem).notes
+        assert not diagnose(mem.context).notes
 
 
 def test_legacy_dir_with_vectors_of_another_width_is_refused(

@@ -31,7 +31,7 @@ import pytest
 from _reliability_support import HashEmbedder
 
 from agentmem import AgentMemError, StorageError
-from agentmem.storage.records import VEC_FAILED
+from agentmem.storage.rows import VEC_FAILED
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACT = "The staging deploy key is KX-93-ZQ-771"
@@ -211,7 +211,7 @@ def test_records_store_unavailable_fails_closed(make_memory, how: str) -> None:
         for suffix in ("-wal", "-shm"):
             (mem.home / f"records.sqlite3{suffix}").unlink(missing_ok=True)
         path.write_bytes(b"not a database " * 4096)
-        mem.records._local = threading.local()  # next read opens a new connection
+        mem.records.db._local = threading.local()  # next read opens a new connection
     calls = {
         "recall": lambda: m.recall("KX-93-ZQ-771"),
         "get": lambda: m.get(rid),

@@ -7,7 +7,7 @@ import resource
 import sys
 from collections.abc import Sequence
 
-from ..memory import dir_size
+from ..storage.datadir import dir_size
 
 __all__ = ["dir_size", "peak_rss_bytes", "percentile", "summarize"]
 

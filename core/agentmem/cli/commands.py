@@ -62,8 +62,16 @@ from .. import scopes
 from .. import validation as v
 from ..config import CHAT_COPY_MAX_BYTES
 from ..errors import ValidationError
-from ..memory import REMEMBER_SCOPES, AgentMemory, BoundMemory
-from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, ROLES, Identity, MemoryItem
+from ..memory import AgentMemory, BoundMemory
+from ..models import (
+    KINDS,
+    MEMORY_TYPES,
+    RECALL_SCOPES,
+    REMEMBER_SCOPES,
+    ROLES,
+    Identity,
+    MemoryItem,
+)
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -732,13 +740,13 @@ def write_ops(
 
 
 def _flush_with_progress(mem: AgentMemory, out: Output) -> None:
-    kw, vec, _ = mem.records.pending_counts()
+    kw, vec, _ = mem.records.index.pending_counts()
     total = max(kw, vec)
     if total == 0:
         return
     with out.progress("indexing", total) as update:
         while not mem.flush(timeout=0.5):
-            kw, vec, _ = mem.records.pending_counts()
+            kw, vec, _ = mem.records.index.pending_counts()
             update(total - min(max(kw, vec), total), total)
         update(total, total)
 

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     with open_memory(args, background=False) as mem:
-        report = diagnose(mem)
+        report = diagnose(mem.context)
         home = mem.home
     if out.json:
         out.result({"home": str(home), **to_jsonable(report)})

@@ -12,24 +12,24 @@ other, still live memories are offered as memories); it stays in the transcript 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import validation as v
-from ..models import AnswerResult, RecallHit
-
-if TYPE_CHECKING:
-    from ..memory import BoundMemory
+from ..context import StoreContext
+from ..models import AnswerResult, Identity
+from ..recall.api import recall
 
 #: Kinds offered first (derived knowledge before raw transcript).
 _PREFERRED_KINDS = ("memory", "summary")
 
 
-def answer(m: BoundMemory, question: str, *, top_k: int = 5) -> AnswerResult:
+def answer(ctx: StoreContext, identity: Identity, question: str, *, top_k: int = 5) -> AnswerResult:
     """See the module docstring; called by :meth:`BoundMemory.answer`."""
     q = v.query(question, "question")
-    llm = m.store.llm
-    hits = list(m.recall(q, top_k=top_k).items)
-    hits = [h for h in hits if h.id not in _outdated_messages(m, hits)]
+    llm = ctx.llm
+    hits = list(recall(ctx, identity, q, top_k=top_k).items)
+    outdated = ctx.records.outdated_message_ids(
+        identity.tenant_id, [h.id for h in hits if h.kind == "chat_message"]
+    )
+    hits = [h for h in hits if h.id not in outdated]
     if not hits:
         return AnswerResult(text="", answered_by=llm.name)
     hits.sort(key=lambda h: (h.kind not in _PREFERRED_KINDS, -h.score))
@@ -40,19 +40,3 @@ def answer(m: BoundMemory, question: str, *, top_k: int = 5) -> AnswerResult:
     return AnswerResult(
         text=text, used_ids=used if text else (), sources=tuple(hits), answered_by=llm.name
     )
-
-
-def _outdated_messages(m: BoundMemory, hits: list[RecallHit]) -> set[str]:
-    """Chat-message hits from which a now superseded memory was derived."""
-    message_ids = [h.id for h in hits if h.kind == "chat_message"]
-    if not message_ids:
-        return set()
-    marks = ",".join("?" * len(message_ids))
-    rows = m.store.records.read(
-        "SELECT s.value, MAX(mem.superseded_by IS NOT NULL) FROM memories AS mem, "
-        "json_each(mem.metadata, '$.source_message_ids') AS s "
-        f"WHERE mem.tenant_id = ? AND mem.kind = 'memory' AND s.value IN ({marks}) "
-        "AND mem.deleted_at IS NULL AND mem.anonymized_at IS NULL GROUP BY s.value",
-        (m.tenant_id, *message_ids),
-    )
-    return {r[0] for r in rows if r[1]}

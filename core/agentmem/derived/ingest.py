@@ -17,9 +17,10 @@ Pipeline (all for one bound identity):
 3. **Deduplication** against the batch and the store: a memory's id is derived from its
    owner, type, content and source messages, and its dedup key from owner, type and content
    (the same key ``remember`` uses), so a memory already stored is counted as a duplicate.
-4. **Storage with supersession.** Facts, preferences and instructions keep their topic key:
-   a live memory of the same owner with the same key is superseded inside the insert
-   (``superseded_by`` + an audit entry). Other types drop it (events and tasks accumulate).
+4. **Storage with supersession.** Facts, preferences, decisions, instructions and notes
+   supersede a live memory of the same owner with the same topic key inside the insert
+   (``superseded_by`` + an audit entry); events and tasks accumulate (their topic key is kept
+   in ``metadata["topic_key"]``).
    Then the judge (:mod:`agentmem.derived.supersession`) runs synchronously over the new facts,
    preferences and instructions, for contradictions without a shared topic key; it is
    fail-open.
@@ -40,14 +41,17 @@ from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
 from .. import validation as v
+from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
-from ..models import MEMORY_TYPES, ROLES, IngestError, IngestResult
-from ..storage.records import NewRecord, iso, now_utc
+from ..models import MEMORY_TYPES, ROLES, Identity, IngestError, IngestResult
+from ..storage.rows import NewRecord
+from ..write.commit import commit
+from ..write.records import memory_record, message_record
+from .supersession import judge_rows
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
-    from ..memory import BoundMemory
 
 log = logging.getLogger("agentmem.derived.ingest")
 
@@ -61,8 +65,6 @@ MEMORY_CLASS: dict[str, str] = {
     "instruction": "instruction",
     "task": "task",
 }
-#: Types whose topic key is kept: a newer memory with the same key supersedes the older one.
-SUPERSEDING_TYPES = ("fact", "preference", "instruction")
 #: Extraction windows: at most this many turns / characters per LLM call.
 WINDOW_TURNS = 40
 WINDOW_CHARS = 24_000
@@ -112,26 +114,27 @@ def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message
     return out
 
 
-def derive_session_id(m: BoundMemory, messages: Sequence[_Message]) -> str:
+def derive_session_id(identity: Identity, messages: Sequence[_Message]) -> str:
     """A session id from the identity and the conversation's first message (stable as the
     conversation grows)."""
-    i = m.identity
+    i = identity
     first = messages[0]
     anchor = first.source_id or f"{first.role}\x1f{first.content}"
     return "ses_" + _sha("session", i.tenant_id, i.user_id, i.agent_id, anchor)[:24]
 
 
-def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> IngestResult:
+def ingest(
+    ctx: StoreContext, identity: Identity, messages: Iterable[Mapping[str, Any] | ChatTurn]
+) -> IngestResult:
     """See the module docstring; called by :meth:`BoundMemory.ingest`."""
     msgs = _validate(messages)
-    if m.session_id is None:
-        i = m.identity
-        m = m.store.bind(i.tenant_id, i.user_id, i.agent_id, derive_session_id(m, msgs))
-    store = m.store
-    llm = store.llm
-    session_id = m.session_id
+    ctx.check_open()
+    if identity.session_id is None:
+        identity = dataclasses.replace(identity, session_id=derive_session_id(identity, msgs))
+    llm = ctx.llm
+    session_id = identity.session_id
     assert session_id is not None
-    partition = scope_rules.home_partition(m.identity, "session")
+    partition = scope_rules.home_partition(identity, "session")
 
     # 1. messages, content-addressed
     msg_ids: list[str] = []
@@ -141,12 +144,12 @@ def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> 
             anchor = _sha("id", msg.source_id)
         else:
             anchor = _sha("pos", str(pos), msg.role, msg.content)
-        msg_id = "msg_" + _sha(m.tenant_id, partition, session_id, anchor)[:32]
+        msg_id = "msg_" + _sha(identity.tenant_id, partition, session_id, anchor)[:32]
         msg_ids.append(msg_id)
         meta = dict(msg.metadata)
         if msg.source_id is not None:
             meta.setdefault("message_id", msg.source_id)
-        rec = m._message_record(msg.role, msg.content, meta, msg.event_time)
+        rec = message_record(identity, msg.role, msg.content, meta, msg.event_time)
         oversized = rec.payload_key is not None
         records.append(
             dataclasses.replace(
@@ -157,13 +160,13 @@ def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> 
                 source_ref=f"msg_{msg_id}" if oversized else None,
             )
         )
-    existing = _existing_ids(m, msg_ids)
+    existing = ctx.records.existing_ids(msg_ids)
     fresh = [r for r in records if r.id not in existing]
-    written = m._write(fresh, "ingest") if fresh else []
+    written = commit(ctx, fresh, "ingest") if fresh else []
     messages_new = sum(1 for _, new in written if new)
 
     # 2. extraction over windows holding messages not extracted before
-    done = _extracted(m, msg_ids)
+    done = ctx.records.ingest_log.extracted(identity.tenant_id, msg_ids)
     turns = [
         ChatTurn(role=msg.role, content=msg.content, id=mid)
         for msg, mid in zip(msgs, msg_ids, strict=True)
@@ -200,19 +203,19 @@ def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> 
                 )
             )
             continue
-        new_ids, dup, problems = _store_memories(m, llm, extracted, set(pending), done, times)
+        new_ids, dup, problems = _store_memories(
+            ctx, identity, llm, extracted, set(pending), done, times
+        )
         created.extend(new_ids)
         duplicates += dup
         errors.extend(problems)
-        _mark_extracted(m, pending, llm.name)
+        ctx.records.ingest_log.mark(identity.tenant_id, pending, llm.name)
         done.update(pending)
 
     # 4b. the judge, synchronously, over this ingest's new facts/preferences/instructions
-    superseded = _count_superseded_by(m, created)
+    superseded = ctx.records.count_superseded_by(identity.tenant_id, created)
     if created:
-        from .supersession import judge_rows
-
-        judged = judge_rows(store, created, llm)
+        judged = judge_rows(ctx, created, llm)
         superseded += len(judged.superseded)
         errors.extend(judged.errors)
     result = IngestResult(
@@ -231,7 +234,7 @@ def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> 
         json.dumps(
             {
                 "event": "ingest",
-                "tenant_hash": hashlib.sha256(m.tenant_id.encode()).hexdigest()[:16],
+                "tenant_hash": hashlib.sha256(identity.tenant_id.encode()).hexdigest()[:16],
                 "messages": result.messages_stored,
                 "messages_new": result.messages_new,
                 "memories_created": result.memories_created,
@@ -260,40 +263,7 @@ def _windows(turns: Sequence[ChatTurn]) -> list[list[ChatTurn]]:
     return out
 
 
-def _existing_ids(m: BoundMemory, ids: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        rows = m.store.records.read(f"SELECT id FROM memories WHERE id IN ({marks})", chunk)
-        found.update(r[0] for r in rows)
-    return found
-
-
-def _extracted(m: BoundMemory, ids: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        rows = m.store.records.read(
-            f"SELECT message_id FROM ingest_log WHERE tenant_id = ? AND message_id IN ({marks})",
-            (m.tenant_id, *chunk),
-        )
-        found.update(r[0] for r in rows)
-    return found
-
-
-def _mark_extracted(m: BoundMemory, ids: Sequence[str], extractor: str) -> None:
-    now = iso(now_utc())
-    with m.store.records.write() as conn:
-        conn.executemany(
-            "INSERT OR IGNORE INTO ingest_log (tenant_id, message_id, extractor, extracted_at) "
-            "VALUES (?,?,?,?)",
-            [(m.tenant_id, i, extractor, now) for i in ids],
-        )
-
-
-def _scope_for(m: BoundMemory, item: Extracted) -> str:
+def _scope_for(identity: Identity, item: Extracted) -> str:
     """The requested scope if this identity can hold it, else the nearest one it can."""
     wanted = "session" if item.memory_type == "task" else (item.scope or "user")
     order = {
@@ -304,7 +274,7 @@ def _scope_for(m: BoundMemory, item: Extracted) -> str:
     }.get(wanted, ("user", "agent", "session"))
     for scope in order:
         try:
-            scope_rules.require(m.identity, scope)
+            scope_rules.require(identity, scope)
         except ValidationError:
             continue
         return scope
@@ -312,7 +282,8 @@ def _scope_for(m: BoundMemory, item: Extracted) -> str:
 
 
 def _store_memories(
-    m: BoundMemory,
+    ctx: StoreContext,
+    identity: Identity,
     llm: LLM,
     extracted: Sequence[Extracted],
     pending: set[str],
@@ -339,8 +310,7 @@ def _store_memories(
                 )
             )
             continue
-        scope = _scope_for(m, item)
-        topic = item.topic_key if mtype in SUPERSEDING_TYPES else None
+        scope = _scope_for(identity, item)
         meta: dict[str, Any] = {
             "extractor": llm.name,
             "class": MEMORY_CLASS[mtype],
@@ -349,7 +319,7 @@ def _store_memories(
             "source_message_ids": list(sources),
         }
         try:
-            rec = m._remember_record(item.content, mtype, scope, None, topic, meta)
+            rec = memory_record(identity, item.content, mtype, scope, None, item.topic_key, meta)
         except ValidationError as exc:
             errors.append(
                 IngestError(stage="validate", message=str(exc), source_ids=sources, raw=repr(item))
@@ -360,7 +330,7 @@ def _store_memories(
         records.append(dataclasses.replace(rec, id=mem_id, event_time=when))
     if not records:
         return [], duplicates, errors
-    existing = _existing_ids(m, [r.id for r in records])
+    existing = ctx.records.existing_ids([r.id for r in records])
     fresh = []
     seen: set[str] = set()
     for r in records:
@@ -371,23 +341,9 @@ def _store_memories(
         fresh.append(r)
     created: list[str] = []
     if fresh:
-        for id_, new in m._write(fresh, "ingest_memories"):
+        for id_, new in commit(ctx, fresh, "ingest_memories"):
             if new:
                 created.append(id_)
             else:
                 duplicates += 1
     return created, duplicates, errors
-
-
-def _count_superseded_by(m: BoundMemory, ids: Sequence[str]) -> int:
-    total = 0
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        rows = m.store.records.read(
-            f"SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND kind = 'memory' "
-            f"AND superseded_by IN ({marks})",
-            (m.tenant_id, *chunk),
-        )
-        total += int(rows[0][0])
-    return total

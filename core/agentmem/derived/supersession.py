@@ -27,7 +27,7 @@ LLM-backed path). Memories written by ``remember``/``remember_many`` keep the wr
 fast and are judged by :meth:`AgentMemory.judge_pending` (``agentmem judge``), which drains
 unjudged rows in batches of ``batch_size`` (20), oldest first, like the seed's dispatcher.
 
-Environment (read by :meth:`JudgeConfig.from_env`): ``AGENTMEM_MEMORY_JUDGE_THRESHOLD``,
+Settings (:class:`~agentmem.config.JudgeConfig`, from the environment): ``AGENTMEM_MEMORY_JUDGE_THRESHOLD``,
 ``AGENTMEM_MEMORY_JUDGE_TOPK``, ``AGENTMEM_MEMORY_JUDGE_BATCH_SIZE``; the judge is disabled
 (rows are only marked judged) by ``AGENTMEM_MEMORY_JUDGE_ENABLED=false`` or, as in the seed,
 by setting ``AGENTMEM_MEMORY_JUDGE_MODEL`` to an empty string.
@@ -37,21 +37,20 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from .. import scopes as scope_rules
 from .. import validation as v
+from ..config import JudgeConfig
+from ..context import StoreContext
 from ..errors import NotFoundError
-from ..models import IngestError, JudgeResult, MemoryItem
-from ..storage.records import LIVE, VEC_FAILED, VEC_PENDING, iso, now_utc, retire_sources
+from ..llm.base import LLM
+from ..models import Identity, IngestError, JudgeResult, MemoryItem
+from ..storage.records import JudgeRow
+from ..storage.rows import Row
 from ..storage.vector_index import collection_name
-from ..write.indexer import row_text
-
-if TYPE_CHECKING:
-    from ..llm.base import LLM
-    from ..memory import AgentMemory, BoundMemory
+from ..write.index_text import row_text
 
 log = logging.getLogger("agentmem.derived.supersession")
 
@@ -63,63 +62,6 @@ JUDGED_SCOPES: tuple[str, ...] = ("user", "agent", "tenant")
 MAX_UNEMBEDDED_CANDIDATES = 200
 #: History chains are cut at this many rows.
 MAX_HISTORY = 1000
-
-_TYPES_SQL = ",".join(f"'{t}'" for t in JUDGED_TYPES)
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Tunables of the supersession judge (seed 000 defaults).
-
-    Example:
-        >>> JudgeConfig.from_env({"AGENTMEM_MEMORY_JUDGE_TOPK": "3"}).top_k
-        3
-    """
-
-    enabled: bool = True
-    """False: rows are marked judged without a judge call (rollback switch)."""
-    threshold: float = 0.7
-    """Cosine-distance cut-off: candidates have distance < threshold."""
-    top_k: int = 5
-    """Candidates passed to the judge per new memory."""
-    batch_size: int = 20
-    """Unjudged rows processed per batch of :func:`judge_pending`."""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeConfig:
-        env = os.environ if environ is None else environ
-        enabled = env.get("AGENTMEM_MEMORY_JUDGE_ENABLED", "true").strip().lower() not in (
-            "0",
-            "false",
-            "no",
-            "off",
-        )
-        if "AGENTMEM_MEMORY_JUDGE_MODEL" in env and not env["AGENTMEM_MEMORY_JUDGE_MODEL"].strip():
-            enabled = False
-        threshold = _float(env.get("AGENTMEM_MEMORY_JUDGE_THRESHOLD"), 0.7)
-        return cls(
-            enabled=enabled,
-            threshold=max(0.0, min(1.0, threshold)),
-            top_k=_int(env.get("AGENTMEM_MEMORY_JUDGE_TOPK"), 5),
-            batch_size=_int(env.get("AGENTMEM_MEMORY_JUDGE_BATCH_SIZE"), 20),
-        )
-
-
-def _float(raw: str | None, default: float) -> float:
-    try:
-        return float(raw) if raw is not None and raw.strip() else default
-    except ValueError:
-        log.warning("ignoring judge setting %r: not a number", raw)
-        return default
-
-
-def _int(raw: str | None, default: int) -> int:
-    try:
-        value = int(raw) if raw is not None and raw.strip() else default
-    except ValueError:
-        log.warning("ignoring judge setting %r: not an integer", raw)
-        return default
-    return value if value >= 1 else default
 
 
 @dataclass
@@ -137,65 +79,8 @@ class JudgeRun:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    seq: int
-    id: str
-    tenant_id: str
-    partition: str
-    scope: str
-    user_id: str | None
-    agent_id: str | None
-    memory_type: str | None
-    kind: str
-    live: bool
-
-
-_PENDING_COLS = (
-    "seq, id, tenant_id, partition, scope, user_id, agent_id, memory_type, kind, "
-    f"(superseded_by IS NULL AND {LIVE})"
-)
-
-
-def _pending_rows(store: AgentMemory, ids: Sequence[str] | None, limit: int) -> list[_Pending]:
-    if ids is None:
-        sql = (
-            f"SELECT {_PENDING_COLS} FROM memories WHERE judged_at IS NULL AND kind = 'memory' "
-            f"ORDER BY seq LIMIT ?"
-        )
-        rows = store.records.read(sql, (limit,))
-    else:
-        rows = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows.extend(
-                store.records.read(
-                    f"SELECT {_PENDING_COLS} FROM memories WHERE judged_at IS NULL AND "
-                    f"id IN ({marks}) ORDER BY seq",
-                    chunk,
-                )
-            )
-        rows.sort(key=lambda r: r[0])
-    return [
-        _Pending(
-            seq=r[0],
-            id=r[1],
-            tenant_id=r[2],
-            partition=r[3],
-            scope=r[4],
-            user_id=r[5],
-            agent_id=r[6],
-            memory_type=r[7],
-            kind=r[8],
-            live=bool(r[9]),
-        )
-        for r in rows
-    ]
-
-
 def judge_pending(
-    store: AgentMemory,
+    ctx: StoreContext,
     *,
     limit: int | None = None,
     llm: LLM | None = None,
@@ -203,34 +88,35 @@ def judge_pending(
 ) -> JudgeResult:
     """Judge unjudged memories oldest first, in batches, until none is left (or ``limit``)."""
     limit = v.positive_int(limit, "limit")
-    cfg = config or JudgeConfig.from_env()
+    ctx.check_open()
+    cfg = config or ctx.settings.judge
     run = JudgeRun()
     while limit is None or run.judged < limit:
         size = cfg.batch_size if limit is None else min(cfg.batch_size, limit - run.judged)
-        batch = _pending_rows(store, None, size)
+        batch = ctx.records.unjudged(limit=size)
         if not batch:
             break
-        _judge_batch(store, batch, llm or store.llm, cfg, run)
+        _judge_batch(ctx, batch, llm or ctx.llm, cfg, run)
     return run.result()
 
 
 def judge_rows(
-    store: AgentMemory,
+    ctx: StoreContext,
     ids: Sequence[str],
     llm: LLM | None = None,
     config: JudgeConfig | None = None,
 ) -> JudgeRun:
     """Judge the given (new) memories now, oldest first; used by ``ingest``."""
-    cfg = config or JudgeConfig.from_env()
+    cfg = config or ctx.settings.judge
     run = JudgeRun()
-    rows = _pending_rows(store, ids, len(ids))
+    rows = ctx.records.unjudged(ids=ids, limit=len(ids))
     for start in range(0, len(rows), cfg.batch_size):
-        _judge_batch(store, rows[start : start + cfg.batch_size], llm or store.llm, cfg, run)
+        _judge_batch(ctx, rows[start : start + cfg.batch_size], llm or ctx.llm, cfg, run)
     return run
 
 
 def _judge_batch(
-    store: AgentMemory, batch: Sequence[_Pending], llm: LLM, cfg: JudgeConfig, run: JudgeRun
+    ctx: StoreContext, batch: Sequence[JudgeRow], llm: LLM, cfg: JudgeConfig, run: JudgeRun
 ) -> None:
     for row in batch:
         eligible = (
@@ -243,7 +129,7 @@ def _judge_batch(
         retire: list[str] = []
         if eligible:
             try:
-                retire = _decide(store, row, llm, cfg)
+                retire = _decide(ctx, row, llm, cfg)
             except Exception as exc:  # fail-open (seed 000): nothing retired, row marked
                 run.failed += 1
                 raw = getattr(exc, "context", {}).get("raw")
@@ -266,15 +152,16 @@ def _judge_batch(
                         }
                     )
                 )
-        run.superseded.extend((old, row.id) for old in _apply(store, row, retire, llm.name))
+        retired = ctx.records.apply_judgement(row, retire, llm.name)
+        run.superseded.extend((old, row.id) for old in retired)
         run.judged += 1
 
 
-def _decide(store: AgentMemory, row: _Pending, llm: LLM, cfg: JudgeConfig) -> list[str]:
-    candidates = _candidates(store, row, cfg)
+def _decide(ctx: StoreContext, row: JudgeRow, llm: LLM, cfg: JudgeConfig) -> list[str]:
+    candidates = _candidates(ctx, row, cfg)
     if not candidates:
         return []
-    new_row = store.records.get(row.id)
+    new_row = ctx.records.get(row.id)
     if new_row is None:
         return []
     verdicts = llm.judge(new_row.item.content, [(cid, content) for cid, content, _ in candidates])
@@ -286,147 +173,71 @@ def _decide(store: AgentMemory, row: _Pending, llm: LLM, cfg: JudgeConfig) -> li
     ]
 
 
-def _candidates(
-    store: AgentMemory, row: _Pending, cfg: JudgeConfig
-) -> list[tuple[str, str, float]]:
+def _candidates(ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig) -> list[tuple[str, str, float]]:
     """(id, content, cosine distance) of older same-bucket memories, nearest first."""
-    stored = store.records.get(row.id)
+    stored = ctx.records.get(row.id)
     if stored is None:
         return []
-    query = store.embedder.embed_documents([row_text(stored)])[0]
+    query = ctx.embedder.embed_documents([row_text(stored)])[0]
     sims: dict[str, float] = {}
-    hits = store.vectors.query(
+    hits = ctx.vectors.query(
         collection_name(row.tenant_id, row.partition),
         query,
         cfg.top_k * 4 + 10,
         {"kind": "memory"},
     )
     sims.update(hits)
-    unembedded = store.records.read(
-        f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND kind = 'memory' "
-        f"AND memory_type IN ({_TYPES_SQL}) AND seq < ? AND superseded_by IS NULL AND {LIVE} "
-        f"AND vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) ORDER BY seq DESC LIMIT ?",
-        (row.tenant_id, row.partition, row.seq, MAX_UNEMBEDDED_CANDIDATES),
-    )
-    fresh = [r[0] for r in unembedded if r[0] not in sims]
+    unembedded = ctx.records.unembedded_older(row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES)
+    fresh = [i for i in unembedded if i not in sims]
     if fresh:
-        rows = store.records.get_many(row.tenant_id, fresh)
+        rows = ctx.records.get_many(row.tenant_id, fresh)
         if rows:
-            vecs = store.embedder.embed_documents([row_text(r) for r in rows])
+            vecs = ctx.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
                 sims[r.item.id] = float(vec @ query)
     sims.pop(row.id, None)
     if not sims:
         return []
-    ids = list(sims)
-    out: list[tuple[str, str, float]] = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        rows_ = store.records.read(
-            f"SELECT id, content FROM memories WHERE id IN ({marks}) AND tenant_id = ? AND "
-            f"partition = ? AND scope = ? AND user_id IS ? AND agent_id IS ? AND "
-            f"kind = 'memory' AND memory_type IN ({_TYPES_SQL}) AND seq < ? AND "
-            f"superseded_by IS NULL AND {LIVE}",
-            (*chunk, row.tenant_id, row.partition, row.scope, row.user_id, row.agent_id, row.seq),
-        )
-        for cid, content in rows_:
-            distance = 1.0 - sims[cid]
-            if distance < cfg.threshold:
-                out.append((cid, content, distance))
+    out = [
+        (cid, content, 1.0 - sims[cid])
+        for cid, content in ctx.records.older_in_bucket(row, list(sims), JUDGED_TYPES)
+        if 1.0 - sims[cid] < cfg.threshold
+    ]
     out.sort(key=lambda c: (c[2], c[0]))
     return out[: cfg.top_k]
 
 
-def _apply(store: AgentMemory, row: _Pending, retire: Sequence[str], judge: str) -> list[str]:
-    """Retire ``retire`` in favour of ``row`` (if both still live) and mark ``row`` judged."""
-    now = iso(now_utc())
-    done: list[str] = []
-    with store.records.write() as conn:
-        alive = conn.execute(
-            f"SELECT 1 FROM memories WHERE id = ? AND superseded_by IS NULL AND {LIVE}",
-            (row.id,),
-        ).fetchone()
-        for old in retire if alive else ():
-            cur = conn.execute(
-                f"UPDATE memories SET superseded_by = ?, updated_at = ?, dedup_key = NULL "
-                f"WHERE id = ? AND tenant_id = ? AND partition = ? AND superseded_by IS NULL "
-                f"AND {LIVE}",
-                (row.id, now, old, row.tenant_id, row.partition),
-            )
-            if cur.rowcount:
-                retire_sources(conn, row.tenant_id, old, row.id)
-                conn.execute(
-                    "INSERT INTO audit_log (at, event, tenant_id, memory_id, detail) "
-                    "VALUES (?,?,?,?,?)",
-                    (
-                        now,
-                        "memory.supersede",
-                        row.tenant_id,
-                        old,
-                        json.dumps({"by": row.id, "via": "judge", "judge": judge}),
-                    ),
-                )
-                done.append(old)
-        conn.execute("UPDATE memories SET judged_at = ? WHERE id = ?", (now, row.id))
-    return done
-
-
 # -- history -----------------------------------------------------------------------------------
-def history(m: BoundMemory, memory_id: str) -> list[MemoryItem]:
+def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[MemoryItem]:
     """Every visible memory of ``memory_id``'s supersession chain, oldest first.
 
     Follows ``superseded_by`` in both directions (a memory may have superseded several
     older ones). Rows that are soft-deleted, anonymized or not visible to this identity are
     left out (the chain is still followed through them).
     """
-    memory_id = v.identity(memory_id, "memory_id", required=True)  # type: ignore[assignment]
-    records = m.store.records
-    start = records.get(memory_id)
-    if (
-        start is None
-        or start.item.deleted_at is not None
-        or start.item.anonymized_at is not None
-        or m._visible(start) is None
-    ):
-        raise NotFoundError(f"no memory {memory_id!r} is visible here", memory_id=memory_id)
-    seen: dict[str, Any] = {memory_id: start}
-    todo = [memory_id]
+    id_ = v.identity(memory_id, "memory_id", required=True)
+    assert id_ is not None
+    ctx.check_open()
+    records = ctx.records
+    start = records.get(id_)
+    if not scope_rules.readable(identity, start):
+        raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
+    assert start is not None
+    seen: dict[str, Row] = {id_: start}
+    todo = [id_]
     while todo and len(seen) < MAX_HISTORY:
-        current = todo.pop()
-        row = seen[current]
-        neighbours: list[str] = []
-        if row is not None and row.item.superseded_by:
+        row = seen[todo.pop()]
+        neighbours = records.memory_neighbours(identity.tenant_id, row.item.id)
+        if row.item.superseded_by:
             neighbours.append(row.item.superseded_by)
-        neighbours.extend(
-            r[0]
-            for r in records.read(
-                "SELECT id FROM memories WHERE tenant_id = ? AND superseded_by = ? "
-                "AND kind = 'memory'",
-                (m.tenant_id, current),
-            )
-        )
         for nid in neighbours:
             if nid not in seen:
                 nrow = records.get(nid)
-                if nrow is None or nrow.item.tenant_id != m.tenant_id:
+                if nrow is None or nrow.item.tenant_id != identity.tenant_id:
                     continue
                 seen[nid] = nrow
                 todo.append(nid)
-    ids = list(seen)
-    order: dict[str, int] = {}
-    for begin in range(0, len(ids), 500):
-        chunk = ids[begin : begin + 500]
-        marks = ",".join("?" * len(chunk))
-        for id_, seq in records.read(f"SELECT id, seq FROM memories WHERE id IN ({marks})", chunk):
-            order[id_] = seq
-    out = [
-        row.item
-        for row in seen.values()
-        if row is not None
-        and row.item.deleted_at is None
-        and row.item.anonymized_at is None
-        and m._visible(row) is not None
-    ]
+    order = records.seqs(list(seen))
+    out = [row.item for row in seen.values() if scope_rules.readable(identity, row)]
     out.sort(key=lambda item: order.get(item.id, 0))
     return out

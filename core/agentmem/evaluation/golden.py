@@ -70,8 +70,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..embeddings import Embedder, default_embedder
 from ..errors import AgentMemError, ValidationError
-from ..memory import REMEMBER_SCOPES, AgentMemory, BoundMemory
-from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, RecallResult
+from ..memory import AgentMemory, BoundMemory
+from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, RecallResult
 from ..tokens import count_tokens
 
 if TYPE_CHECKING:

@@ -98,7 +98,7 @@ from ..models import Identity
 from ..rerank import Reranker
 from ..storage.keyword_index import KeywordFilter
 from ..storage.vector_index import collection_name
-from ..write.indexer import index_text
+from ..write.index_text import index_text
 
 __all__ = [
     "ALL_MODES",

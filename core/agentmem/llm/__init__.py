@@ -16,11 +16,10 @@ Example:
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..config import LLMConfig
 from .anthropic import DEFAULT_MODEL, AnthropicLLM
 from .base import LLM, Answer, ChatTurn, Extracted, SummaryDelta, Verdict
 from .offline import OFFLINE_NAME, OfflineLLM
@@ -28,29 +27,25 @@ from .offline import OFFLINE_NAME, OfflineLLM
 if TYPE_CHECKING:
     from ..embeddings import Embedder
 
-log = logging.getLogger("agentmem.llm")
-
 
 def default_llm(
-    *, embedder: Embedder | None = None, environ: Mapping[str, str] | None = None
+    config: LLMConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> LLM:
-    """The LLM to use when none is passed in.
-
-    ``AGENTMEM_LLM=offline`` or ``anthropic`` decides explicitly; otherwise
-    :class:`AnthropicLLM` (configured by :meth:`AnthropicLLM.from_env`) when
-    ``ANTHROPIC_API_KEY`` is set, else :class:`OfflineLLM`. Nothing touches the network here.
+    """The LLM a :class:`~agentmem.config.LLMConfig` asks for (default: read from
+    ``environ``, else ``os.environ``): :class:`AnthropicLLM` when its provider is
+    ``anthropic``, else :class:`OfflineLLM`. Nothing touches the network here.
 
     Args:
+        config: Which LLM and how to reach it.
         embedder: Given to the offline LLM (ranks answer sentences by similarity).
-        environ: Environment to read (default ``os.environ``).
+        environ: Environment to read when no ``config`` is given.
     """
-    env = os.environ if environ is None else environ
-    choice = env.get("AGENTMEM_LLM", "").strip().lower()
-    if choice not in ("", "offline", "anthropic"):
-        log.warning("ignoring AGENTMEM_LLM=%r: use 'offline' or 'anthropic'", choice)
-        choice = ""
-    if choice == "anthropic" or (not choice and env.get("ANTHROPIC_API_KEY", "").strip()):
-        return AnthropicLLM.from_env(env)
+    cfg = config if config is not None else LLMConfig.from_env(environ)
+    if cfg.provider == "anthropic":
+        return AnthropicLLM.from_config(cfg)
     return OfflineLLM(embedder)
 
 

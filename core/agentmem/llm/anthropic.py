@@ -25,6 +25,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..config import LLMConfig
 from ..errors import LLMError
 from ..models import MEMORY_TYPES
 from .base import Answer, ChatTurn, Extracted, SummaryDelta, Verdict
@@ -242,35 +243,22 @@ class AnthropicLLM:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> AnthropicLLM:
-        """Build from ``AGENTMEM_LLM_MODEL``, ``AGENTMEM_LLM_TIMEOUT``,
-        ``AGENTMEM_LLM_MAX_RETRIES``, ``AGENTMEM_MEMORY_JUDGE_MODEL`` and ``ANTHROPIC_BASE_URL``
-        (keyword arguments win)."""
-        import os
-
-        env = os.environ if environ is None else environ
+    def from_config(cls, config: LLMConfig, **kwargs: Any) -> AnthropicLLM:
+        """Build from an :class:`~agentmem.config.LLMConfig` (keyword arguments win)."""
         opts: dict[str, Any] = {}
-        if env.get("AGENTMEM_LLM_MODEL", "").strip():
-            opts["model"] = env["AGENTMEM_LLM_MODEL"].strip()
-        if env.get("AGENTMEM_MEMORY_JUDGE_MODEL", "").strip():
-            opts["judge_model"] = env["AGENTMEM_MEMORY_JUDGE_MODEL"].strip()
-        if env.get("ANTHROPIC_BASE_URL", "").strip():
-            opts["base_url"] = env["ANTHROPIC_BASE_URL"].strip()
-        for name, key, conv in (
-            ("AGENTMEM_LLM_TIMEOUT", "timeout", float),
-            ("AGENTMEM_LLM_MAX_RETRIES", "max_retries", int),
-        ):
-            raw = env.get(name, "").strip()
-            if raw:
-                try:
-                    value = conv(raw)
-                except ValueError:
-                    log.warning("ignoring %s=%r: not a number", name, raw)
-                    continue
-                if value >= 0:
-                    opts[key] = value
+        for key in ("model", "judge_model", "base_url", "api_key", "timeout", "max_retries"):
+            value = getattr(config, key)
+            if value is not None:
+                opts[key] = value
         opts.update(kwargs)
         return cls(**opts)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> AnthropicLLM:
+        """:meth:`from_config` of ``LLMConfig.from_env(environ)`` (``AGENTMEM_LLM_MODEL``,
+        ``AGENTMEM_LLM_TIMEOUT``, ``AGENTMEM_LLM_MAX_RETRIES``, ``AGENTMEM_MEMORY_JUDGE_MODEL``,
+        ``ANTHROPIC_BASE_URL``; keyword arguments win)."""
+        return cls.from_config(LLMConfig.from_env(environ), **kwargs)
 
     @property
     def name(self) -> str:

@@ -23,7 +23,7 @@ failed permanently (``VEC_FAILED``) are reported and make the report not ``ok``,
 
 Example:
     >>> from agentmem.maintenance.doctor import diagnose
-    >>> report = diagnose(mem)  # doctest: +SKIP
+    >>> report = diagnose(mem.context)  # doctest: +SKIP
     >>> report.ok, report.missing_keyword, report.samples.get("extra_vectors")  # doctest: +SKIP
 """
 
@@ -31,14 +31,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..context import StoreContext
 from ..storage.fingerprint import read as read_fingerprint
-from ..storage.records import LIVE, VEC_FAILED, VEC_PENDING, VEC_SKIP, VECTOR_LIVE
+from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
-
-if TYPE_CHECKING:
-    from ..memory import AgentMemory
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10
@@ -88,35 +86,30 @@ def _sample(ids: set[str] | list[str]) -> list[str]:
     return sorted(ids)[:SAMPLE_SIZE]
 
 
-def diagnose(mem: AgentMemory) -> DoctorReport:
-    """Compare ``mem``'s records with its keyword index and vector collections.
+def diagnose(ctx: StoreContext) -> DoctorReport:
+    """Compare a store's records with its keyword index and vector collections.
 
     Never raises for a broken index: an index that cannot be read is listed in ``problems``
     (and its rows counted as missing).
     """
-    mem._check_open()
-    records = mem.records
-    problems = [f"recovered at open: {note}" for note in getattr(mem, "recovered", [])]
+    ctx.check_open()
+    records = ctx.records
+    problems = [f"recovered at open: {note}" for note in ctx.recovered]
     # (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live)
-    rows = records.read(
-        f"SELECT id, tenant_id, partition, kw_pending, keyword_indexed, vec_pending, embedded, "
-        f"({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
-    )
+    rows = records.index.state()
     live_ids = {r[0] for r in rows}
     where: dict[str, tuple[str, str]] = {r[0]: (r[1], r[2]) for r in rows}
 
     # -- keyword index -----------------------------------------------------------------------
     keyword_ids: set[str] = set()
     try:
-        keyword_ids = mem.keywords.all_ids()
+        keyword_ids = ctx.keywords.all_ids()
     except Exception as exc:  # an unreadable index is a finding, not a crash
         problems.append(f"keyword index unreadable: {exc}")
     missing_kw = {r[0] for r in rows if r[3] == 0 and r[0] not in keyword_ids}
     stale_kw = {r[0] for r in rows if r[3] == 0 and r[4] == 1 and r[0] not in keyword_ids}
     # ids whose deletion is still queued are not extra (the indexer removes them next)
-    queued = {
-        r[0] for r in records.read(f"SELECT id FROM memories WHERE kw_pending = 1 AND NOT ({LIVE})")
-    }
+    queued = records.index.queued_keyword_removals()
     extra_kw = keyword_ids - live_ids - queued
 
     # -- vector index ------------------------------------------------------------------------
@@ -128,18 +121,13 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
             if embedded:
                 stale_vec_candidates.add(id_)
     # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
-    queued_vec = {
-        r[0]
-        for r in records.read(
-            f"SELECT id FROM memories WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED})"
-        )
-    }
+    queued_vec = records.index.queued_vector_ids()
     partitions = records.partitions()
     known = {c for _, _, c in partitions}
     collections: list[str] = []
     vectors_readable = True
     try:
-        collections = mem.vectors.collections()
+        collections = ctx.vectors.collections()
     except Exception as exc:
         vectors_readable = False
         problems.append(f"vector index unreadable: {exc}")
@@ -149,7 +137,7 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
         present[name] = set()
         if vectors_readable and name in collections:
             try:
-                present[name] = mem.vectors.ids(name)
+                present[name] = ctx.vectors.ids(name)
             except Exception as exc:
                 problems.append(f"vector collection {name} unreadable: {exc}")
     missing_vec: set[str] = set()
@@ -183,7 +171,7 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
         if d.missing_keyword or d.missing_vectors or d.extra_vectors:
             drift.append(d)
 
-    kw_pending, vec_pending, failed = records.pending_counts()
+    kw_pending, vec_pending, failed = records.index.pending_counts()
     recorded = read_fingerprint(records)
     notes: list[str] = []
     if recorded is not None and recorded.origin == "assumed":
@@ -206,13 +194,7 @@ def diagnose(mem: AgentMemory) -> DoctorReport:
         if ids
     }
     if failed:
-        samples["failed_vectors"] = [
-            r[0]
-            for r in records.read(
-                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED} ORDER BY seq LIMIT ?",
-                (SAMPLE_SIZE,),
-            )
-        ]
+        samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE)
     ok = not (problems or missing_kw or extra_kw or missing_vec or extra_vec or orphans or failed)
     return DoctorReport(
         ok=ok,

@@ -19,7 +19,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
@@ -29,11 +28,13 @@ from ..errors import RerankError, StorageError
 from ..models import Identity, RecallHit, RecallResult
 from ..rerank import Reranker
 from ..storage.keyword_index import KeywordFilter, KeywordIndex
-from ..storage.records import Brief, RecordStore
+from ..storage.records import RecordStore
+from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
 from ..tokens import count_tokens, truncate_to_tokens
-from ..write.indexer import keyword_text
+from ..write.index_text import keyword_text
 from .ranking import Candidate, brevity, coverage, features, monotone, rrf, score_all
+from .request import RecallRequest
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -43,21 +44,6 @@ log = logging.getLogger("agentmem")
 #: Below this many tokens left in the budget, the next item is dropped rather than cut.
 MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
-
-
-@dataclass(frozen=True, slots=True)
-class RecallRequest:
-    query: str
-    top_k: int
-    scope: str
-    kinds: tuple[str, ...] | None
-    memory_types: tuple[str, ...] | None
-    rerank: bool
-    min_score: float
-    token_budget: int
-    filters: Mapping[str, Any]
-    include_superseded: bool = False
-    tiers: tuple[str, ...] | None = None
 
 
 class RecallEngine:
@@ -117,7 +103,7 @@ class RecallEngine:
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
-        degraded = notes.get("vector_skipped", False) or self.records.has_unembedded(
+        degraded = notes.get("vector_skipped", False) or self.records.index.has_unembedded(
             identity.tenant_id, partitions
         )
         result = RecallResult(

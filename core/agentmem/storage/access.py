@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..errors import AgentMemError
-from .records import RecordStore, iso, now_utc
+from .records import RecordStore
+from .rows import iso, now_utc
 
 log = logging.getLogger("agentmem.storage.access")
 
@@ -108,15 +109,8 @@ class AccessTracker:
             self._last_flush = self._clock()
         if not counts:
             return 0
-        params = [(n, last[id_], last[id_], id_) for id_, n in counts.items()]
         try:
-            with self._records.write() as conn:
-                conn.executemany(
-                    "UPDATE memories SET access_count = access_count + ?, last_accessed = "
-                    "CASE WHEN last_accessed IS NULL OR last_accessed < ? THEN ? "
-                    "ELSE last_accessed END WHERE id = ?",
-                    params,
-                )
+            self._records.add_access(counts, last)
         except AgentMemError as exc:
             log.warning("access counters not flushed (kept for the next flush): %s", exc)
             with self._lock:

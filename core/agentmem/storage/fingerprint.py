@@ -34,7 +34,7 @@ from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import EmbedderMismatchError, StorageError
-from .records import VEC_PENDING, VEC_SKIP, RecordStore
+from .records import RecordStore
 from .vector_index import VectorIndex
 
 log = logging.getLogger("agentmem")
@@ -111,7 +111,7 @@ def mismatch_error(
 
 def read(records: RecordStore) -> EmbedderFingerprint | None:
     """The fingerprint recorded in a :class:`~agentmem.storage.records.RecordStore`, or None."""
-    raw = records.get_meta(META_KEY)
+    raw = records.meta.get(META_KEY)
     if raw is None:
         return None
     try:
@@ -122,8 +122,7 @@ def read(records: RecordStore) -> EmbedderFingerprint | None:
 
 def record(records: RecordStore, fingerprint: EmbedderFingerprint, *, replace: bool) -> None:
     """Store ``fingerprint``; with ``replace=False`` an existing one is kept."""
-    with records.write() as conn:
-        records.set_meta(conn, META_KEY, fingerprint.to_json(), replace=replace)
+    records.meta.set(META_KEY, fingerprint.to_json(), replace=replace)
 
 
 def check(
@@ -160,12 +159,8 @@ def check(
         current.describe(),
     )
     drop_vectors()
-    with records.write() as conn:  # queue every row and record the new embedder
-        conn.execute(
-            f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
-            f"WHERE vec_pending != {VEC_SKIP}"
-        )
-        RecordStore.set_meta(conn, META_KEY, current.to_json())
+    # queue every row and record the new embedder, in one transaction
+    records.requeue_vectors(meta=(META_KEY, current.to_json()))
     return True, recorded
 
 

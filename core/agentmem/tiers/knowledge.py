@@ -31,22 +31,21 @@ Example:
 from __future__ import annotations
 
 import builtins
-import hashlib
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import scopes as scope_rules
 from .. import validation as v
 from ..config import CHAT_COPY_MAX_BYTES
+from ..context import StoreContext
 from ..errors import ScopeError
-from ..models import MEMORY_TYPES, MemoryItem, RecallResult
-from ..storage.records import LIVE, NewRecord, Row
-
-if TYPE_CHECKING:
-    from ..memory import BoundMemory
+from ..models import MEMORY_TYPES, Identity, MemoryItem, RecallResult
+from ..recall.api import recall
+from ..storage.rows import Row
+from ..write.commit import commit, retire
+from ..write.records import new_record, sha
 
 SCOPE = "knowledge"
 KEY_METADATA = "knowledge_key"
@@ -89,10 +88,6 @@ class UpsertResult:
     replaced: str | None = None
 
 
-def _sha(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
-
-
 def _topic(agent_id: str, key: str) -> str:
     return f"knowledge/{agent_id}/{key}"
 
@@ -111,14 +106,14 @@ class Knowledge:
         ['office']
     """
 
-    def __init__(self, memory: BoundMemory) -> None:
-        self._m = memory
-        self._store = memory.store
+    def __init__(self, ctx: StoreContext, identity: Identity) -> None:
+        self._ctx = ctx
+        self._identity = identity
 
     def _own_agent(self) -> str:
-        scope_rules.home_partition(self._m.identity, SCOPE)  # raises ScopeError without agent
-        assert self._m.agent_id is not None
-        return self._m.agent_id
+        scope_rules.home_partition(self._identity, SCOPE)  # raises ScopeError without agent
+        assert self._identity.agent_id is not None
+        return self._identity.agent_id
 
     # -- writes --------------------------------------------------------------------------------
     def upsert(
@@ -139,7 +134,7 @@ class Knowledge:
             importance: Optional weight in [0, 1].
             metadata: The caller's metadata (``knowledge_key`` is set by agentmem).
         """
-        self._store._check_open()
+        self._ctx.check_open()
         agent = self._own_agent()
         text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
         k = v.identity(key, "key")
@@ -149,35 +144,24 @@ class Knowledge:
         meta.pop(KEY_METADATA, None)
         if k is not None:
             meta[KEY_METADATA] = k
-        i = self._m.identity
-        rec = NewRecord(
-            id=uuid.uuid4().hex,
-            tenant_id=i.tenant_id,
-            user_id=None,
-            agent_id=agent,
-            session_id=None,
+        i = self._identity
+        rec = new_record(
+            i,
             kind="memory",
-            memory_type=mtype,
             scope=SCOPE,
-            role=None,
             content=text,
-            content_hash=_sha(text),
-            source_ref=None,
+            memory_type=mtype,
             metadata=meta,
             importance=imp,
-            event_time=None,
-            partition=scope_rules.home_partition(i, SCOPE),
-            dedup_key=_sha("knowledge", i.tenant_id, agent, k or "", mtype, text.strip()),
+            dedup_key=sha("knowledge", i.tenant_id, agent, k or "", mtype, text.strip()),
             topic_key=_topic(agent, k) if k is not None else None,
+            owner=(None, None, agent),
         )
-        ((id_, new),) = self._m._write([rec], "knowledge_upsert")
+        ((id_, new),) = commit(self._ctx, [rec], "knowledge_upsert")
         replaced = None
         if new and k is not None:
-            rows = self._store.records.read(
-                "SELECT id FROM memories WHERE superseded_by = ? ORDER BY seq DESC LIMIT 1",
-                (id_,),
-            )
-            replaced = rows[0][0] if rows else None
+            older = self._ctx.records.superseded_by(id_)
+            replaced = older[0] if older else None
         return UpsertResult(id=id_, key=k, was_new=new, replaced=replaced)
 
     def delete(self, key_or_id: str) -> bool:
@@ -187,13 +171,13 @@ class Knowledge:
             ScopeError: the id names another agent's entry (knowledge is written only by its
                 own agent).
         """
-        self._store._check_open()
+        self._ctx.check_open()
         agent = self._own_agent()
         ref = v.identity(key_or_id, "key_or_id", required=True)
         assert ref is not None
         ids = self._ids(agent, ref)
         if not ids:
-            row = self._store.records.get(ref)
+            row = self._ctx.records.get(ref)
             if row is None or not self._readable(row) or row.item.deleted_at is not None:
                 return False
             if row.item.agent_id != agent:
@@ -203,18 +187,14 @@ class Knowledge:
                     f"(this one belongs to agent {row.item.agent_id!r})",
                 )
             ids = [ref]
-        done = False
-        for id_ in ids:
-            done = self._store.records.soft_delete(self._m.tenant_id, id_) or done
-        self._store.indexer.notify()
-        return done
+        return retire(self._ctx, self._identity.tenant_id, ids) > 0
 
     # -- reads ---------------------------------------------------------------------------------
     def get(self, key: str, *, agent_id: str | None = None) -> KnowledgeEntry | None:
         """The live entry under ``key`` of ``agent_id`` (default: the bound agent), or None."""
         k = v.identity(key, "key", required=True)
         assert k is not None
-        agent = v.identity(agent_id, "agent_id") or self._m.agent_id
+        agent = v.identity(agent_id, "agent_id") or self._identity.agent_id
         if agent is None:
             raise ScopeError(
                 "agent_id", "this memory is bound without an agent: pass agent_id= to read one"
@@ -228,39 +208,30 @@ class Knowledge:
         """Live entries, oldest first: the bound agent's, ``agent_id``'s, or with
         ``all_agents=True`` every agent's of the tenant (an identity without an agent sees
         every agent's by default)."""
-        self._store._check_open()
-        sql = (
-            f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND scope = ? "
-            f"AND superseded_by IS NULL AND {LIVE}"
-        )
-        params: list[Any] = [self._m.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE]
+        self._ctx.check_open()
         agent = v.identity(agent_id, "agent_id")
         if agent is None and not all_agents:
-            agent = self._m.agent_id
-        if agent is not None:
-            sql += " AND agent_id = ?"
-            params.append(agent)
-        ids = [r[0] for r in self._store.records.read(sql + " ORDER BY seq", params)]
+            agent = self._identity.agent_id
+        ids = self._ctx.records.current_ids(
+            self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE, agent_id=agent
+        )
         return self._entries(ids)
 
     def search(self, query: str, *, top_k: int = 5, **kwargs: Any) -> RecallResult:
         """Recall over knowledge only (``m.recall(query, scope="knowledge", ...)``)."""
-        return self._m.recall(query, top_k=top_k, scope=SCOPE, **kwargs)
+        return recall(self._ctx, self._identity, query, top_k=top_k, scope=SCOPE, **kwargs)
 
     # -- helpers -------------------------------------------------------------------------------
     def _ids(self, agent: str, key: str) -> builtins.list[str]:
-        rows = self._store.records.read(
-            f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND topic_key = ? "
-            f"AND scope = ? AND superseded_by IS NULL AND {LIVE} ORDER BY seq",
-            (self._m.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE),
+        return self._ctx.records.topic_ids(
+            self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE
         )
-        return [r[0] for r in rows]
 
     def _readable(self, row: Row) -> bool:
-        return row.item.scope == SCOPE and self._m._visible(row) == SCOPE
+        return row.item.scope == SCOPE and scope_rules.visible_row(self._identity, row) == SCOPE
 
     def _entries(self, ids: builtins.list[str]) -> builtins.list[KnowledgeEntry]:
-        rows = {r.item.id: r for r in self._store.records.get_many(self._m.tenant_id, ids)}
+        rows = {r.item.id: r for r in self._ctx.records.get_many(self._identity.tenant_id, ids)}
         out = []
         for id_ in ids:
             row = rows.get(id_)

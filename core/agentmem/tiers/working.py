@@ -48,15 +48,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
 from .. import validation as v
+from ..config import TierConfig
+from ..context import StoreContext
 from ..errors import ValidationError
-from ..models import MemoryItem
-from ..storage.records import LIVE, iso, now_utc
+from ..models import Identity, MemoryItem
 from ..tokens import count_tokens
 
 if TYPE_CHECKING:
     from ..llm.base import LLM, ChatTurn
-    from ..memory import BoundMemory
-    from .sessions import TierConfig
 
 log = logging.getLogger("agentmem.tiers.working")
 
@@ -71,7 +70,6 @@ SUMMARY_HEADER = (
     "Summary of earlier messages of this conversation (they were compacted out of the "
     "prompt; call recall to look up details before answering):"
 )
-_MESSAGE_KINDS = "('chat_message', 'tool_output')"
 
 
 # -- the reference summary --------------------------------------------------------------------
@@ -311,20 +309,19 @@ class WorkingMemory:
         ()
     """
 
-    def __init__(self, memory: BoundMemory) -> None:
-        scope_rules.require(memory.identity, "session")
-        self._m = memory
-        self._store = memory.store
+    def __init__(self, ctx: StoreContext, identity: Identity) -> None:
+        scope_rules.require(identity, "session")
+        assert identity.session_id is not None
+        self._ctx = ctx
         self._key = (
-            memory.tenant_id,
-            scope_rules.home_partition(memory.identity, "session"),
-            memory.session_id,
+            identity.tenant_id,
+            scope_rules.home_partition(identity, "session"),
+            identity.session_id,
         )
 
     @property
     def config(self) -> TierConfig:
-        cfg: TierConfig = self._store.tier_config
-        return cfg
+        return self._ctx.settings.tiers
 
     # -- reads ---------------------------------------------------------------------------------
     @property
@@ -347,7 +344,7 @@ class WorkingMemory:
 
     def snapshot(self) -> WorkingSnapshot:
         """Pinned messages, window, summary and token counts, read together."""
-        self._store._check_open()
+        self._ctx.check_open()
         state = self._load()
         pinned, window, latest_user = self._rows(state)
         summary_tokens = 0 if state.summary.empty else count_tokens(state.summary.render()) + 4
@@ -369,61 +366,42 @@ class WorkingMemory:
         )
 
     def _load(self) -> _State:
-        rows = self._store.records.read(
-            "SELECT summary, boundary_seq, held, version, compactions, trips, last_error "
-            "FROM working_state WHERE tenant_id = ? AND partition = ? AND session_id = ?",
-            self._key,
-        )
-        if not rows:
+        row = self._ctx.records.working.load(*self._key)
+        if row is None:
             return _State(ReferenceSummary())
-        r = rows[0]
         return _State(
-            summary=ReferenceSummary.from_dict(json.loads(r[0])),
-            boundary=int(r[1]),
-            held=tuple(json.loads(r[2])),
-            version=int(r[3]),
-            compactions=int(r[4]),
-            trips=int(r[5]),
-            last_error=r[6],
+            summary=ReferenceSummary.from_dict(row.summary),
+            boundary=row.boundary,
+            held=row.held,
+            version=row.version,
+            compactions=row.compactions,
+            trips=row.trips,
+            last_error=row.last_error,
         )
 
     def _rows(
         self, state: _State
     ) -> tuple[list[tuple[int, MemoryItem]], list[tuple[int, MemoryItem]], int | None]:
         """(pinned, window, seq of the latest user message) of the session."""
-        held = ",".join(str(int(s)) for s in state.held) or "-1"
-        base = (
-            f"FROM memories WHERE tenant_id = ? AND partition = ? AND session_id = ? "
-            f"AND scope = 'session' AND kind IN {_MESSAGE_KINDS} AND {LIVE}"
+        rows, latest = self._ctx.records.working.window_rows(
+            *self._key, boundary=state.boundary, held=state.held
         )
-        rows = self._store.records.read(
-            f"SELECT seq, id {base} AND (seq > ? OR seq IN ({held}) OR role = 'system' "
-            f"OR json_extract(metadata, '$.pinned') = 1) ORDER BY seq",
-            (*self._key, state.boundary),
-        )
-        latest = self._store.records.read(f"SELECT MAX(seq) {base} AND role = 'user'", self._key)
-        items = {
-            r.item.id: r.item
-            for r in self._store.records.get_many(self._key[0], [r[1] for r in rows])
-        }
         pinned: list[tuple[int, MemoryItem]] = []
         window: list[tuple[int, MemoryItem]] = []
-        for seq, id_ in rows:
-            item = items.get(id_)
-            if item is None:
-                continue
+        for seq, row in rows:
+            item = row.item
             if is_pinned(item):
                 pinned.append((seq, item))
             elif seq > state.boundary or seq in state.held:
                 window.append((seq, item))
-        return pinned, window, latest[0][0] if latest else None
+        return pinned, window, latest
 
     # -- compaction ----------------------------------------------------------------------------
     def compact(self, *, keep: int | None = None, reason: str = "manual") -> CompactionResult:
         """Fold the window into the reference summary, keeping the last ``keep`` messages
         (default ``working_tail``, 4) and the latest user message.
         """
-        self._store._check_open()
+        self._ctx.check_open()
         if keep is None:
             tail = self.config.working_tail
         elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
@@ -438,7 +416,7 @@ class WorkingMemory:
             return CompactionResult(
                 ok=True, reason=reason, window=len(window), summary=state.summary
             )
-        llm: LLM = self._store.llm
+        llm: LLM = self._ctx.llm
         summary = state.summary
         try:  # one delta per batch, all applied to a copy: one failure and nothing changes
             for start in range(0, len(roll), MAX_DELTA_MESSAGES):
@@ -486,15 +464,7 @@ class WorkingMemory:
     ) -> CompactionResult:
         error = f"{type(exc).__name__}: {exc}"[:500]
         log.warning(json.dumps({"event": "working_compaction_failed", "error": error}))
-        now = iso(now_utc())
-        with self._store.records.write() as conn:
-            conn.execute(
-                "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
-                "last_error, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, "
-                "partition, session_id) DO UPDATE SET last_error = excluded.last_error, "
-                "updated_at = excluded.updated_at",
-                (*self._key, json.dumps(state.summary.to_dict()), error, now),
-            )
+        self._ctx.records.working.record_error(*self._key, state.summary.to_dict(), error)
         return CompactionResult(
             ok=False, reason=reason, window=window, summary=state.summary, error=error
         )
@@ -509,23 +479,14 @@ class WorkingMemory:
         trip: bool,
     ) -> bool:
         """Compare-and-set the new state; False when another compaction got there first."""
-        now = iso(now_utc())
-        trips = int(trip)
-        encoded = json.dumps(summary.to_dict(), ensure_ascii=False)
-        with self._store.records.write() as conn:
-            cur = conn.execute(
-                "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
-                "boundary_seq, held, version, compactions, trips, last_error, updated_at) "
-                "VALUES (?,?,?,?,?,?,1,1,?,NULL,?) ON CONFLICT (tenant_id, partition, "
-                "session_id) DO UPDATE SET summary = excluded.summary, "
-                "boundary_seq = excluded.boundary_seq, held = excluded.held, "
-                "version = working_state.version + 1, "
-                "compactions = working_state.compactions + 1, "
-                "trips = working_state.trips + excluded.trips, last_error = NULL, "
-                "updated_at = excluded.updated_at WHERE working_state.version = ?",
-                (*self._key, encoded, boundary, json.dumps(list(held)), trips, now, state.version),
-            )
-            return cur.rowcount > 0
+        return self._ctx.records.working.save(
+            *self._key,
+            expected_version=state.version,
+            summary=summary.to_dict(),
+            boundary=boundary,
+            held=held,
+            trip=trip,
+        )
 
     # -- the prompt ----------------------------------------------------------------------------
     def context_messages(

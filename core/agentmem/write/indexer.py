@@ -16,24 +16,22 @@ with exponential backoff; after the last retry the rows are flagged (``vec_pendi
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from ..embeddings import Embedder
 from ..errors import AgentMemError
-from ..storage.keyword_index import KeywordDoc, KeywordIndex
-from ..storage.records import RecordStore, Row
+from ..storage.keyword_index import KeywordIndex
+from ..storage.records import RecordStore
+from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
+from .index_text import CONTEXT_CHARS, keyword_doc, row_text, vector_metadata
 
 log = logging.getLogger("agentmem.write.indexer")
 
 KEYWORD_BATCH = 2000
-#: Characters of each preceding message included as context of a chat message.
-CONTEXT_CHARS = 300
 
 
 class _Worker:
@@ -86,61 +84,6 @@ class _Worker:
                 if self.owner.interval:
                     # gather a batch of writes that arrive together
                     self.stopping.wait(self.owner.interval)
-
-
-def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
-    item = row.item
-    text = keyword_text(item.content, speaker_of(item.metadata))
-    return KeywordDoc(
-        id=item.id,
-        tenant=item.tenant_id,
-        partition=row.partition,
-        session=item.session_id or "",
-        kind=item.kind,
-        memory_type=item.memory_type or "",
-        scope=item.scope,
-        content=f"{context}\n{text}" if context else text,
-    )
-
-
-_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
-_CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def speaker_of(metadata: Mapping[str, Any]) -> str | None:
-    """The ``speaker`` a chat message's metadata names, if any."""
-    speaker = metadata.get("speaker") if metadata else None
-    return speaker if isinstance(speaker, str) and speaker.strip() else None
-
-
-def index_text(content: str, speaker: str | None) -> str:
-    """The text both indexes see for a row (content plus its speaker, if any)."""
-    return f"{speaker}: {content}" if speaker else content
-
-
-def row_text(row: Row) -> str:
-    """:func:`index_text` of a stored row."""
-    return index_text(row.item.content, speaker_of(row.item.metadata))
-
-
-def keyword_text(content: str, speaker: str | None) -> str:
-    """What the keyword index sees: :func:`index_text` plus camelCase words split apart
-    (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
-    text = index_text(content, speaker)
-    if not _CAMEL_SPLIT.search(text):  # cheap test first: most texts have no camelCase
-        return text
-    parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
-    return f"{text}\n{' '.join(sorted(parts))}" if parts else text
-
-
-def vector_metadata(row: Row) -> dict[str, str]:
-    item = row.item
-    return {
-        "session_id": item.session_id or "",
-        "kind": item.kind,
-        "memory_type": item.memory_type or "",
-        "scope": item.scope,
-    }
 
 
 class Indexer:
@@ -218,7 +161,7 @@ class Indexer:
             self.notify()
             remaining = 1.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
             if all(w.wait_idle(remaining) for w in self._workers):
-                kw, vec, _ = self.records.pending_counts()
+                kw, vec, _ = self.records.index.pending_counts()
                 if kw == 0 and vec == 0:
                     return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -251,7 +194,7 @@ class Indexer:
     def _keyword_pass(self) -> bool:
         did = False
         while True:
-            pending = self.records.pending_keyword(KEYWORD_BATCH)
+            pending = self.records.index.pending_keyword(KEYWORD_BATCH)
             if not pending:
                 return did
             live = [row for _, row, is_live in pending if is_live]
@@ -262,7 +205,7 @@ class Indexer:
             if dead:
                 self.keywords.delete(dead)
             self.keywords.commit()
-            self.records.mark_keyword_done([(seq, is_live) for seq, _, is_live in pending])
+            self.records.index.mark_keyword_done([(seq, is_live) for seq, _, is_live in pending])
             did = True
             if len(pending) < KEYWORD_BATCH:
                 return did
@@ -288,7 +231,7 @@ class Indexer:
         return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
-        pending = self.records.pending_vector(self.batch_size, retry_failed=retry_failed)
+        pending = self.records.index.pending_vector(self.batch_size, retry_failed=retry_failed)
         if not pending:
             return False
         live = [(seq, row) for seq, row, is_live in pending if is_live]
@@ -299,7 +242,7 @@ class Indexer:
         for collection, ids in by_collection.items():
             self.vectors.delete(collection, ids)
         if dead:
-            self.records.mark_vector_done([(seq, False) for seq, _ in dead])
+            self.records.index.mark_vector_done([(seq, False) for seq, _ in dead])
         if live:
             self._embed_and_store(live)
         return True
@@ -331,7 +274,7 @@ class Indexer:
                     self._sleep(delay)
         if vectors is None:
             log.error("embedding batch of %d failed permanently: %s", len(texts), error)
-            self.records.mark_vector_failed([seq for seq, _ in live], f"{error}")
+            self.records.index.mark_vector_failed([seq for seq, _ in live], f"{error}")
             return
         if self.before_first_vectors is not None:
             self.before_first_vectors()  # raises: rows stay pending, the pass is retried
@@ -354,5 +297,5 @@ class Indexer:
         except AgentMemError as exc:
             log.error("vector upsert failed, rows stay pending: %s", exc)
             raise
-        self.records.mark_vector_done([(seq, True) for seq, _ in live])
+        self.records.index.mark_vector_done([(seq, True) for seq, _ in live])
         self.embedded_total += len(live)

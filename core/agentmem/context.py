@@ -1,0 +1,252 @@
+"""The store context: what every operation of the core works with.
+
+A :class:`StoreContext` holds one data dir's stores (records, keyword index, vector index),
+its background indexer and recall engine, the models (embedder, reranker, LLM), the settings
+read at open, per-key locks and the access counters. :func:`open_store` builds it; the
+:class:`~agentmem.AgentMemory` facade owns it and closes it. The operation functions of
+``write/``, ``recall/``, ``tiers/``, ``derived/`` and ``maintenance/`` take a context and an
+:class:`~agentmem.models.Identity`; none of them imports the facades.
+
+Example:
+    >>> ctx = open_store(tmp_path, settings=Settings())  # doctest: +SKIP
+    >>> ctx.records.count_live()  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .embeddings import Embedder, default_embedder
+from .errors import StorageError
+from .llm import LLM, default_llm
+from .recall.engine import RecallEngine
+from .rerank import HttpReranker, Reranker
+from .storage import fingerprint
+from .storage.access import AccessTracker
+from .storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, DataDirLock, set_aside
+from .storage.fingerprint import EmbedderFingerprint
+from .storage.keyword_index import KeywordIndex
+from .storage.records import RecordStore
+from .storage.vector_index import VectorIndex
+from .write.indexer import Indexer
+
+log = logging.getLogger("agentmem")
+
+
+class KeyedLocks:
+    """One lock per key, created on first use (e.g. one per session being closed)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple[Any, ...], threading.Lock] = {}
+
+    def __call__(self, *key: Any) -> threading.Lock:
+        with self._guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.Lock()
+            return lock
+
+
+class StoreContext:
+    """One open data dir: stores, indexer, engine, models, settings (see the module docstring).
+
+    Attributes:
+        recovered: Notes on indexes found unreadable at open and rebuilt from the records.
+        replaced_embedder: The embedder whose vectors this open dropped
+            (``allow_embedder_change=True``), if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        settings: Settings,
+        records: RecordStore,
+        keywords: KeywordIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        reranker: Reranker | None,
+        llm: LLM | None,
+        lock: DataDirLock,
+        embedder_recorded: bool,
+        recovered: list[str],
+        replaced_embedder: EmbedderFingerprint | None,
+    ) -> None:
+        self.home = home
+        self.settings = settings
+        self.records = records
+        self.keywords = keywords
+        self.vectors = vectors
+        self.embedder = embedder
+        self.reranker = reranker
+        self.recovered = recovered
+        self.replaced_embedder = replaced_embedder
+        self.locks = KeyedLocks()
+        self.pid = os.getpid()
+        self._llm = llm
+        self._lock = lock
+        self._closed = False
+        self.access = AccessTracker(records)
+        self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
+        self.engine.access = self.access
+        cfg = settings.memory
+        self.indexer = Indexer(
+            records,
+            keywords,
+            vectors,
+            embedder,
+            batch_size=cfg.embed_batch_size,
+            interval=cfg.index_interval,
+            keyword_context=cfg.keyword_context,
+            vector_context=cfg.vector_context,
+            before_first_vectors=None if embedder_recorded else self._record_first_embedder,
+        )
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM of this store (built from the settings on first use)."""
+        if self._llm is None:
+            self._llm = default_llm(self.settings.llm, embedder=self.embedder)
+        return self._llm
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        """Raise unless this context may serve a call in this process."""
+        if self._closed:
+            raise StorageError("this AgentMemory is closed", path=str(self.home))
+        if os.getpid() != self.pid:
+            raise StorageError(
+                f"this AgentMemory was opened in process {self.pid} and is used in process "
+                f"{os.getpid()}, a forked child: its database connections and indexer threads "
+                "do not survive a fork. Open the AgentMemory in the child after the fork "
+                "(e.g. no module-level AgentMemory with gunicorn --preload or multiprocessing "
+                "'fork'), or share one memory through `agentmem serve`.",
+                path=str(self.home),
+                pid=os.getpid(),
+            )
+
+    def _record_first_embedder(self) -> None:
+        """The indexer calls this before it first writes vectors to this data dir."""
+        first = EmbedderFingerprint.of(self.embedder, origin="first_write")
+        fingerprint.record(self.records, first, replace=False)
+
+    def drop_vectors(self) -> None:
+        """Drop every vector collection (an unreadable embedded index is set aside)."""
+        self.recovered.extend(_drop_vectors(self.vectors))
+
+    def close(self) -> None:
+        """Stop the indexer (pending work resumes at the next open) and release the dir.
+
+        Idempotent; in a forked child only the lock handle is closed (the parent owns the
+        stores).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if os.getpid() != self.pid:
+            return
+        self.indexer.stop()
+        self.engine.close()
+        self.access.flush()
+        self.keywords.close()
+        self.vectors.close()
+        self.records.close()
+        self._lock.release()
+
+
+def open_store(
+    home: Path,
+    *,
+    settings: Settings,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    llm: LLM | None = None,
+    chroma_client: Any = None,
+    allow_embedder_change: bool = False,
+) -> StoreContext:
+    """Open a data dir: take its lock, open the three stores, check the embedder, recover an
+    unreadable keyword index. A refused open changes nothing on disk and holds nothing.
+
+    Raises:
+        DataDirLockedError: another process holds the dir.
+        EmbedderMismatchError: the dir's vectors were made by another embedder.
+        StorageError: a store cannot be opened.
+    """
+    emb = embedder or default_embedder()
+    lock = DataDirLock(home)
+    recovered: list[str] = []
+    records: RecordStore | None = None
+    vectors: VectorIndex | None = None
+    try:
+        records = RecordStore(home / RECORDS_FILE, durable=settings.memory.durable_writes)
+        vectors = VectorIndex(home / VECTORS_DIR, client=chroma_client)
+        index = vectors
+
+        def drop() -> None:
+            recovered.extend(_drop_vectors(index))
+
+        # before anything else touches the data dir: a refused open changes nothing
+        embedder_recorded, replaced = fingerprint.check(
+            records, vectors, emb, home, allow_change=allow_embedder_change, drop_vectors=drop
+        )
+        keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
+    except BaseException:
+        if vectors is not None:
+            vectors.close()
+        if records is not None:
+            records.close()
+        lock.release()
+        raise
+    return StoreContext(
+        home=home,
+        settings=settings,
+        records=records,
+        keywords=keywords,
+        vectors=vectors,
+        embedder=emb,
+        reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
+        llm=llm,
+        lock=lock,
+        embedder_recorded=embedder_recorded,
+        recovered=recovered,
+        replaced_embedder=replaced,
+    )
+
+
+def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
+    """The keyword index; a corrupted one is set aside and rebuilt from the records."""
+    try:
+        return KeywordIndex(path)
+    except StorageError as exc:
+        if not path.is_dir():
+            raise
+        recovered.append(set_aside(path, "keyword index", exc))
+    index = KeywordIndex(path)
+    records.index.mark_keywords_pending()  # the indexer re-adds every row
+    return index
+
+
+def _drop_vectors(vectors: VectorIndex) -> list[str]:
+    """Drop every collection; an unreadable embedded store is set aside instead. Returns the
+    notes of what was set aside."""
+    notes: list[str] = []
+    try:
+        names = vectors.collections()
+    except StorageError as exc:
+        if vectors.path is None or not vectors.owns_client:
+            raise
+        notes.append(set_aside(vectors.path, "vector index", exc))
+        names = vectors.collections()
+    for name in names:
+        vectors.drop(name)
+    return notes

@@ -1,0 +1,56 @@
+"""``agentmem stats``: row counts, index backlog, the recorded embedder and disk use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import StoreContext
+from ..models import KINDS
+from ..storage import fingerprint
+from ..storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, dir_size
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts for ``agentmem stats``."""
+
+    live: int
+    deleted: int
+    superseded: int
+    keyword_pending: int
+    vector_pending: int
+    vector_failed: int
+    by_kind: dict[str, int]
+    tenants: int
+    disk_bytes: dict[str, int]
+    #: The embedder recorded for the vectors (model_name, dimensions, origin); None until
+    #: the first vectors are written.
+    embedder: dict[str, Any] | None = None
+
+
+def stats(ctx: StoreContext) -> Stats:
+    """Counts of the whole data dir (every tenant)."""
+    ctx.check_open()
+    counts = ctx.records.counts(KINDS)
+    kw, vec, failed = ctx.records.index.pending_counts()
+    recorded = fingerprint.read(ctx.records)
+    return Stats(
+        live=counts.live,
+        deleted=counts.deleted,
+        superseded=counts.superseded,
+        keyword_pending=kw,
+        vector_pending=vec,
+        vector_failed=failed,
+        by_kind=counts.by_kind,
+        tenants=counts.tenants,
+        disk_bytes={
+            name: dir_size(ctx.home / sub)
+            for name, sub in (
+                ("records", RECORDS_FILE),
+                ("keywords", KEYWORDS_DIR),
+                ("vectors", VECTORS_DIR),
+            )
+        },
+        embedder=None if recorded is None else recorded.to_dict(),
+    )

@@ -1,0 +1,207 @@
+"""SQL connections of the records store: one writer, one reader connection per thread.
+
+SQLite in WAL mode lets readers run beside the single writer. Each reading thread gets its
+own connection; every write runs on one connection, guarded by a lock, inside a
+``BEGIN IMMEDIATE ... COMMIT`` transaction. sqlite3 errors become
+:class:`~agentmem.errors.StorageError` here, so no caller sees a driver exception.
+
+The SQL written against a :class:`Database` uses ``?`` placeholders and statements both SQLite
+and PostgreSQL understand (``INSERT ... ON CONFLICT``, no ``INSERT OR ...``); where a
+statement cannot be shared, the table module asks :attr:`Database.dialect`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import StorageError
+
+#: SQLite page cache per connection, in KiB: recall reads ~150 rows by id at random places.
+CACHE_KIB = 32768
+
+
+class Cursor(Protocol):
+    """What a write transaction's ``execute`` returns."""
+
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Transaction(Protocol):
+    """A write transaction (the writer connection between BEGIN and COMMIT)."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, params: Any, /) -> Cursor: ...
+
+
+class Database:
+    """A SQLite database file (WAL) with versioned migrations.
+
+    Args:
+        path: The database file.
+        durable: ``synchronous=FULL`` (an acknowledged write survives power loss) instead
+            of ``NORMAL`` (survives any process crash).
+        read_only: Open without migrating; writes raise StorageError.
+
+    Example:
+        >>> db = Database(tmp_path / "records.sqlite3")  # doctest: +SKIP
+        >>> with db.write() as tx:  # doctest: +SKIP
+        ...     tx.execute("INSERT INTO meta (key, value, updated_at) VALUES (?,?,?)", row)
+    """
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, *, durable: bool = False, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        self._sync = "FULL" if durable else "NORMAL"
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        try:
+            self._writer = None if read_only else self._connect()
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"cannot open records store at {path}: {exc}", path=str(path)
+            ) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro",
+                uri=True,
+                timeout=30.0,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        else:
+            conn = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._sync}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StorageError("records store is closed", path=str(self.path))
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = self._connect()
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot read records store {self.path}: {exc}") from exc
+            self._local.conn = conn
+        return conn
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """A write transaction; it commits on exit and rolls back on any exception."""
+        if self._closed:
+            raise StorageError("records store is closed", path=str(self.path))
+        if self._writer is None:
+            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn  # type: ignore[misc]
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StorageError(f"records store write failed: {exc}") from exc
+                raise
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """All rows of a query, on this thread's reader connection."""
+        try:
+            return self._reader().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"records store read failed: {exc}") from exc
+
+    def migrate(self, migrations: Sequence[str]) -> None:
+        """Apply the migrations this file has not seen, each in its own transaction.
+
+        Raises:
+            StorageError: the file was written by a newer agentmem (more migrations).
+        """
+        if self._writer is None:
+            version = self.schema_version()
+            if version > len(migrations):
+                raise _too_new(self.path, version, len(migrations))
+            return
+        conn = self._writer
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            current = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+            if current > len(migrations):
+                raise _too_new(self.path, current, len(migrations))
+            for version in range(current + 1, len(migrations) + 1):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in migrations[version - 1].split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
+            ) from exc
+
+    def schema_version(self) -> int:
+        rows = self.read("SELECT MAX(version) FROM schema_version")
+        return int(rows[0][0] or 0)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._closed = True
+            with self._conns_lock:
+                for conn in self._all_conns:
+                    with suppress(sqlite3.Error):
+                        conn.close()
+                self._all_conns.clear()
+
+
+def _too_new(path: Path, version: int, known: int) -> StorageError:
+    return StorageError(
+        f"records store schema version {version} is newer than this agentmem ({known}); "
+        "upgrade agentmem",
+        path=str(path),
+    )
+
+
+def marks(n: int) -> str:
+    """``?,?,...`` for ``n`` parameters."""
+    return ",".join("?" * n)
+
+
+def chunks(values: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
+    """``values`` in lists of at most ``size`` (SQLite limits the parameters of a query)."""
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])

@@ -1,0 +1,100 @@
+"""A data dir on disk: its writer lock, its files, and setting aside a broken index.
+
+Layout of a data dir::
+
+    LOCK               held (flock) by the process that writes to the dir
+    records.sqlite3    the records store (system of record)
+    keywords/          Tantivy index (derived)
+    chroma/            embedded Chroma store (derived; absent with a Chroma server)
+    keywords.broken-*  an unreadable index set aside at open (kept for inspection)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from pathlib import Path
+from typing import IO
+
+from ..errors import DataDirLockedError, StorageError
+
+log = logging.getLogger("agentmem.storage")
+
+RECORDS_FILE = "records.sqlite3"
+KEYWORDS_DIR = "keywords"
+VECTORS_DIR = "chroma"
+
+
+class DataDirLock:
+    """The exclusive writer lock of a data dir (an ``flock`` on ``LOCK``), held until
+    :meth:`release`. The operating system releases it when the process dies.
+
+    Raises:
+        StorageError: the dir cannot be created or written.
+        DataDirLockedError: another process (or another open in this one) holds it.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            probe = home / f".write-probe-{os.getpid()}"
+            probe.write_text("ok")
+            probe.unlink()
+            handle: IO[str] = open(home / "LOCK", "a+")  # noqa: SIM115 - held until release
+        except OSError as exc:
+            raise StorageError(
+                f"data dir {home} is not writable: {exc.strerror or exc}", path=str(home)
+            ) from exc
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            handle.close()
+            raise DataDirLockedError(
+                f"data dir {home} is open for writing in another process; a data dir has one "
+                "writing process at a time. Share one memory between processes with a server "
+                "(`agentmem --home DIR serve`, then `agentmem.connect(url, api_key=...)`), or "
+                "run the work as threads of one process. Read-only commands (`agentmem stats`, "
+                "`doctor`, `export`) work beside the writer.",
+                path=str(home),
+            ) from exc
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle: IO[str] | None = handle
+
+    def release(self) -> None:
+        """Give the lock up (idempotent)."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        finally:
+            handle.close()
+
+
+def set_aside(path: Path, what: str, reason: BaseException | str | None = None) -> str:
+    """Rename an unreadable index dir to ``<name>.broken-<time>``; returns a note saying so."""
+    aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d%H%M%S')}")
+    path.rename(aside)
+    note = f"{what} at {path} was unreadable ({reason}); moved to {aside.name}, rebuilt"
+    log.error(note)
+    return note
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of a file, or of every file under a directory (0 if missing)."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += (Path(root) / f).stat().st_size
+            except OSError:
+                continue
+    return total

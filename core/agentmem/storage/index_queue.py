@@ -1,0 +1,195 @@
+"""Index state of the records: what the background indexer still has to do.
+
+Every row carries two flags: ``kw_pending`` (its keyword-index entry must be added or removed)
+and ``vec_pending`` (:data:`~agentmem.storage.rows.VEC_PENDING`: its vector must be written or
+removed; ``VEC_FAILED``: embedding failed after retries; ``VEC_SKIP``: never embedded). A
+write sets them in its own transaction; the indexer clears them after the index write, so a
+crash at any point only means the work is done again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .database import Database, marks
+from .rows import (
+    COLUMNS,
+    LIVE,
+    VEC_FAILED,
+    VEC_PENDING,
+    VEC_SKIP,
+    VEC_SYNCED,
+    VECTOR_LIVE,
+    Row,
+    row_to_item,
+)
+
+
+class IndexQueue:
+    """The pending flags of the ``memories`` table (``records.index``)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def pending_keyword(self, limit: int) -> list[tuple[int, Row, bool]]:
+        """Rows whose keyword-index state is stale: (seq, row, live), oldest first."""
+        rows = self._db.read(
+            f"SELECT seq, {COLUMNS}, ({LIVE}) FROM memories WHERE kw_pending = 1 "
+            f"ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
+
+    def pending_vector(
+        self, limit: int, *, retry_failed: bool = False
+    ) -> list[tuple[int, Row, bool]]:
+        """Rows whose vector state is stale: (seq, row, belongs in the vector index)."""
+        state = "" if retry_failed else f" AND vec_pending = {VEC_PENDING}"
+        rows = self._db.read(
+            f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY memories_vec_todo "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
+            f"ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
+
+    def pending_in_partitions(
+        self, tenant_id: str, partitions: Sequence[str], limit: int
+    ) -> list[tuple[Row, bool, bool]]:
+        """Live rows of ``partitions`` missing from an index, newest first:
+        (row, keyword entry pending, vector pending or failed).
+
+        Recall reads these so a write is recallable before the indexer has caught up.
+        """
+        if not partitions:
+            return []
+        where = f"partition IN ({marks(len(partitions))}) AND tenant_id = ? AND {LIVE}"
+        params = (*partitions, tenant_id)
+        # two reads, each on its partial index (the queues are short; a partition is not)
+        found: dict[int, tuple[Row, bool, bool]] = {}
+        for r in self._db.read(
+            f"SELECT seq, {COLUMNS}, vec_pending FROM memories INDEXED BY "
+            f"memories_vec_todo_partition WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
+            f"AND {where} ORDER BY seq DESC LIMIT ?",
+            (*params, limit),
+        ):
+            found[r[0]] = (row_to_item(r[1:-1]), False, True)
+        for r in self._db.read(
+            f"SELECT seq, {COLUMNS}, vec_pending FROM memories INDEXED BY memories_kw_pending "
+            f"WHERE kw_pending = 1 AND {where} ORDER BY seq DESC LIMIT ?",
+            (*params, limit),
+        ):
+            vec = r[-1] in (VEC_PENDING, VEC_FAILED)
+            found[r[0]] = (row_to_item(r[1:-1]), True, vec)
+        return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
+
+    def mark_keyword_done(self, done: Sequence[tuple[int, bool]]) -> None:
+        """(seq, indexed) pairs: clear kw_pending; keyword_indexed = indexed.
+
+        ``indexed`` is the liveness the indexer saw; a row deleted or anonymized since then
+        stays pending, so the next pass removes it from the index.
+        """
+        with self._db.write() as tx:
+            tx.executemany(
+                f"UPDATE memories SET kw_pending = 0, keyword_indexed = ? "
+                f"WHERE seq = ? AND ({LIVE}) = ?",
+                [(int(indexed), seq, int(indexed)) for seq, indexed in done],
+            )
+
+    def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
+        """(seq, embedded) pairs; like :meth:`mark_keyword_done`, guarded by liveness."""
+        with self._db.write() as tx:
+            tx.executemany(
+                f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
+                f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
+                [(int(embedded), seq, int(embedded)) for seq, embedded in done],
+            )
+
+    def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:
+        with self._db.write() as tx:
+            tx.executemany(
+                f"UPDATE memories SET vec_pending = {VEC_FAILED}, embedded = 0, "
+                f"embed_attempts = embed_attempts + 1, embed_error = ? WHERE seq = ?",
+                [(error[:500], seq) for seq in seqs],
+            )
+
+    def mark_all_pending(self) -> None:
+        """Flag every row for both indexes (``reindex``)."""
+        with self._db.write() as tx:
+            tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
+            tx.execute(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+                f"WHERE vec_pending != {VEC_SKIP}"
+            )
+
+    def mark_keywords_pending(self) -> None:
+        """Flag every row for the keyword index (a rebuilt keyword index)."""
+        with self._db.write() as tx:
+            tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
+
+    def mark_vectors_pending(self) -> None:
+        """Flag every embeddable row for the vector index (vectors dropped)."""
+        with self._db.write() as tx:
+            tx.execute(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+                f"WHERE vec_pending != {VEC_SKIP}"
+            )
+
+    def pending_counts(self) -> tuple[int, int, int]:
+        """(keyword pending, vector pending, vector failed)."""
+        kw = int(self._db.read("SELECT COUNT(*) FROM memories WHERE kw_pending = 1")[0][0])
+        rows = self._db.read(
+            f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) GROUP BY vec_pending"
+        )
+        counts = dict(rows)
+        return kw, int(counts.get(VEC_PENDING, 0)), int(counts.get(VEC_FAILED, 0))
+
+    def has_unembedded(self, tenant_id: str, partitions: Sequence[str]) -> bool:
+        """True if a live row of ``partitions`` is waiting for (or failed) its vector."""
+        if not partitions:
+            return False
+        rows = self._db.read(
+            f"SELECT 1 FROM memories INDEXED BY memories_vec_todo_partition "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
+            f"AND partition IN ({marks(len(partitions))}) AND tenant_id = ? AND {LIVE} LIMIT 1",
+            (*partitions, tenant_id),
+        )
+        return bool(rows)
+
+    def state(self) -> list[tuple[str, str, str, int, int, int, int, int]]:
+        """(id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded,
+        belongs in the vector index) of every live row (``agentmem doctor``)."""
+        return [
+            tuple(r)
+            for r in self._db.read(
+                f"SELECT id, tenant_id, partition, kw_pending, keyword_indexed, vec_pending, "
+                f"embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
+            )
+        ]
+
+    def queued_keyword_removals(self) -> set[str]:
+        """Retired rows whose keyword entry is still to be removed."""
+        return {
+            r[0]
+            for r in self._db.read(f"SELECT id FROM memories WHERE kw_pending = 1 AND NOT ({LIVE})")
+        }
+
+    def queued_vector_ids(self) -> set[str]:
+        """Rows whose vector is still to be written, removed or retried."""
+        return {
+            r[0]
+            for r in self._db.read(
+                f"SELECT id FROM memories WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED})"
+            )
+        }
+
+    def failed_vector_ids(self, limit: int) -> list[str]:
+        """The oldest rows whose embedding failed."""
+        return [
+            r[0]
+            for r in self._db.read(
+                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED} ORDER BY seq LIMIT ?",
+                (limit,),
+            )
+        ]

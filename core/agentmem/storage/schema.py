@@ -1,0 +1,153 @@
+"""The SQLite schema of the records store, as an ordered list of migrations.
+
+A data dir records which migrations it has seen (``schema_version``); opening it applies the
+rest, each in one transaction. Migrations are never edited once released: a change is a new
+migration at the end.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: initial schema
+    """
+    CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        session_id TEXT,
+        kind TEXT NOT NULL,
+        memory_type TEXT,
+        scope TEXT NOT NULL,
+        role TEXT,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        source_ref TEXT,
+        topic_key TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        importance REAL,
+        event_time TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        last_accessed TEXT,
+        superseded_by TEXT,
+        deleted_at TEXT,
+        anonymized_at TEXT,
+        partition TEXT NOT NULL,
+        dedup_key TEXT UNIQUE,
+        keyword_indexed INTEGER NOT NULL DEFAULT 0,
+        embedded INTEGER NOT NULL DEFAULT 0,
+        kw_pending INTEGER NOT NULL DEFAULT 1,
+        vec_pending INTEGER NOT NULL DEFAULT 1,
+        embed_attempts INTEGER NOT NULL DEFAULT 0,
+        embed_error TEXT
+    );
+    CREATE INDEX memories_tenant_partition ON memories (tenant_id, partition);
+    CREATE INDEX memories_session ON memories (tenant_id, session_id, seq);
+    CREATE INDEX memories_source_ref ON memories (tenant_id, source_ref);
+    CREATE INDEX memories_topic ON memories (tenant_id, partition, topic_key)
+        WHERE topic_key IS NOT NULL;
+    CREATE INDEX memories_kw_pending ON memories (seq) WHERE kw_pending = 1;
+    CREATE INDEX memories_vec_pending ON memories (partition, seq) WHERE vec_pending != 0;
+    CREATE TABLE payloads (
+        key TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        content TEXT NOT NULL
+    );
+    CREATE TABLE partitions (
+        tenant_id TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        collection TEXT NOT NULL UNIQUE,
+        PRIMARY KEY (tenant_id, partition)
+    );
+    CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        event TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        memory_id TEXT,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE agent_state (
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, agent_id, key)
+    );
+    """,
+    # 2: derived memories (issue 3): judge bookkeeping and which messages were extracted
+    """
+    ALTER TABLE memories ADD COLUMN judged_at TEXT;
+    CREATE INDEX memories_judge_pending ON memories (seq)
+        WHERE judged_at IS NULL AND kind = 'memory';
+    CREATE INDEX memories_superseded_by ON memories (superseded_by)
+        WHERE superseded_by IS NOT NULL;
+    CREATE TABLE ingest_log (
+        tenant_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        extractor TEXT NOT NULL,
+        extracted_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, message_id)
+    );
+    """,
+    # 3: tiers (issue 3): tier of session-derived rows, closed sessions, working-memory state
+    """
+    ALTER TABLE memories ADD COLUMN tier TEXT;
+    CREATE INDEX memories_tier ON memories (tenant_id, partition, session_id, tier)
+        WHERE tier IS NOT NULL;
+    CREATE TABLE sessions (
+        tenant_id TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        status TEXT NOT NULL DEFAULT 'closed',
+        tier TEXT NOT NULL,
+        close_order INTEGER NOT NULL,
+        closed_at TEXT NOT NULL,
+        promoted_at TEXT,
+        last_seq INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        summary_status TEXT NOT NULL,
+        summarizer TEXT,
+        summary_ids TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (tenant_id, partition, session_id)
+    );
+    CREATE INDEX sessions_order ON sessions (tenant_id, partition, tier, close_order);
+    CREATE TABLE working_state (
+        tenant_id TEXT NOT NULL,
+        partition TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        boundary_seq INTEGER NOT NULL DEFAULT 0,
+        held TEXT NOT NULL DEFAULT '[]',
+        version INTEGER NOT NULL DEFAULT 0,
+        compactions INTEGER NOT NULL DEFAULT 0,
+        trips INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, partition, session_id)
+    );
+    """,
+    # 4: indexes for the hot "what is left to embed" queries (exact partial-index predicates)
+    """
+    CREATE INDEX memories_vec_todo ON memories (seq) WHERE vec_pending IN (1, 2);
+    CREATE INDEX memories_vec_todo_partition ON memories (partition, seq)
+        WHERE vec_pending IN (1, 2);
+    DROP INDEX memories_vec_pending;
+    """,
+    # 5: settings of the data dir itself, e.g. the fingerprint of the embedder of its vectors
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+]

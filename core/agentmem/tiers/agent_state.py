@@ -1,0 +1,76 @@
+"""Agent state: small named JSON values per (tenant, agent), shared by the agent's sessions.
+
+Example:
+    >>> m.state.set("current_task", "Q4 revenue analysis")  # doctest: +SKIP
+    >>> m.state.get("current_task").value  # doctest: +SKIP
+    'Q4 revenue analysis'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .. import validation as v
+from ..errors import ScopeError
+from ..models import Identity
+from ..storage.agent_state import AgentStateTable
+from ..storage.rows import now_utc
+
+
+@dataclass(frozen=True, slots=True)
+class StateEntry:
+    """One stored state value."""
+
+    key: str
+    value: Any
+    updated_at: datetime
+
+
+class AgentState:
+    """Key-value state of the bound agent (``m.state``); needs an ``agent_id`` bound.
+
+    Example:
+        >>> m.state.set("plan", {"step": 2})  # doctest: +SKIP
+        >>> [e.key for e in m.state.list()]  # doctest: +SKIP
+        ['plan']
+    """
+
+    def __init__(self, table: AgentStateTable, identity: Identity) -> None:
+        self._table = table
+        self._identity = identity
+
+    def _agent(self) -> str:
+        if self._identity.agent_id is None:
+            raise ScopeError("agent_id", "agent state needs an agent_id bound")
+        return self._identity.agent_id
+
+    def get(self, key: str) -> StateEntry | None:
+        """The entry under ``key``, or None."""
+        k = v.identity(key, "key", required=True)
+        assert k is not None
+        found = self._table.get(self._identity.tenant_id, self._agent(), k)
+        return None if found is None else StateEntry(k, found[0], found[1])
+
+    def set(self, key: str, value: Any) -> StateEntry:
+        """Store a JSON-serialisable value under ``key`` (replacing any previous one)."""
+        k = v.identity(key, "key", required=True)
+        assert k is not None
+        encoded = v.metadata({"value": value}, "value")["value"]
+        now = now_utc()
+        self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now)
+        return StateEntry(k, encoded, now)
+
+    def delete(self, key: str) -> bool:
+        """Remove the entry under ``key``; False if there was none."""
+        k = v.identity(key, "key", required=True)
+        assert k is not None
+        return self._table.delete(self._identity.tenant_id, self._agent(), k)
+
+    def list(self) -> list[StateEntry]:
+        """Every entry of the bound agent, by key."""
+        return [
+            StateEntry(k, value, at)
+            for k, value, at in self._table.list(self._identity.tenant_id, self._agent())
+        ]

@@ -1,0 +1,65 @@
+"""Committing rows: the records transaction, then a nudge to the indexer, and a log line.
+
+A write is acknowledged when :func:`commit` returns: its rows are in the records store (the
+durability point). Indexing follows in the background; until it has caught up, recall reads
+the new rows from the records store itself (:mod:`agentmem.recall.pending`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+
+from ..context import StoreContext
+from ..storage.rows import NewRecord
+
+log = logging.getLogger("agentmem")
+
+#: Rows per records transaction for batch writes.
+BATCH = 1000
+
+
+def commit(ctx: StoreContext, records: Sequence[NewRecord], event: str) -> list[tuple[str, bool]]:
+    """Insert ``records`` (in transactions of :data:`BATCH` rows) and wake the indexer.
+
+    Returns (id, was_new) per record, in order. The log line carries counts and a tenant
+    hash, never content.
+    """
+    ctx.check_open()
+    started = time.perf_counter()
+    out: list[tuple[str, bool]] = []
+    for start in range(0, len(records), BATCH):
+        out.extend(ctx.records.insert(records[start : start + BATCH]))
+    if out:
+        ctx.indexer.notify()
+    tenants = {r.tenant_id for r in records}
+    log.info(
+        json.dumps(
+            {
+                "event": event,
+                "correlation_id": uuid.uuid4().hex,
+                "tenant_hash": _hash(next(iter(tenants))) if len(tenants) == 1 else None,
+                "count": len(records),
+                "new": sum(1 for _, new in out if new),
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+        )
+    )
+    return out
+
+
+def retire(ctx: StoreContext, tenant_id: str, ids: Sequence[str]) -> int:
+    """Soft-delete live rows of ``tenant_id`` (their index entries go next); how many."""
+    ctx.check_open()
+    done = ctx.records.soft_delete_many(tenant_id, ids) if ids else 0
+    if done:
+        ctx.indexer.notify()
+    return done
+
+
+def _hash(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

@@ -1,0 +1,74 @@
+"""What the indexes see of a row: its text (with speaker and context) and filter fields.
+
+Both indexes index :func:`index_text` (the content, prefixed by the speaker a chat message's
+metadata names); the keyword index also gets camelCase words split apart and, for a chat
+message, a few preceding messages of its session as context, so a reply like "Yes, last
+Tuesday!" is findable by what it answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..storage.keyword_index import KeywordDoc
+from ..storage.rows import Row
+
+#: Characters of each preceding message included as context of a chat message.
+CONTEXT_CHARS = 300
+
+
+def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
+    item = row.item
+    text = keyword_text(item.content, speaker_of(item.metadata))
+    return KeywordDoc(
+        id=item.id,
+        tenant=item.tenant_id,
+        partition=row.partition,
+        session=item.session_id or "",
+        kind=item.kind,
+        memory_type=item.memory_type or "",
+        scope=item.scope,
+        content=f"{context}\n{text}" if context else text,
+    )
+
+
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
+_CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def speaker_of(metadata: Mapping[str, Any]) -> str | None:
+    """The ``speaker`` a chat message's metadata names, if any."""
+    speaker = metadata.get("speaker") if metadata else None
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
+
+
+def index_text(content: str, speaker: str | None) -> str:
+    """The text both indexes see for a row (content plus its speaker, if any)."""
+    return f"{speaker}: {content}" if speaker else content
+
+
+def row_text(row: Row) -> str:
+    """:func:`index_text` of a stored row."""
+    return index_text(row.item.content, speaker_of(row.item.metadata))
+
+
+def keyword_text(content: str, speaker: str | None) -> str:
+    """What the keyword index sees: :func:`index_text` plus camelCase words split apart
+    (``CrashLoopBackOff`` also indexes as ``Crash Loop Back Off``)."""
+    text = index_text(content, speaker)
+    if not _CAMEL_SPLIT.search(text):  # cheap test first: most texts have no camelCase
+        return text
+    parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
+    return f"{text}\n{' '.join(sorted(parts))}" if parts else text
+
+
+def vector_metadata(row: Row) -> dict[str, str]:
+    item = row.item
+    return {
+        "session_id": item.session_id or "",
+        "kind": item.kind,
+        "memory_type": item.memory_type or "",
+        "scope": item.scope,
+    }
