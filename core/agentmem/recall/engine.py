@@ -33,6 +33,7 @@ from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
 from ..tokens import count_tokens, truncate_to_tokens
 from ..write.index_text import keyword_text
+from .pending import PendingScorer, merge
 from .ranking import Candidate, brevity, coverage, features, monotone, rrf, score_all
 from .request import RecallRequest
 
@@ -44,6 +45,8 @@ log = logging.getLogger("agentmem")
 #: Below this many tokens left in the budget, the next item is dropped rather than cut.
 MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
+#: Seconds recall waits for the embedding of rows not yet in the vector index.
+PENDING_EMBED_TIMEOUT = 1.0
 
 
 class RecallEngine:
@@ -68,11 +71,14 @@ class RecallEngine:
         #: Counts hits without a write per hit (issue 3); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
         self._embed_pool: ThreadPoolExecutor | None = None
+        self._pending_pool: ThreadPoolExecutor | None = None
+        self._pending_job: Future[list[tuple[str, float]]] | None = None
+        self.pending = PendingScorer(records, embedder, config.pending_scan)
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
         notes: dict[str, bool] = {}
-        ranked, visible, partitions = self.candidates(identity, req, notes=notes)
+        ranked, visible, _ = self.candidates(identity, req, notes=notes)
         n_candidates = len(ranked)
         rerank_used = False
         if req.rerank and self.reranker is not None and ranked:
@@ -103,9 +109,7 @@ class RecallEngine:
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
-        degraded = notes.get("vector_skipped", False) or self.records.index.has_unembedded(
-            identity.tenant_id, partitions
-        )
+        degraded = notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
         result = RecallResult(
             items=hits,
             total=len(hits),
@@ -169,6 +173,24 @@ class RecallEngine:
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
+        # Rows the indexes have not caught up with are read and scored here (read-your-writes).
+        pending = self.pending.read(identity.tenant_id, list(by_partition))
+        kw_rows: dict[str, list[Brief]] = defaultdict(list)
+        vec_rows: dict[str, list[Brief]] = defaultdict(list)
+        for row, kw_missing, vec_missing in pending.rows:
+            scope = _admit(identity, row, req, wanted_scopes)
+            if scope is None:
+                continue
+            visible.setdefault(row.id, (scope, row))
+            if kw_missing:
+                kw_rows[row.partition].append(row)
+            if vec_missing:
+                vec_rows[row.partition].append(row)
+        if kw_rows and terms:
+            idf = self.keywords.idf(terms)
+            for n, (partition, _, _) in enumerate(searches):
+                extra = self.pending.keyword_scores(self.keywords.analyze, idf, kw_rows[partition])
+                keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 
         vector_lists: list[list[tuple[str, float]]] = []
         query_vec = self._await_embedding(embedding, notes)
@@ -187,10 +209,58 @@ class RecallEngine:
                     notes["vector_skipped"] = True
                 vector_lists = []
             self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
+            if vec_rows and vector_lists:
+                self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
+        if notes is not None and pending.overflow:
+            notes["pending_overflow"] = True
 
         candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
         ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
         return ranked, visible, list(by_partition)
+
+    def _score_unembedded(
+        self,
+        query_vec: FloatArray,
+        searches: Sequence[tuple[str, KeywordFilter, dict[str, Any] | None]],
+        rows: Mapping[str, list[Brief]],
+        vector_lists: list[list[tuple[str, float]]],
+        notes: dict[str, bool] | None,
+    ) -> None:
+        """Add rows whose vectors are not written yet to the vector lists (the newest
+        ``pending_scan // 4`` of them; past that, or if embedding fails, ``degraded``)."""
+        budget = max(self.pending.limit // 4, 1)
+        todo = [(n, r) for n, (p, _, _) in enumerate(searches) for r in rows.get(p, ())]
+        if len(todo) > budget:
+            todo.sort(key=lambda pair: pair[1].event_time_iso, reverse=True)
+            todo = todo[:budget]
+            if notes is not None:
+                notes["pending_overflow"] = True
+        # on its own thread with a deadline: the embedder is shared with the indexer, and a
+        # hung or failing model must cost recall its pending rows' vectors, never the answer
+        if self._pending_job is not None and not self._pending_job.done():
+            scored = None  # an earlier call is still stuck in the embedder
+        else:
+            if self._pending_pool is None:
+                self._pending_pool = ThreadPoolExecutor(1, thread_name_prefix="agentmem-pending")
+            batch = [r for _, r in todo]
+            self._pending_job = self._pending_pool.submit(
+                self.pending.vector_scores, query_vec, batch
+            )
+            try:
+                scored = dict(self._pending_job.result(timeout=PENDING_EMBED_TIMEOUT))
+            except Exception as exc:  # timeout or embedder failure
+                event = {"event": "pending_embed_failed", "error": type(exc).__name__}
+                log.warning(json.dumps(event))
+                scored = None
+        if scored is None:  # the pending rows stay keyword-only
+            if notes is not None:
+                notes["vector_skipped"] = True
+            return
+        per_list: dict[int, list[tuple[str, float]]] = defaultdict(list)
+        for n, row in todo:
+            per_list[n].append((row.id, scored[row.id]))
+        for n, extra in per_list.items():
+            vector_lists[n] = merge(vector_lists[n], extra)
 
     def _embed_async(self, query: str) -> Future[FloatArray]:
         if self._embed_pool is None:
@@ -228,9 +298,10 @@ class RecallEngine:
 
     def close(self) -> None:
         """Stop the query-embedding thread (idempotent)."""
-        if self._embed_pool is not None:
-            self._embed_pool.shutdown(wait=False, cancel_futures=True)
-            self._embed_pool = None
+        for pool in (self._embed_pool, self._pending_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._embed_pool = self._pending_pool = None
 
     def _score(
         self,

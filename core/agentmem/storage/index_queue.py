@@ -68,19 +68,20 @@ class IndexQueue:
         # two reads, each on its partial index (the queues are short; a partition is not)
         found: dict[int, tuple[Row, bool, bool]] = {}
         for r in self._db.read(
-            f"SELECT seq, {COLUMNS}, vec_pending FROM memories INDEXED BY "
+            f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY "
             f"memories_vec_todo_partition WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
             f"AND {where} ORDER BY seq DESC LIMIT ?",
             (*params, limit),
         ):
-            found[r[0]] = (row_to_item(r[1:-1]), False, True)
+            if r[-1]:  # rows leaving the vector index are pending too; they are not missing
+                found[r[0]] = (row_to_item(r[1:-1]), False, True)
         for r in self._db.read(
-            f"SELECT seq, {COLUMNS}, vec_pending FROM memories INDEXED BY memories_kw_pending "
+            f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
+            f"AND ({VECTOR_LIVE}) FROM memories INDEXED BY memories_kw_pending "
             f"WHERE kw_pending = 1 AND {where} ORDER BY seq DESC LIMIT ?",
             (*params, limit),
         ):
-            vec = r[-1] in (VEC_PENDING, VEC_FAILED)
-            found[r[0]] = (row_to_item(r[1:-1]), True, vec)
+            found[r[0]] = (row_to_item(r[1:-1]), True, bool(r[-1]))
         return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
 
     def mark_keyword_done(self, done: Sequence[tuple[int, bool]]) -> None:

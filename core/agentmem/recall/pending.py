@@ -1,0 +1,144 @@
+"""Read-your-writes: rows the indexes have not caught up with, scored by recall itself.
+
+A write returns once its row is committed to the records store; the background indexer adds
+it to Tantivy and Chroma shortly after (about 100 ms, longer during a bulk import). So that
+the next recall sees it anyway, recall reads the searched partitions' pending rows from the
+records store and scores them on the spot:
+
+- **keywords**: BM25 of the query terms over the row's analysed text, with the keyword index's
+  IDF (length normalisation left out: no index statistics exist for a row not yet in it);
+- **meaning**: the row embedded now and compared with the query vector (a small LRU keeps
+  these vectors, so back-to-back recalls do not embed the same rows again).
+
+The work is bounded: at most ``pending_scan`` rows (the newest) are read and keyword-scored,
+and at most a quarter of them embedded. A backlog past that (a bulk import) is answered from
+what the indexes have plus the rows scored, and the result says ``degraded``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..embeddings import Embedder, FloatArray
+from ..storage.records import RecordStore
+from ..storage.rows import Brief, Row
+from ..write.index_text import index_text, keyword_text, speaker_of
+
+#: BM25 term-frequency saturation (Tantivy's default).
+BM25_K1 = 1.2
+#: Vectors of pending rows kept between recalls.
+VECTOR_CACHE_SIZE = 4096
+
+
+@dataclass
+class Pending:
+    """The pending rows of the searched partitions, as recall sees them."""
+
+    rows: list[tuple[Brief, bool, bool]] = field(default_factory=list)
+    """(row, keyword entry missing, vector missing), newest first."""
+    overflow: bool = False
+    """More rows are pending than were read: results may miss some of them."""
+
+
+def brief_of(row: Row) -> Brief:
+    """The light recall form of a stored row."""
+    item = row.item
+    metadata = item.metadata or {}
+    return Brief(
+        item.id,
+        item.tenant_id,
+        item.user_id,
+        item.agent_id,
+        item.session_id,
+        item.kind,
+        item.memory_type,
+        item.scope,
+        item.superseded_by,
+        row.partition,
+        row.tier,
+        item.content,
+        json.dumps(metadata, ensure_ascii=False),
+        item.source_ref,
+        item.event_time.isoformat(),
+        metadata,
+    )
+
+
+class PendingScorer:
+    """Reads and scores pending rows (one per recall engine)."""
+
+    def __init__(self, records: RecordStore, embedder: Embedder, limit: int) -> None:
+        self._records = records
+        self._embedder = embedder
+        self.limit = limit
+        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, tenant_id: str, partitions: Sequence[str]) -> Pending:
+        """The newest pending rows of ``partitions`` (at most ``limit``)."""
+        if self.limit <= 0:  # scoring pending rows is switched off
+            return Pending(
+                overflow=bool(self._records.index.pending_in_partitions(tenant_id, partitions, 1))
+            )
+        found = self._records.index.pending_in_partitions(tenant_id, partitions, self.limit + 1)
+        return Pending(
+            rows=[(brief_of(row), kw, vec) for row, kw, vec in found[: self.limit]],
+            overflow=len(found) > self.limit,
+        )
+
+    @staticmethod
+    def keyword_scores(
+        analyze: Callable[[str], list[str]], idf: dict[str, float], rows: Sequence[Brief]
+    ) -> list[tuple[str, float]]:
+        """(id, BM25) of the rows containing a query term, best first."""
+        out: list[tuple[str, float]] = []
+        for row in rows:
+            counts: dict[str, int] = {}
+            for term in analyze(keyword_text(row.content, row.speaker)):
+                if term in idf:
+                    counts[term] = counts.get(term, 0) + 1
+            if counts:
+                score = sum(
+                    idf[t] * tf * (BM25_K1 + 1) / (tf + BM25_K1) for t, tf in counts.items()
+                )
+                out.append((row.id, score))
+        out.sort(key=lambda pair: pair[1], reverse=True)
+        return out
+
+    def vector_scores(self, query: FloatArray, rows: Sequence[Brief]) -> list[tuple[str, float]]:
+        """(id, cosine) of the rows (embedding those not cached), best first."""
+        with self._lock:
+            missing = [r for r in rows if r.id not in self._cache]
+        if missing:
+            texts = [index_text(r.content, speaker_of(r.metadata)) for r in missing]
+            vectors = self._embedder.embed_documents(texts)
+            with self._lock:
+                for row, vec in zip(missing, vectors, strict=True):
+                    self._cache[row.id] = vec
+                while len(self._cache) > VECTOR_CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            matrix = np.stack([self._cache[r.id] for r in rows])
+        sims = matrix @ query
+        out = [(r.id, float(s)) for r, s in zip(rows, sims.tolist(), strict=True)]
+        out.sort(key=lambda pair: pair[1], reverse=True)
+        return out
+
+
+def merge(
+    ranked: list[tuple[str, float]], extra: Sequence[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """``ranked`` (best first) with ``extra`` hits placed by score (ids already in it are
+    left where they are)."""
+    if not extra:
+        return ranked
+    have = {i for i, _ in ranked}
+    out = ranked + [(i, s) for i, s in extra if i not in have]
+    out.sort(key=lambda pair: pair[1], reverse=True)
+    return out

@@ -1,0 +1,109 @@
+"""Read-your-writes: a write is recallable as soon as its call returns, with no flush.
+
+The memories here are opened with ``background=False``: nothing is indexed until ``flush``,
+so every row written below is still missing from both indexes when recall runs (the worst
+case of a write racing the background indexer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from agentmem import AgentMemory, MemoryConfig
+
+MakeMemory = Callable[..., AgentMemory]
+WEATHER = "Tomorrow's forecast: heavy rain and strong wind along the coast"
+
+
+def test_fifty_messages_then_recall_finds_them_by_keyword_and_meaning(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    for n in range(49):
+        m.add_message("user" if n % 2 else "assistant", f"Small talk line {n} about the garden")
+    m.add_message("assistant", WEATHER)
+    assert mem.records.index.pending_counts()[:2] == (50, 50)  # nothing indexed yet
+
+    by_keyword = m.recall("weather forecast")
+    assert by_keyword.items and by_keyword.items[0].content == WEATHER
+    by_meaning = m.recall("will it storm tomorrow?")  # no word in common with the message
+    assert by_meaning.items and by_meaning.items[0].content == WEATHER
+    assert not by_keyword.degraded and not by_meaning.degraded
+
+    mem.flush()  # once indexed, the same answers
+    assert m.recall("will it storm tomorrow?").items[0].content == WEATHER
+
+
+def test_a_paraphrase_finds_a_fact_written_just_before(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    fact = m.remember("I commute by bicycle every day")
+    result = m.recall("how do I get to work?", min_score=0.0)
+    assert result.items[0].id == fact.id
+    assert not result.degraded
+
+
+def test_pending_rows_pass_the_same_gates(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    owner = mem.bind("acme", user_id="u1", session_id="s1")
+    other = mem.bind("acme", user_id="u2", session_id="s1")
+    stranger = mem.bind("globex", user_id="u1", session_id="s1")
+    secret = owner.remember("The locker code is 4417", metadata={"topic": "locker"})
+    owner.add_message("user", "The locker code is 4417 as noted")
+    gone = owner.remember("The old locker code was 9999")
+    owner.forget(gone.id)
+
+    assert other.recall("locker code").items == []  # another user's rows
+    assert stranger.recall("locker code").items == []  # another tenant's rows
+    hits = owner.recall("locker code", min_score=0.0, top_k=10).items
+    assert secret.id in {h.id for h in hits}
+    assert gone.id not in {h.id for h in hits}  # deleted before it was ever indexed
+    only_memories = owner.recall("locker code", kinds="memory", min_score=0.0).items
+    assert {h.kind for h in only_memories} == {"memory"}
+    filtered = owner.recall("locker code", filters={"topic": "locker"}, min_score=0.0).items
+    assert [h.id for h in filtered] == [secret.id]
+
+
+def test_a_backlog_past_the_bound_is_degraded_but_answers(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False, config=MemoryConfig(pending_scan=8))
+    m = mem.bind("acme", user_id="u1")
+    m.remember_many([f"Filler fact number {n} about stationery" for n in range(40)])
+    newest = m.remember("The newest fact: the printer toner is in cabinet B")
+    result = m.recall("where is the printer toner?")
+    assert result.degraded  # more rows are pending than recall scores
+    assert result.items[0].id == newest.id  # the newest rows are the ones scored
+    mem.flush()
+    after = m.recall("where is the printer toner?")
+    assert not after.degraded and after.items[0].id == newest.id
+
+
+def test_a_failing_embedder_leaves_pending_rows_keyword_only(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    m.remember("Sandbox API token rotates every Friday")
+
+    def broken(texts: object) -> object:
+        raise RuntimeError("model file unreadable")
+
+    engine = mem.engine
+    original = engine.pending._embedder
+    try:
+        engine.pending._embedder = type("Broken", (), {"embed_documents": staticmethod(broken)})()
+        result = m.recall("sandbox token rotation")
+    finally:
+        engine.pending._embedder = original
+    assert result.items and result.items[0].content.startswith("Sandbox API token")
+    assert result.degraded
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_write_then_recall_in_a_loop(make_memory: MakeMemory, background: bool) -> None:
+    mem = make_memory(background=background)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    for n in range(15):
+        token = f"ZX{n:03d}Q"
+        m.add_message("user", f"My reference number is {token}")
+        assert m.recall(token).items[0].content.endswith(token), n
