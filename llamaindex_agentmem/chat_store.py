@@ -8,11 +8,10 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store import BaseChatStore
 
-from agentmem import scopes
 from agentmem import validation as v
 from agentmem.errors import NotFoundError, ValidationError
 from agentmem.memory import AgentMemory, BoundMemory
-from agentmem.models import Identity, MemoryItem
+from agentmem.models import MemoryItem
 
 from ._messages import from_item, to_agentmem
 
@@ -150,19 +149,5 @@ class AgentMemChatStore(BaseChatStore):
         return message
 
     def get_keys(self) -> list[str]:
-        """Session ids with live messages in this store's partition, oldest session first."""
-        ident = Identity(self.tenant_id, self.user_id, self.agent_id)
-        partition = scopes.conversation_partition(ident)
-        where = "tenant_id = ? AND scope = 'session' AND kind IN ('chat_message', 'tool_output')"
-        where += " AND deleted_at IS NULL AND anonymized_at IS NULL AND session_id IS NOT NULL"
-        params: list[Any] = [self.tenant_id]
-        if partition is None:
-            where += " AND partition = 'conv:s:' || session_id"
-        else:
-            where += " AND partition = ?"
-            params.append(partition)
-        rows = self._store.records.read(
-            f"SELECT session_id FROM memories WHERE {where} GROUP BY session_id ORDER BY MIN(seq)",
-            params,
-        )
-        return [str(r[0]) for r in rows]
+        """Session ids with live messages in this store's conversation, oldest session first."""
+        return self._store.bind(self.tenant_id, self.user_id, self.agent_id).sessions()

@@ -74,7 +74,7 @@ class StoreContext:
         embedder: Embedder,
         reranker: Reranker | None,
         llm: LLM | None,
-        lock: DataDirLock,
+        lock: DataDirLock | None,
         embedder_recorded: bool,
         recovered: list[str],
         replaced_embedder: EmbedderFingerprint | None,
@@ -90,12 +90,14 @@ class StoreContext:
         self.replaced_embedder = replaced_embedder
         self.locks = KeyedLocks()
         self.pid = os.getpid()
+        #: Opened beside the writing process: no lock, no indexing, writes raise.
+        self.read_only = lock is None
         self._llm = llm
         self._lock = lock
         self._closed = False
         self.access = AccessTracker(records)
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
-        self.engine.access = self.access
+        self.engine.access = None if self.read_only else self.access
         cfg = settings.memory
         self.indexer = Indexer(
             records,
@@ -157,11 +159,13 @@ class StoreContext:
             return
         self.indexer.stop()
         self.engine.close()
-        self.access.flush()
+        if not self.read_only:
+            self.access.flush()
         self.keywords.close()
         self.vectors.close()
         self.records.close()
-        self._lock.release()
+        if self._lock is not None:
+            self._lock.release()
 
 
 def open_store(
@@ -173,9 +177,13 @@ def open_store(
     llm: LLM | None = None,
     chroma_client: Any = None,
     allow_embedder_change: bool = False,
+    read_only: bool = False,
 ) -> StoreContext:
     """Open a data dir: take its lock, open the three stores, check the embedder, recover an
     unreadable keyword index. A refused open changes nothing on disk and holds nothing.
+
+    With ``read_only``, the dir is opened beside the process that writes to it: no lock, no
+    migration, no recovery, no indexing, and every write raises ``StorageError``.
 
     Raises:
         DataDirLockedError: another process holds the dir.
@@ -183,6 +191,8 @@ def open_store(
         StorageError: a store cannot be opened.
     """
     emb = embedder or default_embedder()
+    if read_only:
+        return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
     lock = DataDirLock(home)
     recovered: list[str] = []
     records: RecordStore | None = None
@@ -220,6 +230,42 @@ def open_store(
         embedder_recorded=embedder_recorded,
         recovered=recovered,
         replaced_embedder=replaced,
+    )
+
+
+def _open_read_only(
+    home: Path,
+    settings: Settings,
+    embedder: Embedder,
+    reranker: Reranker | None,
+    llm: LLM | None,
+    chroma_client: Any,
+) -> StoreContext:
+    if not (home / RECORDS_FILE).is_file() or not (home / KEYWORDS_DIR).is_dir():
+        raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
+    records = RecordStore(home / RECORDS_FILE, read_only=True)
+    try:
+        recorded = fingerprint.read(records)
+        current = EmbedderFingerprint.of(embedder, origin="reindex")
+        if recorded is not None and not recorded.matches(current):
+            raise fingerprint.mismatch_error(home, recorded, current)
+        keywords = KeywordIndex(home / KEYWORDS_DIR)
+    except BaseException:
+        records.close()
+        raise
+    return StoreContext(
+        home=home,
+        settings=settings,
+        records=records,
+        keywords=keywords,
+        vectors=VectorIndex(home / VECTORS_DIR, client=chroma_client),
+        embedder=embedder,
+        reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
+        llm=llm,
+        lock=None,
+        embedder_recorded=True,
+        recovered=[],
+        replaced_embedder=None,
     )
 
 

@@ -101,8 +101,11 @@ def _acquire(home: Path, key: tuple[Any, ...], opener: Callable[[], StoreContext
         return entry.ctx
 
 
-def _release(home: Path, ctx: StoreContext) -> None:
+def _release(home: Path, ctx: StoreContext, shared: bool) -> None:
     """One user of ``ctx`` is gone (closed or collected); the last one closes it."""
+    if not shared:
+        ctx.close()
+        return
     real = home.resolve()
     with _open_lock:
         entry = _open.get(real)
@@ -143,6 +146,9 @@ class AgentMemory:
             (or the background indexer, or :meth:`flush`) then re-embeds them.
         settings: Every setting (:class:`~agentmem.config.Settings`); default read from the
             environment once, at open. ``config`` and ``tier_config`` replace its parts.
+        read_only: Open beside the process that writes to the dir (``agentmem stats``,
+            ``export``, ``doctor``, an inspection from a notebook): no lock, no indexing;
+            reads and recall work, writes raise :class:`~agentmem.errors.StorageError`.
 
     One process writes to a data dir at a time; another process gets
     :class:`~agentmem.errors.DataDirLockedError`. A second ``AgentMemory`` on the same dir in
@@ -167,6 +173,7 @@ class AgentMemory:
         tier_config: TierConfig | None = None,
         allow_embedder_change: bool = False,
         settings: Settings | None = None,
+        read_only: bool = False,
     ) -> None:
         home = Path(path).expanduser() if path is not None else default_home()
         resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
@@ -180,16 +187,18 @@ class AgentMemory:
                 llm=llm,
                 chroma_client=chroma_client,
                 allow_embedder_change=allow_embedder_change,
+                read_only=read_only,
             )
-            if background:
+            if background and not read_only:
                 ctx.indexer.start()
                 ctx.indexer.notify()  # pick up work left by an earlier process
             return ctx
 
         key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
-        self._ctx = _acquire(home, key, opener)
+        # a read-only open shares nothing: it may sit beside this process's own writer
+        self._ctx = opener() if read_only else _acquire(home, key, opener)
         self._background = background
-        self._finalizer = weakref.finalize(self, _release, home, self._ctx)
+        self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -322,7 +331,8 @@ class AgentMemory:
         Recall does not need it (it reads rows not indexed yet itself); use it before a
         benchmark, a backup of the indexes, or to measure indexing.
         """
-        return self._live().indexer.flush(timeout)
+        ctx = self._live()
+        return True if ctx.read_only else ctx.indexer.flush(timeout)
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Rebuild both indexes from the records; returns the number of live rows indexed.

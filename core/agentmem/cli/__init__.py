@@ -16,7 +16,10 @@ from ..errors import AgentMemError
 
 #: Modules (relative to this package) that register commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
-    "commands",
+    "memory_cmd",
+    "transfer_cmd",
+    "admin_cmd",
+    "demo",
     "mcp_cmd",
     "eval_cmd",
     "bench_cmd",
@@ -44,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(sub)
+    for command in sub.choices.values():
+        # accepted after the command too (`agentmem stats --json`); SUPPRESS keeps a flag
+        # given before the command from being reset by the sub-parser's default
+        options = command._option_string_actions
+        if "--json" not in options:
+            command.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+        if "--verbose" not in options:
+            command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
     return parser
 
 

@@ -58,8 +58,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from .. import validation as v
 from ..embeddings import CachedEmbedder, default_embedder
-from ..errors import AgentMemError, ValidationError
+from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..models import Identity, RecallHit
 
@@ -98,13 +99,21 @@ def _flag_or_env(args: argparse.Namespace, name: str) -> str | None:
 def resolve_identity(args: argparse.Namespace) -> Identity:
     """Identity from ``--tenant/--user/--agent/--session``, else ``AGENTMEM_*``, tenant 'default'.
 
-    Values are not validated here; :meth:`AgentMemory.bind` does that.
+    Raises:
+        CliError: a flag given as an empty (or otherwise invalid) identity.
     """
+    values: dict[str, str | None] = {}
+    for name in IDENTITY_ENV:
+        value = _flag_or_env(args, name)
+        try:
+            values[name] = v.identity(value, f"--{name}")
+        except ValidationError as exc:
+            raise CliError(str(exc)) from exc
     return Identity(
-        tenant_id=_flag_or_env(args, "tenant") or DEFAULT_TENANT,
-        user_id=_flag_or_env(args, "user"),
-        agent_id=_flag_or_env(args, "agent"),
-        session_id=_flag_or_env(args, "session"),
+        tenant_id=values["tenant"] or DEFAULT_TENANT,
+        user_id=values["user"],
+        agent_id=values["agent"],
+        session_id=values["session"],
     )
 
 
@@ -152,14 +161,23 @@ def open_memory(
     *,
     home: Path | None = None,
     background: bool = True,
+    beside_writer: bool = False,
     **kwargs: Any,
 ) -> Iterator[AgentMemory]:
     """Open the data dir of ``--home`` (or ``home``) and close it afterwards.
 
-    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...).
+    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). With
+    ``beside_writer`` (read-only commands: stats, doctor, export) a dir another process
+    holds is opened read-only instead of refused.
     """
     kwargs.setdefault("embedder", shared_embedder())
-    mem = AgentMemory(home or home_of(args), background=background, **kwargs)
+    path = home or home_of(args)
+    try:
+        mem = AgentMemory(path, background=background, **kwargs)
+    except DataDirLockedError:
+        if not beside_writer:
+            raise
+        mem = AgentMemory(path, read_only=True, **kwargs)
     try:
         yield mem
     finally:

@@ -31,7 +31,7 @@ from rich.table import Table
 from ..config import MemoryConfig
 from ..memory import AgentMemory, BoundMemory
 from ..models import RecallHit, RecallResult
-from ._common import EXIT_FAILED, EXIT_OK, CliError, Output, markup, open_memory, short
+from ._common import EXIT_FAILED, EXIT_OK, CliError, Output, command, markup, open_memory, short
 
 TENANT = "acme-outfitters"
 AGENT = "support-bot"
@@ -335,6 +335,20 @@ class DemoReport:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="scripted multi-session agent run showing recall (no config, no network)",
+        description="Run a scripted three-session support conversation into a fresh data "
+        "dir (a temporary one unless --home is given), then check that recall finds what "
+        "the agent needs. Exits 1 if a check fails.",
+    )
+    p.add_argument(
+        "--keep", action="store_true", help="keep the temporary data dir (default: remove it)"
+    )
+    p.set_defaults(func=command(run_demo))
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 @command
 def cmd_doctor(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, background=False) as mem:
+    with open_memory(args, background=False, beside_writer=True) as mem:
         report = diagnose(mem.context)
         home = mem.home
     if out.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from datetime import datetime
 from typing import Any
@@ -50,3 +51,17 @@ class AgentStateTable:
             (tenant_id, agent_id),
         )
         return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2])) for r in rows]
+
+    def all(
+        self, tenant_id: str | None = None
+    ) -> builtins.list[tuple[str, str, str, Any, datetime]]:
+        """(tenant, agent, key, value, updated_at) of every entry (of one tenant), for export."""
+        sql = "SELECT tenant_id, agent_id, key, value, updated_at FROM agent_state"
+        params: tuple[Any, ...] = ()
+        if tenant_id is not None:
+            sql += " WHERE tenant_id = ?"
+            params = (tenant_id,)
+        return [
+            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]))
+            for r in self._db.read(sql + " ORDER BY tenant_id, agent_id, key", params)
+        ]

@@ -34,9 +34,11 @@ from .rows import (
     Brief,
     NewRecord,
     Row,
+    StoredRecord,
     iso,
     now_utc,
     row_to_item,
+    vectorized,
 )
 from .schema import MIGRATIONS
 from .sessions import SessionTable, WorkingStateTable
@@ -449,6 +451,97 @@ class RecordStore:
             for r in rows:
                 yield row_to_item(r[1:])
             last = rows[-1][0]
+
+    def iter_records(
+        self, *, tenant_id: str | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[StoredRecord]:
+        """Every live row with its supersession key, dedup key and payload, in insertion
+        order (export)."""
+        where = "m.deleted_at IS NULL AND m.anonymized_at IS NULL"
+        params: list[Any] = []
+        if tenant_id is not None:
+            where += " AND m.tenant_id = ?"
+            params.append(tenant_id)
+        if kinds is not None:
+            where += f" AND m.kind IN ({marks(len(kinds))})"
+            params.extend(kinds)
+        cols = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
+        last = 0
+        while True:
+            rows = self.db.read(
+                f"SELECT m.seq, {cols}, m.topic_key, m.dedup_key, p.content FROM memories AS m "
+                f"LEFT JOIN payloads AS p ON p.key = m.source_ref AND p.memory_id = m.id "
+                f"WHERE m.seq > ? AND {where} "
+                f"ORDER BY m.seq LIMIT 1000",
+                (last, *params),
+            )
+            if not rows:
+                return
+            for r in rows:
+                yield StoredRecord(row_to_item(r[1:-3]), r[-3], r[-2], r[-1])
+            last = rows[-1][0]
+
+    def restore(self, records: Sequence[StoredRecord]) -> list[bool]:
+        """Insert copies of stored rows as they were (id, timestamps, supersession, tier,
+        keys, payload), in one transaction, with no side effects: no topic supersession, no
+        audit entry. A row whose id (or dedup key) is already stored is skipped. Returns,
+        per record, whether it was inserted. The restored rows are queued for both indexes.
+        """
+        out: list[bool] = []
+        with self.db.write() as tx:
+            for rec in records:
+                item = rec.row.item
+                found = tx.execute("SELECT 1 FROM memories WHERE id = ?", (item.id,)).fetchone()
+                if found is None and rec.dedup_key is not None:
+                    found = tx.execute(
+                        "SELECT 1 FROM memories WHERE dedup_key = ?", (rec.dedup_key,)
+                    ).fetchone()
+                if found is not None:
+                    out.append(False)
+                    continue
+                vec = VEC_PENDING if vectorized(item.kind, rec.row.tier) else VEC_SKIP
+                tx.execute(
+                    "INSERT INTO memories (id, tenant_id, user_id, agent_id, session_id, kind, "
+                    "memory_type, scope, role, content, content_hash, source_ref, metadata, "
+                    "importance, event_time, created_at, updated_at, access_count, "
+                    "last_accessed, superseded_by, partition, dedup_key, vec_pending, "
+                    "topic_key, tier) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        item.id,
+                        item.tenant_id,
+                        item.user_id,
+                        item.agent_id,
+                        item.session_id,
+                        item.kind,
+                        item.memory_type,
+                        item.scope,
+                        item.role,
+                        item.content,
+                        item.content_hash,
+                        item.source_ref,
+                        json.dumps(item.metadata, ensure_ascii=False),
+                        item.importance,
+                        iso(item.event_time),
+                        iso(item.created_at),
+                        iso(item.updated_at),
+                        item.access_count,
+                        iso(item.last_accessed),
+                        item.superseded_by,
+                        rec.row.partition,
+                        rec.dedup_key,
+                        vec,
+                        rec.topic_key,
+                        rec.row.tier,
+                    ),
+                )
+                if rec.payload is not None and item.source_ref:
+                    tx.execute(
+                        "INSERT INTO payloads (key, tenant_id, memory_id, content) "
+                        "VALUES (?,?,?,?) ON CONFLICT (key) DO NOTHING",
+                        (item.source_ref, item.tenant_id, item.id, rec.payload),
+                    )
+                out.append(True)
+        return out
 
     def counts(self, kinds: Sequence[str]) -> RecordCounts:
         """Live, deleted and superseded rows, tenants, and live rows per kind."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..models import MemoryItem
+from ..models import TIER_LONG_DETAIL, TIER_LONG_SUMMARY, MemoryItem
 
 #: Vector index state of a row (``vec_pending``): embedded, waiting, failed, never embedded.
 VEC_SYNCED, VEC_PENDING, VEC_FAILED, VEC_SKIP = 0, 1, 2, 3
@@ -28,9 +28,9 @@ COLUMNS = (
 
 
 LIVE = "deleted_at IS NULL AND anonymized_at IS NULL"
-#: Rows that belong in the vector index: live, and not a long-term detail chunk (issue 3 tiers:
-#: those stay keyword-searchable but leave the vector index; the indexer deletes their vectors).
-VECTOR_LIVE = f"{LIVE} AND COALESCE(tier, '') != 'long_term_detail'"
+#: Rows that belong in the vector index: live, and not a long-term detail chunk (those stay
+#: keyword-searchable but leave the vector index; the indexer deletes their vectors).
+VECTOR_LIVE = f"{LIVE} AND COALESCE(tier, '') != '{TIER_LONG_DETAIL}'"
 
 
 def now_utc() -> datetime:
@@ -130,6 +130,28 @@ class Brief:
     @property
     def event_time(self) -> datetime:
         return datetime.fromisoformat(self.event_time_iso)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A row with every column a faithful copy of it needs (export, restore)."""
+
+    row: Row
+    topic_key: str | None = None
+    dedup_key: str | None = None
+    #: The full text kept under ``row.item.source_ref`` (long messages, tool outputs).
+    payload: str | None = None
+
+
+def vectorized(kind: str, tier: str | None) -> bool:
+    """Whether a row of ``kind`` and stored ``tier`` belongs in the vector index: a
+    long-term session's detail chunks do not, and a session summary only once its session
+    is long-term (its chunks carry the meaning while it is mid-term)."""
+    if tier == TIER_LONG_DETAIL:
+        return False
+    if kind == "summary":
+        return tier == TIER_LONG_SUMMARY
+    return True
 
 
 def row_to_item(r: Sequence[Any]) -> Row:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +85,50 @@ class SessionTable:
             sql += " AND tier = ?"
             params.append(tier)
         return [_info(r) for r in self._db.read(sql + " ORDER BY close_order", params)]
+
+    def all(self, tenant_id: str | None = None) -> builtins.list[tuple[str, str, SessionInfo]]:
+        """(tenant, partition, info) of every closed session (of one tenant), for export."""
+        sql = f"SELECT tenant_id, partition, {_INFO_COLS} FROM sessions"
+        params: tuple[Any, ...] = ()
+        if tenant_id is not None:
+            sql += " WHERE tenant_id = ?"
+            params = (tenant_id,)
+        return [(r[0], r[1], _info(r[2:])) for r in self._db.read(sql + " ORDER BY rowid", params)]
+
+    def restore(self, tenant_id: str, partition: str, info: SessionInfo) -> bool:
+        """Insert a copy of a closed session's row unless the session is known; its
+        ``last_seq`` is taken from this store's copy of its messages. True if inserted."""
+        with self._db.write() as tx:
+            last = tx.execute(
+                f"SELECT COALESCE(MAX(seq), 0) FROM memories WHERE tenant_id = ? AND "
+                f"partition = ? AND session_id = ? AND kind IN ({marks(len(MESSAGE_KINDS))}) "
+                f"AND {LIVE}",
+                (tenant_id, partition, info.session_id, *MESSAGE_KINDS),
+            ).fetchone()[0]
+            cur = tx.execute(
+                "INSERT INTO sessions (tenant_id, partition, session_id, user_id, agent_id, "
+                "status, tier, close_order, closed_at, promoted_at, last_seq, message_count, "
+                "chunk_count, summary_status, summarizer, summary_ids) "
+                "VALUES (?,?,?,?,?,'closed',?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                (
+                    tenant_id,
+                    partition,
+                    info.session_id,
+                    info.user_id,
+                    info.agent_id,
+                    info.tier,
+                    info.close_order,
+                    iso(info.closed_at),
+                    iso(info.promoted_at),
+                    last,
+                    info.message_count,
+                    info.chunk_count,
+                    info.summary_status,
+                    info.summarizer,
+                    json.dumps(list(info.summary_ids)),
+                ),
+            )
+            return cur.rowcount > 0
 
     def record_close(
         self,

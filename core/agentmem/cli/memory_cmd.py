@@ -1,0 +1,317 @@
+"""Everyday memory commands: remember, recall, add-message, read-tool-output, forget."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from rich.table import Table
+
+from .. import validation as v
+from ..maintenance.transfer import default_memory_scope
+from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, ROLES, RecallResult
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    Output,
+    bind,
+    command,
+    hit_to_dict,
+    markup,
+    open_memory,
+    parse_json_arg,
+    read_text_arg,
+    require_scope,
+    resolve_identity,
+    short,
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "remember",
+        help="store an explicit memory (fact, preference, decision, ...)",
+        description="Store an explicit memory. Idempotent: the same content, type, scope "
+        "and identity return the same id.",
+    )
+    p.add_argument("content", help="the memory text ('-' reads stdin)")
+    p.add_argument(
+        "--memory-type", "--type", dest="memory_type", default="fact", choices=MEMORY_TYPES
+    )
+    p.add_argument(
+        "--scope",
+        choices=REMEMBER_SCOPES,
+        default=None,
+        help="default: user if --user is bound, else agent if --agent, else tenant",
+    )
+    p.add_argument("--importance", type=float, default=None, help="0..1")
+    p.add_argument("--topic-key", default=None, help="a later memory with this key supersedes")
+    p.add_argument("--metadata", default=None, help="JSON object")
+    p.set_defaults(func=cmd_remember)
+
+    p = sub.add_parser(
+        "recall",
+        help="hybrid (keyword + vector) search of what this identity may see",
+        description="Recall memories for a query within the bound identity's scopes.",
+    )
+    p.add_argument("query")
+    p.add_argument("-k", "--top-k", type=int, default=5, help="at most this many (1..20)")
+    p.add_argument("--kind", action="append", choices=KINDS, help="restrict to a kind (repeat)")
+    p.add_argument(
+        "--memory-type", "--type", dest="memory_type", action="append", choices=MEMORY_TYPES
+    )
+    p.add_argument("--scope", default="any", choices=RECALL_SCOPES)
+    p.add_argument("--min-score", type=float, default=None, help="0..1 (default 0.3)")
+    p.add_argument("--token-budget", type=int, default=None, help="default 1000")
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="equality filter on stored metadata (VALUE parsed as JSON if it can be)",
+    )
+    p.add_argument("--include-superseded", action="store_true")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for the indexes to catch up first (not needed: recall "
+        "reads what they have not indexed yet; default 0)",
+    )
+    p.set_defaults(func=cmd_recall)
+
+    p = sub.add_parser(
+        "add-message",
+        help="store one chat message of the --session",
+        description="Store one chat message (needs --session or AGENTMEM_SESSION).",
+    )
+    p.add_argument("role", choices=ROLES)
+    p.add_argument("content", help="message text ('-' reads stdin)")
+    p.add_argument("--metadata", default=None, help="JSON object")
+    p.add_argument("--event-time", default=None, help="ISO-8601 timestamp (default: now)")
+    p.set_defaults(func=cmd_add_message)
+
+    p = sub.add_parser(
+        "read-tool-output",
+        help="print the full payload of a tool output (its source_ref key)",
+    )
+    p.add_argument("key", help="the source_ref shown by recall")
+    p.set_defaults(func=cmd_read_tool_output)
+
+    p = sub.add_parser(
+        "forget",
+        help="soft-delete records by id (as the bound identity)",
+        description="Soft-delete records visible to the bound identity. Exits 1 if any id "
+        "is not found.",
+    )
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.set_defaults(func=cmd_forget)
+
+
+@command
+def cmd_remember(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    content = read_text_arg(args.content, "content")
+    metadata = parse_json_arg(args.metadata, "--metadata")
+    identity = resolve_identity(args)
+    scope = args.scope or default_memory_scope(identity)
+    require_scope(identity, scope, f"a {scope}-scope memory")
+    with open_memory(args) as mem:
+        m = bind(mem, args)
+        res = m.remember(
+            content,
+            memory_type=args.memory_type,
+            scope=scope,
+            importance=args.importance,
+            topic_key=args.topic_key,
+            metadata=metadata,
+        )
+        mem.flush()
+    verb = "remembered" if res.was_new else "already remembered"
+    out.result(
+        {"id": res.id, "was_new": res.was_new, "scope": scope, "memory_type": args.memory_type},
+        text=f"{verb} [bold]{res.id}[/] ({args.memory_type}, scope {scope})",
+    )
+    return EXIT_OK
+
+
+@command
+def cmd_add_message(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    content = read_text_arg(args.content, "content")
+    metadata = parse_json_arg(args.metadata, "--metadata")
+    require_scope(resolve_identity(args), "session", "add-message")
+    with open_memory(args) as mem:
+        m = bind(mem, args)
+        item = m.add_message(args.role, content, metadata=metadata, event_time=args.event_time)
+        mem.flush()
+    out.result(
+        {
+            "id": item.id,
+            "kind": item.kind,
+            "session_id": item.session_id,
+            "source_ref": item.source_ref,
+        },
+        text=f"stored {item.kind} [bold]{item.id}[/] in session {markup(str(item.session_id))}",
+    )
+    return EXIT_OK
+
+
+@command
+def cmd_read_tool_output(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with open_memory(args, background=False) as mem:
+        text = bind(mem, args).read_tool_output(args.key)
+    if out.json:
+        out.result({"key": args.key, "content": text})
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+def _parse_filters(raw: list[str] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    out: dict[str, Any] = {}
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--filter: expected KEY=VALUE, got {item!r}")
+        try:
+            out[key] = parse_json_arg(value, "--filter")
+        except CliError:
+            out[key] = value
+    return out
+
+
+@command
+def cmd_recall(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    filters = _parse_filters(args.filter)
+    with open_memory(args) as mem:
+        m = bind(mem, args)
+        v.query(args.query)
+        if args.wait > 0:
+            mem.flush(timeout=args.wait)
+        # Load the model and the vector store first, so the latency shown is the recall's.
+        m.recall("warm-up", top_k=1)
+        started = time.perf_counter()
+        result = m.recall(
+            args.query,
+            top_k=args.top_k,
+            kinds=args.kind,
+            memory_types=args.memory_type,
+            scope=args.scope,
+            min_score=args.min_score,
+            token_budget=args.token_budget,
+            filters=filters,
+            include_superseded=args.include_superseded,
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        below = _below_threshold(m, args, filters, result, mem.config.min_score)
+    if out.json:
+        out.result(
+            {
+                "query": args.query,
+                "items": [hit_to_dict(h) for h in result.items],
+                "total": result.total,
+                "degraded": result.degraded,
+                "rerank_used": result.rerank_used,
+                "truncated": result.truncated,
+                "token_count": result.token_count,
+                "latency_ms": round(latency_ms, 2),
+                "below_threshold": below,
+            }
+        )
+        return EXIT_OK
+    footer = (
+        f"{result.total} result(s) in {latency_ms:.0f} ms; degraded={result.degraded}, "
+        f"truncated={result.truncated}, {result.token_count} tokens"
+    )
+    if not result.items:
+        out.print(f"[dim]no memories above the score threshold[/]\n{footer}")
+        if below is not None:
+            out.note(below)
+        return EXIT_OK
+    table = Table(title=f"recall: {markup(short(args.query, 70))}", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("kind")
+    table.add_column("scope")
+    table.add_column("content", overflow="fold", ratio=1)
+    for n, hit in enumerate(result.items, 1):
+        kind = hit.kind + (f"\n{hit.memory_type}" if hit.memory_type else "")
+        content = markup(short(hit.content, 300))
+        when = hit.event_time.strftime("%Y-%m-%d %H:%M")
+        session = f" · session {markup(hit.session_id)}" if hit.session_id else ""
+        content += f"\n[dim]{when}{session} · id {hit.id}[/]"
+        if hit.source_ref and hit.kind == "tool_output":
+            content += f"\n[dim]full output: agentmem read-tool-output {markup(hit.source_ref)}[/]"
+        table.add_row(str(n), f"{hit.score:.3f}", kind, hit.scope, content)
+    out.print(table)
+    out.print(footer)
+    return EXIT_OK
+
+
+def _below_threshold(
+    m: Any, args: argparse.Namespace, filters: Any, result: RecallResult, default: float
+) -> str | None:
+    """When nothing passed ``min_score`` but something was found below it, say so."""
+    threshold = default if args.min_score is None else args.min_score
+    if result.items or threshold <= 0:
+        return None
+    best = m.recall(
+        args.query,
+        top_k=1,
+        kinds=args.kind,
+        memory_types=args.memory_type,
+        scope=args.scope,
+        min_score=0.0,
+        filters=filters,
+        include_superseded=args.include_superseded,
+    )
+    if not best.items:
+        return None
+    score = best.items[0].score
+    return (
+        f"best match {score:.2f} is below min_score {threshold:.2f}; try --min-score "
+        f"{max(int(score * 100) / 100, 0.0):.2f}"
+    )
+
+
+@command
+def cmd_forget(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    forgotten: list[str] = []
+    missing: list[str] = []
+    with open_memory(args) as mem:
+        m = bind(mem, args)
+        for id_ in args.ids:
+            (forgotten if m.forget(id_) else missing).append(id_)
+        mem.flush()
+    i = m.identity
+    who = ", ".join(
+        f"{k}={val}"
+        for k, val in (
+            ("tenant", i.tenant_id),
+            ("user", i.user_id),
+            ("agent", i.agent_id),
+            ("session", i.session_id),
+        )
+        if val is not None
+    )
+    if out.json:
+        out.result({"forgotten": forgotten, "not_found": missing})
+    else:
+        for id_ in forgotten:
+            out.print(f"forgot {id_}")
+    if missing:
+        sys.stderr.write(
+            f"agentmem: error: not found (or not visible to {who}): {', '.join(missing)}\n"
+        )
+        return EXIT_FAILED
+    return EXIT_OK

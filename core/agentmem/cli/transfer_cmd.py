@@ -1,0 +1,176 @@
+"""``agentmem import`` and ``agentmem export``: JSON Lines in and out.
+
+The format is documented in :mod:`agentmem.maintenance.transfer` (also shown by
+``agentmem import --help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from .. import validation as v
+from ..maintenance import transfer
+from ..memory import AgentMemory
+from ..models import KINDS
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    Output,
+    command,
+    dumps,
+    markup,
+    open_memory,
+    resolve_identity,
+)
+
+
+def _format_help() -> str:
+    doc = transfer.__doc__ or ""
+    return doc[doc.index("Two kinds of line") :]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "import",
+        help="import records, messages, tool outputs, documents and memories from JSONL",
+        description="Import JSON Lines: an export of `agentmem export` (restored exactly, "
+        "idempotent) or lines written by hand (stored like API calls). Every line is "
+        "validated before anything is written; a bad line aborts with its line number.",
+        epilog=_format_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="JSONL file ('-' reads stdin)")
+    p.add_argument("--batch-size", type=int, default=500, help="records per write (default 500)")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "export",
+        help="write every live record (all tenants by default) as JSONL",
+        description="Write every live record, closed session and agent-state entry as JSON "
+        "Lines; `agentmem import` restores them exactly. Works beside a running writer.",
+    )
+    p.add_argument("-o", "--output", default=None, help="write to FILE instead of stdout")
+    p.add_argument(
+        "--tenant-only",
+        action="store_true",
+        help="only the tenant of --tenant / AGENTMEM_TENANT (default 'default')",
+    )
+    p.add_argument(
+        "--kind", action="append", choices=KINDS, help="only records of this kind (repeat)"
+    )
+    p.set_defaults(func=cmd_export)
+
+
+def _split_lines(text: str) -> list[str]:
+    # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
+    # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _read_lines(path: str) -> list[str]:
+    if path == "-":
+        return _split_lines(sys.stdin.read())
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return _split_lines(fh.read())
+    except FileNotFoundError as exc:
+        raise CliError(f"{path}: no such file") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror or exc}", EXIT_FAILED) from exc
+
+
+def _flush_with_progress(mem: AgentMemory, out: Output) -> None:
+    kw, vec, _ = mem.records.index.pending_counts()
+    total = max(kw, vec)
+    if total == 0:
+        return
+    with out.progress("indexing", total) as update:
+        while not mem.flush(timeout=0.5):
+            kw, vec, _ = mem.records.index.pending_counts()
+            update(total - min(max(kw, vec), total), total)
+        update(total, total)
+
+
+@command
+def cmd_import(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    if args.batch_size < 1:
+        raise CliError("--batch-size: must be a positive integer")
+    lines = _read_lines(args.file)
+    started = time.perf_counter()
+    try:
+        plan = transfer.parse_lines(lines, resolve_identity(args))
+    except transfer.ImportFileError as exc:
+        raise CliError(f"{args.file}: {exc.reason}") from exc
+    with open_memory(args) as mem:
+        with out.progress("importing", len(plan.ops)) as update:
+            counts = transfer.apply_plan(
+                mem.context, plan, batch_size=args.batch_size, progress=update
+            )
+        _flush_with_progress(mem, out)
+    seconds = time.perf_counter() - started
+    data = {**counts.__dict__, "seconds": round(seconds, 3)}
+    parts = [
+        f"{counts.restored} record(s) restored ({counts.already_present} already present)",
+        f"{counts.messages} messages",
+        f"{counts.tool_outputs} tool outputs",
+        f"{counts.documents} documents ({counts.document_chunks} chunks)",
+        f"{counts.memories} memories ({counts.memories_new} new)",
+        f"{counts.sessions} sessions",
+        f"{counts.agent_state} agent-state entries",
+    ]
+    text = f"imported {counts.lines} line(s) in {seconds:.1f} s: " + ", ".join(parts)
+    if counts.superseded_skipped:
+        text += (
+            f"; skipped {counts.superseded_skipped} superseded memories that no later line "
+            "supersedes again"
+        )
+    out.result(data, text=text)
+    return EXIT_OK
+
+
+@command
+def cmd_export(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    tenant = resolve_identity(args).tenant_id if args.tenant_only else None
+    if tenant is not None:
+        v.identity(tenant, "tenant_id", required=True)
+    target = Path(args.output) if args.output else None
+    with open_memory(args, background=False, beside_writer=True) as mem:
+        lines = transfer.export_lines(mem.context, tenant_id=tenant, kinds=args.kind)
+        if target is None:
+            n = _write_jsonl(lines, sys.stdout)
+            sys.stdout.flush()
+            if sys.stderr.isatty() and not out.json:
+                out.note(f"exported {n} line(s)")
+            return EXIT_OK
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                n = _write_jsonl(lines, fh)
+            os.replace(tmp, target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise CliError(f"{target}: {exc.strerror or exc}", EXIT_FAILED) from exc
+    out.result(
+        {"exported": n, "path": str(target)},
+        text=f"exported {n} line(s) to {markup(str(target))}",
+    )
+    return EXIT_OK
+
+
+def _write_jsonl(lines: Iterable[dict[str, Any]], fh: IO[str]) -> int:
+    n = 0
+    for line in lines:
+        fh.write(dumps(line) + "\n")
+        n += 1
+    return n
