@@ -4,16 +4,16 @@ Writing: ``HumanMessage``/``AIMessage``/``SystemMessage`` (and ``ChatMessage`` w
 those roles) become chat messages; ``ToolMessage`` becomes a tool output keyed by its
 ``tool_call_id``. What the core's row cannot hold natively rides in the stored metadata
 under ``lc_*`` keys: the message id and name, an AI message's ``tool_calls``, a tool
-message's status, and the original content when it was empty or a list of content blocks
-(the core stores non-empty text only).
+message's status, and the original content when it is a list of content blocks. A message
+without text (an AI turn that only calls tools) is stored with empty content and its tool
+calls in the metadata: it stays in the history and out of recall.
 
 Reading reverses it, so ``history.messages`` reproduces what was added.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,6 @@ _ROLE_ALIASES = {
     "system": "system",
     "developer": "system",
 }
-_EMPTY_TEXT = "(empty message)"
 
 
 @dataclass
@@ -65,14 +64,6 @@ def _text(message: BaseMessage) -> str:
     return str(message.text)
 
 
-def _render_tool_calls(calls: Sequence[Mapping[str, Any]]) -> str:
-    parts = []
-    for call in calls:
-        args = json.dumps(call.get("args", {}), ensure_ascii=False, sort_keys=True)
-        parts.append(f"{call.get('name', '?')}({args})")
-    return "[tool calls: " + "; ".join(parts) + "]"
-
-
 def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     """The row that stores ``message`` (``position`` names it in validation errors)."""
     meta: dict[str, Any] = {}
@@ -81,16 +72,14 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     if message.name is not None:
         meta["lc_name"] = message.name
     text = _text(message)
-    if not isinstance(message.content, str):
-        meta["lc_content"] = message.content  # content blocks, restored verbatim
-    elif not text.strip():
-        meta["lc_content"] = message.content
+    if not isinstance(message.content, str) or not text.strip():
+        meta["lc_content"] = message.content  # content blocks or no text, restored verbatim
     if isinstance(message, ToolMessage):
         if message.status != "success":
             meta["lc_status"] = message.status
         return ToolRow(
             tool_call_id=message.tool_call_id,
-            content=text if text.strip() else _EMPTY_TEXT,
+            content=text,
             tool_name=message.name,
             metadata=meta,
         )
@@ -103,8 +92,6 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
                 {"name": c["name"], "args": c["args"], "id": c.get("id")}
                 for c in message.tool_calls
             ]
-            if not text.strip():
-                text = _render_tool_calls(message.tool_calls)
     elif isinstance(message, SystemMessage):
         role = "system"
     elif isinstance(message, ChatMessage) and message.role.lower() in _ROLE_ALIASES:
@@ -116,7 +103,7 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
             f"cannot store a {type(message).__name__} "
             f"(supported: HumanMessage, AIMessage, SystemMessage, ToolMessage)",
         )
-    return ChatRow(role=role, content=text if text.strip() else _EMPTY_TEXT, metadata=meta)
+    return ChatRow(role=role, content=text, metadata=meta)
 
 
 def _full_content(memory: BoundMemory, item: MemoryItem) -> str:

@@ -6,9 +6,9 @@ the chat store gives back the same role. Only text blocks are stored; images, au
 other blocks are not. JSON-serialisable ``additional_kwargs`` (tool call ids, tool calls in
 dict form) are kept under ``llama_index_additional_kwargs``.
 
-agentmem does not store empty text, so a message without text (an assistant turn that only
-calls tools) is stored with the placeholder :data:`EMPTY_PLACEHOLDER` and the metadata flag
-``llama_index_empty``; reading it back gives an empty content again.
+A message without text (an assistant turn that only calls tools) is stored with empty content
+and its role and keyword arguments in the metadata: it stays in the history and out of
+recall.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ ROLE_MAP: dict[str, str] = {
 }
 ROLE_KEY = "llama_index_role"
 KWARGS_KEY = "llama_index_additional_kwargs"
-EMPTY_KEY = "llama_index_empty"
-EMPTY_PLACEHOLDER = "(message without text)"
 
 
 def message_text(message: ChatMessage) -> str:
@@ -68,11 +66,8 @@ def to_agentmem(
     kwargs = _json_kwargs(message.additional_kwargs, skip_kwargs)
     if kwargs:
         metadata[KWARGS_KEY] = kwargs
-    if not text.strip():
-        if not keep_empty:
-            return None
-        text = EMPTY_PLACEHOLDER
-        metadata[EMPTY_KEY] = True
+    if not text.strip() and not keep_empty:
+        return None
     return {"role": ROLE_MAP.get(message.role.value, "user"), "content": text, "metadata": metadata}
 
 
@@ -84,7 +79,7 @@ def from_item(item: MemoryItem, full_text: str | None = None) -> ChatMessage:
         role_value = MessageRole(role)
     except ValueError:
         role_value = MessageRole.USER
-    text = "" if meta.get(EMPTY_KEY) else (full_text if full_text is not None else item.content)
+    text = full_text if full_text is not None else item.content
     kwargs = meta.get(KWARGS_KEY)
     return ChatMessage(
         role=role_value,

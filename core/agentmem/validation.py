@@ -21,11 +21,19 @@ log = logging.getLogger("agentmem")
 _IDENTITY_MAX = 256
 
 
-def text(value: Any, field: str, *, max_bytes: int = MAX_CONTENT_BYTES) -> str:
-    """A non-empty string without NUL bytes or lone surrogates, at most ``max_bytes``."""
+def text(
+    value: Any, field: str, *, max_bytes: int = MAX_CONTENT_BYTES, allow_empty: bool = False
+) -> str:
+    """A non-empty string without NUL bytes or lone surrogates, at most ``max_bytes``.
+
+    With ``allow_empty``, an empty or whitespace-only string is accepted and returned as
+    ``""``.
+    """
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if not value.strip():
+        if allow_empty:
+            return ""
         raise ValidationError(field, "must not be empty or whitespace")
     _clean(value, field)
     size = len(value.encode("utf-8"))

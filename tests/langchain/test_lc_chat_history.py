@@ -94,8 +94,9 @@ def test_tool_messages_become_tool_outputs(bound: BoundMemory) -> None:
     assert tool_item.metadata["tool_name"] == "lookup_order"
     assert tool_item.source_ref is not None
     assert bound.read_tool_output(tool_item.source_ref) == '{"status": "shipped", "eta": "Friday"}'
-    # the tool-call-only AI message is stored with a readable rendering of its calls
-    assert "lookup_order" in items[2].content
+    # the tool-call-only AI message is stored as itself: no text, its calls in the metadata
+    assert items[2].content == ""
+    assert items[2].metadata["lc_tool_calls"][0]["name"] == "lookup_order"
 
 
 def test_add_messages_is_one_core_call_per_run(bound: BoundMemory) -> None:

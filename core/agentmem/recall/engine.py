@@ -145,6 +145,9 @@ class RecallEngine:
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
         plans = scope_rules.plan(identity, req.scope, req.tiers)
+        if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
+            weights = self.config.scope_weights
+            plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
         wanted_scopes = {p.scope for p in plans}
         by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
         for p in plans:

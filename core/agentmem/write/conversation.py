@@ -91,7 +91,7 @@ def add_tool_output(
     scope_rules.require(identity, "session")
     call_id = v.identity(tool_call_id, "tool_call_id", required=True)
     assert call_id is not None
-    text = v.text(content, "content")
+    text = v.text(content, "content", allow_empty=True)  # a tool may return nothing
     name = v.identity(tool_name, "tool_name")
     meta = v.metadata(metadata)
     meta.setdefault("tool_call_id", call_id)
@@ -111,6 +111,7 @@ def add_tool_output(
         metadata=meta,
         dedup_key=key,
         payload_key=key,
+        vectorize=bool(text),
     )
     ((id_, _),) = commit(ctx, [rec], "add_tool_output")
     return items(ctx, identity.tenant_id, [id_])[0]

@@ -17,6 +17,7 @@ from .. import scopes as scope_rules
 from .. import validation as v
 from ..chunking import cap_utf8
 from ..config import CHAT_COPY_MAX_BYTES
+from ..errors import ValidationError
 from ..models import MEMORY_TYPES, REMEMBER_SCOPES, ROLES, SUPERSEDING_TYPES, Identity
 from ..storage.rows import NewRecord
 
@@ -97,13 +98,21 @@ def message_record(
 ) -> NewRecord:
     """A chat message (``tool`` role: a tool output) of the bound session.
 
-    The recallable copy is capped at :data:`~agentmem.config.CHAT_COPY_MAX_BYTES`; a longer
+    The content may be empty when the metadata says what the message is (an assistant turn
+    that only calls tools): such a row is kept in the transcript but never recalled. The
+    recallable copy is capped at :data:`~agentmem.config.CHAT_COPY_MAX_BYTES`; a longer
     message is kept whole as a payload under ``msg_<id>`` (its ``source_ref``).
     """
     scope_rules.require(identity, "session")
     role = v.choice(role, "role", ROLES)
-    text = v.text(content, "content")
+    text = v.text(content, "content", allow_empty=True)
     meta = v.metadata(metadata)
+    if not text and not meta:
+        raise ValidationError(
+            "content",
+            "must not be empty or whitespace (a message without text must carry what it is "
+            "in its metadata, e.g. the tool calls of an assistant turn)",
+        )
     when = v.event_time(event_time)
     id_ = id or uuid.uuid4().hex
     copy = cap_utf8(text, CHAT_COPY_MAX_BYTES)
@@ -120,6 +129,9 @@ def message_record(
         event_time=when,
         payload_key=f"msg_{id_}" if oversized else None,
         source_ref=f"msg_{id_}" if oversized else None,
+        # a message without text (a tool-call turn) has no meaning to embed or match; it
+        # stays in the transcript and out of recall
+        vectorize=bool(text),
     )
 
 
