@@ -43,7 +43,7 @@ import numpy as np
 from ..embeddings import CachedEmbedder, Embedder, FloatArray
 from ..memory import AgentMemory
 from .corpus import QUERY_KINDS, iter_memories, memory_at
-from .runner import (
+from .harness import (
     QUERY_SESSION,
     TENANT,
     USER,

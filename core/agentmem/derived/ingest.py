@@ -47,7 +47,7 @@ from ..llm.base import ChatTurn, Extracted
 from ..models import MEMORY_TYPES, ROLES, Identity, IngestError, IngestResult
 from ..storage.rows import NewRecord
 from ..write.commit import commit
-from ..write.records import memory_record, message_record
+from ..write.records import memory_record, message_record, sha
 from .supersession import judge_rows
 
 if TYPE_CHECKING:
@@ -78,11 +78,6 @@ class _Message:
     source_id: str | None
     event_time: datetime | None
     metadata: dict[str, Any]
-
-
-def _sha(*parts: str | None) -> str:
-    joined = "\x1f".join("" if p is None else p for p in parts)
-    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
 def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message]:
@@ -120,7 +115,7 @@ def derive_session_id(identity: Identity, messages: Sequence[_Message]) -> str:
     i = identity
     first = messages[0]
     anchor = first.source_id or f"{first.role}\x1f{first.content}"
-    return "ses_" + _sha("session", i.tenant_id, i.user_id, i.agent_id, anchor)[:24]
+    return "ses_" + sha("session", i.tenant_id, i.user_id, i.agent_id, anchor)[:24]
 
 
 def ingest(
@@ -141,10 +136,10 @@ def ingest(
     records: list[NewRecord] = []
     for pos, msg in enumerate(msgs):
         if msg.source_id is not None:
-            anchor = _sha("id", msg.source_id)
+            anchor = sha("id", msg.source_id)
         else:
-            anchor = _sha("pos", str(pos), msg.role, msg.content)
-        msg_id = "msg_" + _sha(identity.tenant_id, partition, session_id, anchor)[:32]
+            anchor = sha("pos", str(pos), msg.role, msg.content)
+        msg_id = "msg_" + sha(identity.tenant_id, partition, session_id, anchor)[:32]
         msg_ids.append(msg_id)
         meta = dict(msg.metadata)
         if msg.source_id is not None:
@@ -326,7 +321,7 @@ def _store_memories(
             )
             continue
         when = max((t for s in sources if (t := times.get(s)) is not None), default=None)
-        mem_id = "mem_" + _sha(rec.tenant_id, rec.partition, rec.dedup_key, *sources)[:32]
+        mem_id = "mem_" + sha(rec.tenant_id, rec.partition, rec.dedup_key, *sources)[:32]
         records.append(dataclasses.replace(rec, id=mem_id, event_time=when))
     if not records:
         return [], duplicates, errors
