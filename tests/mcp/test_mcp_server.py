@@ -26,6 +26,13 @@ TOOLS = {
     "get_agent_state",
     "set_agent_state",
     "delete_memory",
+    "upsert_knowledge",
+    "get_knowledge",
+    "list_knowledge",
+    "delete_knowledge",
+    "session_detail",
+    "answer",
+    "compact",
 }
 IDENTITY_KEYS = {"tenant_id", "user_id", "agent_id", "session_id", "tenant", "user", "session"}
 
@@ -135,7 +142,9 @@ async def test_read_tool_output_returns_payloads_and_errors_on_unknown_keys(
         still_serving = await session.call_tool("get_agent_state", {"key": "anything"})
 
     assert not full.is_error
-    assert text_of(full) == payload
+    assert full.structured_content == {"key": key.source_ref, "content": payload}
+    assert text_of(full).startswith("<recalled-memories>")  # stored text, framed as data
+    assert f"\n{payload}\n</memory>" in text_of(full)
     assert missing.is_error
     assert "tout_nosuchkey" in text_of(missing)
     assert text_of(missing).startswith("Error: ")

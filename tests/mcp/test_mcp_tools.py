@@ -20,6 +20,7 @@ from agentmem import AgentMemory, BoundMemory
 from agentmem.cli import build_parser, main
 from agentmem.cli._common import resolve_identity
 from agentmem.cli.mcp_cmd import merge_identity_flags
+from agentmem.tools import ALL_TOOLS
 from agentmem.tools.mcp import (
     IDENTITY_ARGUMENTS,
     MemoryToolbox,
@@ -58,16 +59,7 @@ async def test_in_memory_client_round_trip(mem: AgentMemory, bound: BoundMemory)
         )
         bad = await client.call_tool("recall", {"query": "x", "session_id": "s2"})
 
-    assert names == [
-        "recall",
-        "remember_fact",
-        "read_tool_output",
-        "store_memory",
-        "search_memory",
-        "get_agent_state",
-        "set_agent_state",
-        "delete_memory",
-    ]
+    assert names == list(ALL_TOOLS)
     assert not saved.is_error
     kinds = {i["source_kind"] for i in recalled.structured_content["items"]}
     assert kinds == {"chat_message", "memory"}
@@ -92,7 +84,7 @@ def test_recalled_text_is_escaped_inside_its_delimiters(
 def test_nothing_found_is_not_an_error(bound: BoundMemory) -> None:
     result = MemoryToolbox(bound).call("recall", {"query": "quantum chromodynamics"})
 
-    assert result.text == "No memories matched the query."
+    assert result.text == "No relevant memories found."
     assert result.data["items"] == []
 
 
