@@ -196,3 +196,26 @@ def test_core_and_cli_import_without_the_mcp_sdk() -> None:
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("value", ["recall,drop_tables", "everything", " , "])
+def test_a_bad_tools_flag_fails_before_opening_the_data_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, value: str
+) -> None:
+    status = main(["--home", str(tmp_path / "never-created"), "mcp", "--tools", value])
+
+    assert status == 2
+    assert "--tools" in capsys.readouterr().err
+    assert not (tmp_path / "never-created").exists()
+
+
+def test_build_server_serves_the_selected_set(bound: BoundMemory) -> None:
+    assert list(MemoryToolbox(bound, "core").specs) == [
+        "recall",
+        "remember_fact",
+        "read_tool_output",
+        "get_agent_state",
+        "set_agent_state",
+    ]
+    with pytest.raises(ValueError, match="unknown tool"):
+        build_server(bound, ["recall", "drop_tables"])
