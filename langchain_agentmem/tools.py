@@ -318,7 +318,6 @@ TOOL_CLASSES: dict[str, type[AgentMemTool]] = {
         CompactTool,
     )
 }
-assert list(TOOL_CLASSES) == list(SPECS), "a core tool has no LangChain class"
 
 
 def create_memory_tools(memory: ToolMemory, include: Include = "core") -> list[AgentMemTool]:
