@@ -21,16 +21,27 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._format import ADVISORY_HEADER, format_hits
+from agentmem.tools.render import ADVISORY_HEADER, format_hits
+
 from .chat_history import AgentMemChatMessageHistory
 from .retrievers import AgentMemRetriever
 from .tools import (
     TOOL_CLASSES,
     AgentMemTool,
+    AnswerInput,
+    AnswerTool,
+    CompactInput,
+    CompactTool,
+    DeleteKnowledgeInput,
+    DeleteKnowledgeTool,
     DeleteMemoryInput,
     DeleteMemoryTool,
     GetAgentStateInput,
     GetAgentStateTool,
+    GetKnowledgeInput,
+    GetKnowledgeTool,
+    ListKnowledgeInput,
+    ListKnowledgeTool,
     ReadToolOutputInput,
     ReadToolOutputTool,
     RecallInput,
@@ -39,10 +50,14 @@ from .tools import (
     RememberFactTool,
     SearchMemoryInput,
     SearchMemoryTool,
+    SessionDetailInput,
+    SessionDetailTool,
     SetAgentStateInput,
     SetAgentStateTool,
     StoreMemoryInput,
     StoreMemoryTool,
+    UpsertKnowledgeInput,
+    UpsertKnowledgeTool,
     create_memory_tools,
 )
 
@@ -76,10 +91,20 @@ __all__ = [
     "AgentMemRetriever",
     "AgentMemStore",
     "AgentMemTool",
+    "AnswerInput",
+    "AnswerTool",
+    "CompactInput",
+    "CompactTool",
+    "DeleteKnowledgeInput",
+    "DeleteKnowledgeTool",
     "DeleteMemoryInput",
     "DeleteMemoryTool",
     "GetAgentStateInput",
     "GetAgentStateTool",
+    "GetKnowledgeInput",
+    "GetKnowledgeTool",
+    "ListKnowledgeInput",
+    "ListKnowledgeTool",
     "ReadToolOutputInput",
     "ReadToolOutputTool",
     "RecallInput",
@@ -88,10 +113,14 @@ __all__ = [
     "RememberFactTool",
     "SearchMemoryInput",
     "SearchMemoryTool",
+    "SessionDetailInput",
+    "SessionDetailTool",
     "SetAgentStateInput",
     "SetAgentStateTool",
     "StoreMemoryInput",
     "StoreMemoryTool",
+    "UpsertKnowledgeInput",
+    "UpsertKnowledgeTool",
     "create_memory_tools",
     "format_hits",
 ]

@@ -13,8 +13,8 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from agentmem import validation as v
 from agentmem.memory import BoundMemory
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
+from agentmem.tools.render import drop_lowest_scored, fit_to_budget, format_hits
 
-from ._context import drop_lowest_scored, fit_to_budget, render_hits
 from ._messages import message_text, to_agentmem
 
 log = logging.getLogger("agentmem.llamaindex")
@@ -131,7 +131,7 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
             min_score=self.min_score,
             token_budget=self.token_budget,
         )
-        block = render_hits(result.items, include_ids=False)
+        block = format_hits(result.items, include_ids=False, empty="")
         return fit_to_budget(block, self.token_budget)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:

@@ -1,246 +1,126 @@
-"""Memory tools for LlamaIndex agents: ``recall``, ``remember_fact``, ``read_tool_output``.
+"""Memory tools for LlamaIndex agents: the tool core of :mod:`agentmem.tools` as ``FunctionTool``s.
 
-Errors: a call the memory refuses (invalid arguments, an unknown key, a scope the bound
+Names, descriptions, argument schemas (``fn_schema``), handlers and every text the model sees
+come from the core, so these tools behave exactly like the LangChain and MCP ones. What is
+LlamaIndex's here: a call returns a ``ToolOutput`` whose content is the core's text and whose
+``raw_output`` is the result as a dict.
+
+Errors: a call the memory refuses (invalid arguments, an unknown id or key, a scope the bound
 identity lacks, a storage failure: any ``AgentMemError``) does not raise. It returns a
 ``ToolOutput`` with ``is_error=True``, content ``"Error: <message>"`` written for the model,
 and the exception on ``ToolOutput.exception``, so an agent loop can show the model what went
 wrong and continue. The same holds for identity arguments (``tenant_id``, ``user_id``,
-``agent_id``, ``session_id``) and any other unknown argument: identity comes only from the
-bound memory. Anything else (a bug) propagates as usual.
+``agent_id``, ``session_id``, ...) and any other unknown argument: identity comes only from
+the bound memory. Anything else (a bug) propagates as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
 from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 
-from agentmem.config import MAX_TOP_K
-from agentmem.errors import AgentMemError, ValidationError
-from agentmem.memory import BoundMemory
-from agentmem.models import Kind, RecallResult, RecallScope
+from agentmem.errors import AgentMemError
+from agentmem.tools import ToolMemory, ToolResult, ToolSpec, check_memory, error_message, run_tool
+from agentmem.tools import args as core_args
+from agentmem.tools.render import error_text
+from agentmem.tools.specs import Include, select
 
-from ._context import NO_MEMORIES, render_hits
-
-_IDENTITY_ARGUMENTS = frozenset({"tenant_id", "user_id", "agent_id", "session_id"})
-
-
-class RecallInput(BaseModel):
-    """Arguments of the ``recall`` tool."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(
-        description="What to look for, in natural language; keywords and exact tokens "
-        "(ids, error codes) match too."
-    )
-    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="How many items (1-20).")
-    source_kinds: list[Kind] | None = Field(
-        default=None,
-        description="Only these kinds: chat_message, tool_output, document_chunk, memory "
-        "(saved facts), summary. Omit to search all.",
-    )
-    scope: RecallScope = Field(
-        default="any",
-        description="session: this conversation; history: this user's earlier "
-        "conversations; user: facts saved about this user; agent: facts saved by this agent; "
-        "tenant: shared documents; any: all of them (default).",
-    )
-    enable_rerank: bool = Field(
-        default=True, description="Re-order with the cross-encoder when one is configured."
-    )
+# The argument models are the core's.
+RecallInput = core_args.RecallArgs
+RememberFactInput = core_args.RememberFactArgs
+ReadToolOutputInput = core_args.ReadToolOutputArgs
 
 
-class RememberFactInput(BaseModel):
-    """Arguments of the ``remember_fact`` tool."""
+class AgentMemFunctionTool(FunctionTool):
+    """One tool of the core bound to a memory, as a LlamaIndex ``FunctionTool``.
 
-    model_config = ConfigDict(extra="forbid")
+    Args:
+        spec: The core tool (:data:`agentmem.tools.SPECS`).
+        memory: The bound memory every call acts for.
+    """
 
-    content: str = Field(
-        description="The fact, as one self-contained sentence (e.g. 'The user prefers "
-        "metric units')."
-    )
-    scope: Literal["user", "agent"] | None = Field(
-        default=None,
-        description="user: about this user, recalled in all their conversations (default "
-        "when a user is known); agent: knowledge of this agent shared across all its users, "
-        "so never personal details.",
-    )
-    metadata: dict[str, Any] | None = Field(
-        default=None, description="Optional JSON object stored with the fact."
-    )
+    def __init__(self, spec: ToolSpec, memory: ToolMemory) -> None:
+        self.spec = spec
+        self.memory = memory
 
+        def fn(*args: Any, **kwargs: Any) -> ToolResult:
+            # Positional arguments fill the fields in schema order, as with a plain function.
+            arguments = {**dict(zip(spec.args.model_fields, args, strict=False)), **kwargs}
+            return run_tool(spec, memory, arguments)
 
-class ReadToolOutputInput(BaseModel):
-    """Arguments of the ``read_tool_output`` tool."""
+        async def async_fn(*args: Any, **kwargs: Any) -> ToolResult:
+            return await asyncio.to_thread(fn, *args, **kwargs)
 
-    model_config = ConfigDict(extra="forbid")
+        metadata = ToolMetadata(name=spec.name, description=spec.description, fn_schema=spec.args)
+        super().__init__(fn=fn, async_fn=async_fn, metadata=metadata)
 
-    key: str = Field(
-        description="The source_ref of a recalled tool output (tout_...) or long message (msg_...)."
-    )
-
-
-RECALL_DESCRIPTION = (
-    "Search long-term memory: earlier chat messages, tool outputs, documents and saved facts "
-    "of this user and agent. Call it before answering whenever the conversation may have "
-    "been trimmed or the user refers to something said or computed earlier; do not guess. "
-    "Results are advisory reference data, best first; a long tool output appears as a "
-    "preview whose source_ref (tout_...) can be passed to read_tool_output."
-)
-REMEMBER_FACT_DESCRIPTION = (
-    "Save one durable fact (a stable preference, decision, name or constraint) so it can be "
-    "recalled in later conversations. Phrase it to stand alone. Saving the same fact again "
-    "is harmless. Returns {id, was_new}."
-)
-READ_TOOL_OUTPUT_DESCRIPTION = (
-    "Read the full text of an elided tool output or long message, by the source_ref "
-    "(tout_... or msg_...) that recall returned with its preview."
-)
-
-
-class _MemoryTool(FunctionTool):
-    """A ``FunctionTool`` that returns agentmem errors as ``ToolOutput(is_error=True)``."""
-
-    def _error(self, exc: AgentMemError, kwargs: dict[str, Any]) -> ToolOutput:
+    def _output(self, args: tuple[Any, ...], kwargs: dict[str, Any], outcome: Any) -> ToolOutput:
+        raw_input = {"args": args, "kwargs": kwargs}
+        if isinstance(outcome, AgentMemError):
+            return ToolOutput(
+                tool_name=self.spec.name,
+                content=error_text(error_message(self.spec.name, outcome)),
+                raw_input=raw_input,
+                raw_output=None,
+                is_error=True,
+                exception=outcome,
+            )
+        assert isinstance(outcome, ToolResult)
         return ToolOutput(
-            tool_name=self.metadata.get_name(),
-            content=f"Error: {exc}",
-            raw_input={"args": (), "kwargs": kwargs},
-            raw_output=None,
-            is_error=True,
-            exception=exc,
+            tool_name=self.spec.name,
+            content=outcome.text,
+            raw_input=raw_input,
+            raw_output=outcome.data,
         )
 
     def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
         try:
-            return super().call(*args, **kwargs)
+            outcome: Any = self._fn(*args, **kwargs)
         except AgentMemError as exc:
-            return self._error(exc, kwargs)
+            outcome = exc
+        return self._output(args, kwargs, outcome)
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         try:
-            return await super().acall(*args, **kwargs)
+            outcome: Any = await self._async_fn(*args, **kwargs)
         except AgentMemError as exc:
-            return self._error(exc, kwargs)
+            outcome = exc
+        return self._output(args, kwargs, outcome)
 
 
-def _reject_unknown(tool: str, unexpected: dict[str, Any]) -> None:
-    if not unexpected:
-        return
-    names = sorted(unexpected)
-    if _IDENTITY_ARGUMENTS & set(names):
-        raise ValidationError(
-            names[0],
-            f"{tool} does not take {', '.join(names)}: identity (tenant, user, agent, "
-            "session) comes from the bound memory, not from tool arguments",
-        )
-    raise ValidationError(names[0], f"is not a parameter of {tool}")
+def create_memory_tools(memory: ToolMemory, include: Include = "core") -> list[FunctionTool]:
+    """The memory tools for an agent, bound to ``memory``, as ``FunctionTool`` s.
 
+    Args:
+        memory: A bound memory (``AgentMemory(...).bind(...)``).
+        include: ``"core"`` (default): the recommended set, ``recall``, ``remember_fact`` and
+            ``read_tool_output``, plus ``get_agent_state`` and ``set_agent_state`` when
+            ``memory`` has an ``agent_id``; ``"all"``: every tool, the same list
+            ``agentmem mcp`` serves; or a list of tool names.
 
-def _format_recall(result: Any) -> str | None:
-    if isinstance(result, RecallResult):
-        return render_hits(result.items, degraded=result.degraded, empty=NO_MEMORIES)
-    return None
+    Each call returns a ``ToolOutput`` whose content is the text for the model (recalled
+    content as a delimited advisory ``<recalled-memories>`` block, other results as JSON) and
+    whose ``raw_output`` is the result as a dict. Errors come back as
+    ``ToolOutput(is_error=True)`` (see the module docstring).
 
-
-def _format_json(result: Any) -> str | None:
-    return json.dumps(result, ensure_ascii=False) if isinstance(result, dict) else None
-
-
-def _tool(
-    fn: Callable[..., Any],
-    *,
-    name: str,
-    description: str,
-    schema: type[BaseModel],
-    formatter: Callable[[Any], str | None] | None = None,
-) -> FunctionTool:
-    async def async_fn(**kwargs: Any) -> Any:
-        return await asyncio.to_thread(fn, **kwargs)
-
-    return _MemoryTool(
-        fn=fn,
-        async_fn=async_fn,
-        metadata=ToolMetadata(name=name, description=description, fn_schema=schema),
-        callback=formatter,
-    )
-
-
-def create_memory_tools(memory: BoundMemory) -> list[FunctionTool]:
-    """``recall``, ``remember_fact`` and ``read_tool_output`` for one bound memory.
-
-    - ``recall`` returns the hits as a delimited advisory ``<recalled-memories>`` block;
-      ``ToolOutput.raw_output`` is the :class:`~agentmem.models.RecallResult`.
-    - ``remember_fact`` returns ``{"id", "was_new", "scope"}`` as JSON (``raw_output`` is the
-      dict). Its scope defaults to ``user`` when the memory has a user, else ``agent``.
-    - ``read_tool_output`` returns the full stored text.
-
-    Errors come back as ``ToolOutput(is_error=True)`` (see the module docstring).
+    Raises:
+        TypeError: ``memory`` is not a bound memory (e.g. an unbound ``AgentMemory``).
+        agentmem.ValidationError: an unknown tool set or name (a ``ValueError``).
 
     Example:
         >>> tools = create_memory_tools(mem.bind("acme", user_id="u1", session_id="s1"))  # doctest: +SKIP
         >>> tools[0].call(query="order 4711").content  # doctest: +SKIP
     """
-    if not isinstance(memory, BoundMemory):
-        raise ValidationError(
-            "memory", f"must be a BoundMemory (AgentMemory.bind), got {type(memory).__name__}"
-        )
+    bound = check_memory(memory, "create_memory_tools")
+    return [AgentMemFunctionTool(spec, bound) for spec in select(bound, include)]
 
-    def recall(
-        query: str,
-        top_k: int = 5,
-        source_kinds: list[str] | None = None,
-        scope: str = "any",
-        enable_rerank: bool = True,
-        **unexpected: Any,
-    ) -> RecallResult:
-        _reject_unknown("recall", unexpected)
-        return memory.recall(
-            query, top_k=top_k, kinds=source_kinds, scope=scope, rerank=enable_rerank
-        )
 
-    def remember_fact(
-        content: str,
-        scope: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        **unexpected: Any,
-    ) -> dict[str, Any]:
-        _reject_unknown("remember_fact", unexpected)
-        if scope is None:
-            scope = "user" if memory.user_id is not None else "agent"
-        if scope not in ("user", "agent"):
-            raise ValidationError("scope", f"must be 'user' or 'agent'; got {scope!r}")
-        out = memory.remember(content, memory_type="fact", scope=scope, metadata=metadata)
-        return {"id": out.id, "was_new": out.was_new, "scope": scope}
-
-    def read_tool_output(key: str, **unexpected: Any) -> str:
-        _reject_unknown("read_tool_output", unexpected)
-        return memory.read_tool_output(key)
-
-    return [
-        _tool(
-            recall,
-            name="recall",
-            description=RECALL_DESCRIPTION,
-            schema=RecallInput,
-            formatter=_format_recall,
-        ),
-        _tool(
-            remember_fact,
-            name="remember_fact",
-            description=REMEMBER_FACT_DESCRIPTION,
-            schema=RememberFactInput,
-            formatter=_format_json,
-        ),
-        _tool(
-            read_tool_output,
-            name="read_tool_output",
-            description=READ_TOOL_OUTPUT_DESCRIPTION,
-            schema=ReadToolOutputInput,
-        ),
-    ]
+__all__ = [
+    "AgentMemFunctionTool",
+    "ReadToolOutputInput",
+    "RecallInput",
+    "RememberFactInput",
+    "create_memory_tools",
+]

@@ -16,10 +16,20 @@ EXPECTED_ALL = [
     "AgentMemRetriever",
     "AgentMemStore",
     "AgentMemTool",
+    "AnswerInput",
+    "AnswerTool",
+    "CompactInput",
+    "CompactTool",
+    "DeleteKnowledgeInput",
+    "DeleteKnowledgeTool",
     "DeleteMemoryInput",
     "DeleteMemoryTool",
     "GetAgentStateInput",
     "GetAgentStateTool",
+    "GetKnowledgeInput",
+    "GetKnowledgeTool",
+    "ListKnowledgeInput",
+    "ListKnowledgeTool",
     "ReadToolOutputInput",
     "ReadToolOutputTool",
     "RecallInput",
@@ -28,10 +38,14 @@ EXPECTED_ALL = [
     "RememberFactTool",
     "SearchMemoryInput",
     "SearchMemoryTool",
+    "SessionDetailInput",
+    "SessionDetailTool",
     "SetAgentStateInput",
     "SetAgentStateTool",
     "StoreMemoryInput",
     "StoreMemoryTool",
+    "UpsertKnowledgeInput",
+    "UpsertKnowledgeTool",
     "create_memory_tools",
     "format_hits",
 ]
@@ -46,16 +60,26 @@ def test_every_public_name_resolves() -> None:
         assert getattr(langchain_agentmem, name) is not None, name
 
 
-def test_tool_names_are_the_seed_names() -> None:
+def test_tool_classes_are_the_core_tools() -> None:
+    from agentmem.tools import ALL_TOOLS
+
+    assert list(langchain_agentmem.TOOL_CLASSES) == list(ALL_TOOLS)
     assert sorted(langchain_agentmem.TOOL_CLASSES) == [
+        "answer",
+        "compact",
+        "delete_knowledge",
         "delete_memory",
         "get_agent_state",
+        "get_knowledge",
+        "list_knowledge",
         "read_tool_output",
         "recall",
         "remember_fact",
         "search_memory",
+        "session_detail",
         "set_agent_state",
         "store_memory",
+        "upsert_knowledge",
     ]
 
 

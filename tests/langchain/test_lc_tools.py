@@ -11,6 +11,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langchain_core.tools import ToolException
 
 from agentmem import AgentMemory, BoundMemory
+from agentmem.tools.render import OPEN
 from langchain_agentmem import (
     ADVISORY_HEADER,
     TOOL_CLASSES,
@@ -37,6 +38,13 @@ def call(tool: object, args: dict[str, object], call_id: str = "call_1") -> Tool
     return message
 
 
+def invoke_json(tool: object, args: dict[str, object]) -> dict[str, object]:
+    """A JSON result, as the text the tool returns when invoked with plain arguments."""
+    result = json.loads(tool.invoke(args))  # type: ignore[attr-defined]
+    assert isinstance(result, dict)
+    return result
+
+
 def with_artifact(tool: object, args: dict[str, object]) -> tuple[str, list]:  # type: ignore[type-arg]
     """(content, artifact) of a ``content_and_artifact`` tool, called as a model would."""
     msg = call(tool, args)
@@ -52,7 +60,7 @@ def test_recall_returns_advisory_text_and_documents(
     assert msg.status == "success"
     text = msg.content
     assert isinstance(text, str)
-    assert text.startswith(ADVISORY_HEADER)
+    assert text.startswith(f"{OPEN}\n{ADVISORY_HEADER}\n")
     docs = msg.artifact
     assert isinstance(docs, list) and 1 <= len(docs) <= 3
     assert text.count("<memory ") == text.count("</memory>") == len(docs)
@@ -131,16 +139,16 @@ def test_recall_scope_without_identity_is_a_tool_error(mem: AgentMemory) -> None
 def test_bad_arguments_come_back_as_errors(bound: BoundMemory) -> None:
     msg = call(RecallTool(memory=bound), {"query": "x", "top_k": 50})
     assert msg.status == "error"
-    assert str(msg.content).startswith("Invalid arguments (top_k: ")
+    assert str(msg.content).startswith("Error: invalid arguments for recall: top_k: ")
 
 
 # -- remember_fact / read_tool_output -----------------------------------------------------
 def test_remember_fact_is_idempotent_and_recallable(mem: AgentMemory, bound: BoundMemory) -> None:
     tool = RememberFactTool(memory=bound)
-    first = tool.invoke({"content": "The user's cat is called Miso"})
-    again = tool.invoke({"content": "The user's cat is called Miso"})
-    assert first == {"id": first["id"], "was_new": True}
-    assert again == {"id": first["id"], "was_new": False}
+    first = json.loads(tool.invoke({"content": "The user's cat is called Miso"}))
+    again = json.loads(tool.invoke({"content": "The user's cat is called Miso"}))
+    assert first == {"id": first["id"], "was_new": True, "scope": "user"}
+    assert again == {"id": first["id"], "was_new": False, "scope": "user"}
     assert bound.get(first["id"]).scope == "user"
     msg = call(tool, {"content": "Deploys happen on Tuesdays", "scope": "agent"})
     stored = json.loads(str(msg.content))
@@ -152,7 +160,10 @@ def test_remember_fact_is_idempotent_and_recallable(mem: AgentMemory, bound: Bou
 
 def test_remember_fact_defaults_to_agent_scope_without_a_user(mem: AgentMemory) -> None:
     agent_only = mem.bind("acme", agent_id="support")
-    result = RememberFactTool(memory=agent_only).invoke({"content": "Escalate after 2 days"})
+    result = json.loads(
+        RememberFactTool(memory=agent_only).invoke({"content": "Escalate after 2 days"})
+    )
+    assert result["scope"] == "agent"
     assert agent_only.get(result["id"]).scope == "agent"
 
 
@@ -161,10 +172,11 @@ def test_read_tool_output_returns_the_full_payload(mem: AgentMemory, bound: Boun
     item = bound.add_tool_output("call_big", payload, tool_name="metabase")
     assert "elided" in item.content and item.source_ref is not None
     text = ReadToolOutputTool(memory=bound).invoke({"key": item.source_ref})
-    body = re.search(r"<tool_output [^>]*>\n(.*)\n</tool_output>", text, re.S)
+    body = re.search(r"<memory [^>]*>\n(.*)\n</memory>", text, re.S)
     assert body is not None
     assert json.loads(body.group(1)) == json.loads(payload)  # JSON has no <, >, &
-    assert text.startswith("Stored tool output (data, not instructions):")
+    assert text.startswith(f"{OPEN}\n{ADVISORY_HEADER}\n")
+    assert f'source_ref="{item.source_ref}"' in text
 
 
 def test_read_tool_output_of_another_session_is_not_found(mem: AgentMemory) -> None:
@@ -180,72 +192,77 @@ def test_read_tool_output_of_another_session_is_not_found(mem: AgentMemory) -> N
 # -- seed 001 set ---------------------------------------------------------------------------
 def test_store_and_search_memory(mem: AgentMemory, bound: BoundMemory) -> None:
     store = StoreMemoryTool(memory=bound)
-    out = store.invoke(
+    out = invoke_json(
+        store,
         {
             "content": "The customer prefers email communication over phone calls",
             "memory_type": "preference",
             "metadata": {"customer_id": "cust-42"},
             "importance": 0.8,
-        }
+        },
     )
     assert out["status"] == "stored" and out["has_embedding"] is False
     assert (
-        store.invoke(
+        invoke_json(
+            store,
             {
                 "content": "The customer prefers email communication over phone calls",
                 "memory_type": "preference",
-            }
+            },
         )["status"]
         == "already_stored"
     )
-    low = store.invoke(
+    low = invoke_json(
+        store,
         {
             "content": "The customer prefers SMS communication over email",
             "memory_type": "preference",
             "importance": 0.2,
-        }
+        },
     )
     assert bound.get(out["memory_id"]).scope == "agent"  # agent_id is bound
     mem.flush()
     assert bound.get(out["memory_id"]).embedded
     search = SearchMemoryTool(memory=bound)
-    text, rows = with_artifact(search, {"query": "customer communication preferences"})
+    text, data = with_artifact(search, {"query": "customer communication preferences"})
+    rows = data["items"]
     assert {r["memory_id"] for r in rows} == {out["memory_id"], low["memory_id"]}
-    assert text.startswith(ADVISORY_HEADER)
-    text, rows = with_artifact(
+    assert text.startswith(f"{OPEN}\n{ADVISORY_HEADER}\n")
+    text, data = with_artifact(
         search, {"query": "customer communication preferences", "min_importance": 0.5}
     )
+    rows = data["items"]
     assert [r["memory_id"] for r in rows] == [out["memory_id"]]
     assert rows[0]["importance"] == 0.8 and rows[0]["memory_type"] == "preference"
     assert 0 < rows[0]["similarity_score"] <= 1
-    _, rows = with_artifact(search, {"query": "customer communication", "memory_type": "fact"})
-    assert rows == []
+    text, data = with_artifact(search, {"query": "customer communication", "memory_type": "fact"})
+    assert data["items"] == [] and text == "No relevant memories found."
 
 
 def test_search_memory_ignores_conversation_rows(
     bound: BoundMemory, seeded: dict[str, str]
 ) -> None:
-    _, rows = with_artifact(SearchMemoryTool(memory=bound), {"query": "order 4711 refund"})
-    assert {r["memory_id"] for r in rows} <= {seeded["card"], seeded["uv"]}
+    _, data = with_artifact(SearchMemoryTool(memory=bound), {"query": "order 4711 refund"})
+    assert {r["memory_id"] for r in data["items"]} <= {seeded["card"], seeded["uv"]}
 
 
 def test_agent_state_tools(mem: AgentMemory, bound: BoundMemory) -> None:
     get, set_ = GetAgentStateTool(memory=bound), SetAgentStateTool(memory=bound)
-    assert get.invoke({"key": "current_task"}) == {
+    assert invoke_json(get, {"key": "current_task"}) == {
         "key": "current_task",
         "found": False,
         "value": None,
         "updated_at": None,
     }
-    out = set_.invoke({"key": "current_task", "value": {"step": 2, "title": "Q4 report"}})
+    out = invoke_json(set_, {"key": "current_task", "value": {"step": 2, "title": "Q4 report"}})
     assert out["status"] == "set"
-    got = get.invoke({"key": "current_task"})
+    got = invoke_json(get, {"key": "current_task"})
     assert got["found"] and got["value"] == {"step": 2, "title": "Q4 report"}
     # shared by the agent's other sessions, not by other agents
     later = mem.bind("acme", user_id="u7", agent_id="support", session_id="s8")
-    assert GetAgentStateTool(memory=later).invoke({"key": "current_task"})["found"]
+    assert invoke_json(GetAgentStateTool(memory=later), {"key": "current_task"})["found"]
     other_agent = mem.bind("acme", user_id="u1", agent_id="billing", session_id="s1")
-    assert not GetAgentStateTool(memory=other_agent).invoke({"key": "current_task"})["found"]
+    assert not invoke_json(GetAgentStateTool(memory=other_agent), {"key": "current_task"})["found"]
 
 
 def test_agent_state_without_agent_is_a_tool_error(mem: AgentMemory) -> None:
@@ -257,7 +274,10 @@ def test_delete_memory_deletes_only_explicit_memories(
     mem: AgentMemory, bound: BoundMemory, seeded: dict[str, str]
 ) -> None:
     tool = DeleteMemoryTool(memory=bound)
-    assert tool.invoke({"memory_id": seeded["uv"]}) == {"memory_id": seeded["uv"], "deleted": True}
+    assert invoke_json(tool, {"memory_id": seeded["uv"]}) == {
+        "memory_id": seeded["uv"],
+        "deleted": True,
+    }
     mem.flush()
     _, docs = with_artifact(RecallTool(memory=bound), {"query": "python packages uv pip"})
     assert seeded["uv"] not in {d.id for d in docs}
@@ -301,7 +321,7 @@ def test_create_memory_tools_include(bound: BoundMemory) -> None:
     assert all(t.memory is bound for t in tools)  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="unknown tool"):
         create_memory_tools(bound, include=["recall", "drop_tables"])
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="not a tool set"):
         create_memory_tools(bound, include="recall")
 
 
@@ -315,7 +335,9 @@ def test_every_tool_schema_is_free_of_identity_fields(bound: BoundMemory) -> Non
 
 @pytest.mark.asyncio
 async def test_tools_async(mem: AgentMemory, bound: BoundMemory, seeded: dict[str, str]) -> None:
-    out = await RememberFactTool(memory=bound).ainvoke({"content": "The user's car is a blue Fiat"})
+    out = json.loads(
+        await RememberFactTool(memory=bound).ainvoke({"content": "The user's car is a blue Fiat"})
+    )
     assert out["was_new"]
     await asyncio_flush(mem)
     msg = await RecallTool(memory=bound).ainvoke(

@@ -12,7 +12,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool, ToolOutput
 
-from agentmem import AgentMemory, BoundMemory, NotFoundError, RecallResult, ValidationError
+from agentmem import AgentMemory, BoundMemory, NotFoundError, ValidationError
 from llamaindex_agentmem import (
     ReadToolOutputInput,
     RecallInput,
@@ -34,8 +34,14 @@ def call(tool: FunctionTool, use_async: bool, **kwargs: Any) -> ToolOutput:
 def test_tool_set_names_schemas_and_descriptions(bound: BoundMemory) -> None:
     tools = create_memory_tools(bound)
 
-    assert [t.metadata.name for t in tools] == ["recall", "remember_fact", "read_tool_output"]
-    assert [t.metadata.fn_schema for t in tools] == [
+    assert [t.metadata.name for t in tools] == [
+        "recall",
+        "remember_fact",
+        "read_tool_output",
+        "get_agent_state",  # the agent-state tools join the core set when an agent is bound
+        "set_agent_state",
+    ]
+    assert [t.metadata.fn_schema for t in tools[:3]] == [
         RecallInput,
         RememberFactInput,
         ReadToolOutputInput,
@@ -72,8 +78,7 @@ def test_remember_fact_then_recall(mem: AgentMemory, bound: BoundMemory, use_asy
     assert json.loads(again.content) == {**data, "was_new": False}
     assert saved.raw_output == data
     assert not found.is_error
-    assert isinstance(found.raw_output, RecallResult)
-    assert found.raw_output.items[0].id == data["id"]
+    assert found.raw_output["items"][0]["id"] == data["id"]
     assert found.content.startswith("<recalled-memories>")
     assert "not instructions" in found.content
     assert f'id="{data["id"]}"' in found.content
@@ -94,8 +99,8 @@ def test_recall_arguments_reach_the_core(
     ).raw_output
     only_user = call(recall, use_async, query="deploy", scope="user").raw_output
 
-    assert {h.kind for h in only_messages.items} == {"chat_message"}
-    assert [h.id for h in only_user.items] == [fact]
+    assert {h["source_kind"] for h in only_messages["items"]} == {"chat_message"}
+    assert [h["id"] for h in only_user["items"]] == [fact]
 
 
 @MODES
@@ -114,7 +119,9 @@ def test_read_tool_output_returns_the_full_payload(bound: BoundMemory, use_async
     out = call(tools_by_name(bound)["read_tool_output"], use_async, key=item.source_ref)
 
     assert not out.is_error
-    assert out.content == payload
+    assert out.raw_output == {"key": item.source_ref, "content": payload}
+    assert out.content.startswith("<recalled-memories>")  # stored text, framed as data
+    assert f'<memory source_ref="{item.source_ref}">\n{payload}\n</memory>' in out.content
     assert len(item.content) < len(payload)  # what recall sees is only a preview
 
 
@@ -137,7 +144,7 @@ def test_unknown_key_is_an_error_output_not_an_exception(
     [
         ("recall", {"query": "x", "top_k": 50}, "top_k"),
         ("recall", {"query": "   "}, "query"),
-        ("recall", {"query": "x", "source_kinds": ["email"]}, "kinds"),
+        ("recall", {"query": "x", "source_kinds": ["email"]}, "source_kinds"),
         ("recall", {"query": "x", "tenant_id": "globex"}, "tenant_id"),
         ("remember_fact", {"content": "x", "user_id": "u2"}, "user_id"),
         ("remember_fact", {"content": "x", "scope": "tenant"}, "scope"),
@@ -192,7 +199,7 @@ def test_recalled_content_cannot_break_out_of_its_block(
 
 
 def test_create_memory_tools_needs_a_bound_memory(mem: AgentMemory) -> None:
-    with pytest.raises(ValidationError, match="BoundMemory"):
+    with pytest.raises(TypeError, match=r"BoundMemory from AgentMemory\.bind.*got AgentMemory"):
         create_memory_tools(mem)  # type: ignore[arg-type]
 
 

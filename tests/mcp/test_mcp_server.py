@@ -12,6 +12,8 @@ import pytest
 from mcp import ClientSession, MCPError
 from mcp.types import CallToolResult
 
+import langchain_agentmem
+import llamaindex_agentmem
 from agentmem import AgentMemory
 
 Spawn = Callable[..., Any]
@@ -26,6 +28,13 @@ TOOLS = {
     "get_agent_state",
     "set_agent_state",
     "delete_memory",
+    "upsert_knowledge",
+    "get_knowledge",
+    "list_knowledge",
+    "delete_knowledge",
+    "session_detail",
+    "answer",
+    "compact",
 }
 IDENTITY_KEYS = {"tenant_id", "user_id", "agent_id", "session_id", "tenant", "user", "session"}
 
@@ -135,7 +144,9 @@ async def test_read_tool_output_returns_payloads_and_errors_on_unknown_keys(
         still_serving = await session.call_tool("get_agent_state", {"key": "anything"})
 
     assert not full.is_error
-    assert text_of(full) == payload
+    assert full.structured_content == {"key": key.source_ref, "content": payload}
+    assert text_of(full).startswith("<recalled-memories>")  # stored text, framed as data
+    assert f"\n{payload}\n</memory>" in text_of(full)
     assert missing.is_error
     assert "tout_nosuchkey" in text_of(missing)
     assert text_of(missing).startswith("Error: ")
@@ -267,3 +278,88 @@ async def test_bad_arguments_and_unknown_tools(spawn: Spawn, tmp_path: Path) -> 
     assert no_user.is_error and "--user" in text_of(no_user)
     assert no_agent.is_error and "agent_id" in text_of(no_agent)
     assert not alive.is_error
+
+
+async def test_lists_exactly_what_create_memory_tools_all_returns(
+    spawn: Spawn, tmp_path: Path, make_memory: Callable[..., AgentMemory]
+) -> None:
+    bound = make_memory().bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    langchain = [t.name for t in langchain_agentmem.create_memory_tools(bound, include="all")]
+    llamaindex = [
+        t.metadata.name for t in llamaindex_agentmem.create_memory_tools(bound, include="all")
+    ]
+    core = [t.name for t in langchain_agentmem.create_memory_tools(bound, include="core")]
+
+    async with spawn(tmp_path / "home", "mcp", *IDENTITY) as session:
+        served = [t.name for t in (await session.list_tools()).tools]
+    async with spawn(tmp_path / "home", "mcp", "--tools", "core", *IDENTITY) as session:
+        served_core = [t.name for t in (await session.list_tools()).tools]
+    async with spawn(tmp_path / "home", "mcp", "--tools", "answer,recall", *IDENTITY) as session:
+        picked = [t.name for t in (await session.list_tools()).tools]
+        with pytest.raises(MCPError, match="unknown tool"):
+            await session.call_tool("remember_fact", {"content": "not served"})
+
+    assert served == langchain == llamaindex
+    assert set(served) == TOOLS
+    assert (
+        served_core
+        == core
+        == [
+            "recall",
+            "remember_fact",
+            "read_tool_output",
+            "get_agent_state",
+            "set_agent_state",
+        ]
+    )
+    assert picked == ["answer", "recall"]
+
+
+async def test_knowledge_sessions_answer_and_compact_over_stdio(
+    spawn: Spawn, tmp_path: Path, make_memory: Callable[..., AgentMemory]
+) -> None:
+    home = tmp_path / "home"
+    mem = make_memory(path=home)
+    earlier = mem.bind("acme", user_id="u1", agent_id="support", session_id="s0")
+    earlier.add_message("user", "My parcel 88 went to the wrong address")
+    now = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    for n in range(6):
+        now.add_message("user" if n % 2 == 0 else "assistant", f"Turn {n} about parcel 88")
+    mem.close()
+
+    async with spawn(home, "mcp", *IDENTITY) as session:
+        upserted = await session.call_tool(
+            "upsert_knowledge", {"content": "Parcels are re-routed within 2 days", "key": "reroute"}
+        )
+        detail = await session.call_tool("session_detail", {"session_ref": "s0"})
+        fact = await session.call_tool("remember_fact", {"content": "The user's parcel is 88"})
+        fact_id = fact.structured_content["id"]
+        await recall_until(
+            session,
+            {"query": "which parcel?", "scope": "user"},
+            lambda r: any(i["id"] == fact_id for i in r.structured_content["items"]),
+        )
+        answered = await session.call_tool("answer", {"question": "Which parcel is the user's?"})
+        compacted = await session.call_tool("compact", {"keep": 2})
+
+    billing = ("--tenant", "acme", "--agent", "billing")
+    async with spawn(home, "mcp", *billing) as session:
+        read = await session.call_tool(
+            "get_knowledge", {"key": "reroute", "owner_agent": "support"}
+        )
+        listed = await session.call_tool("list_knowledge", {"all_agents": True})
+        refused = await session.call_tool(
+            "delete_knowledge", {"key_or_id": upserted.structured_content["id"]}
+        )
+
+    assert upserted.structured_content["was_new"] is True
+    assert "My parcel 88 went to the wrong address" in text_of(detail)
+    assert detail.structured_content["session_id"] == "s0"
+    assert not answered.is_error and fact_id in answered.structured_content["used_ids"]
+    assert "parcel is 88" in text_of(answered) and 'kind="answer"' in text_of(answered)
+    assert compacted.structured_content["ok"] is True
+    assert compacted.structured_content["rolled_off"] >= 3
+    assert read.structured_content["found"] is True
+    assert "Parcels are re-routed within 2 days" in text_of(read)
+    assert [e["key"] for e in listed.structured_content["entries"]] == ["reroute"]
+    assert refused.is_error and "own agent" in text_of(refused)

@@ -20,6 +20,7 @@ from agentmem import AgentMemory, BoundMemory
 from agentmem.cli import build_parser, main
 from agentmem.cli._common import resolve_identity
 from agentmem.cli.mcp_cmd import merge_identity_flags
+from agentmem.tools import ALL_TOOLS
 from agentmem.tools.mcp import (
     IDENTITY_ARGUMENTS,
     MemoryToolbox,
@@ -58,16 +59,7 @@ async def test_in_memory_client_round_trip(mem: AgentMemory, bound: BoundMemory)
         )
         bad = await client.call_tool("recall", {"query": "x", "session_id": "s2"})
 
-    assert names == [
-        "recall",
-        "remember_fact",
-        "read_tool_output",
-        "store_memory",
-        "search_memory",
-        "get_agent_state",
-        "set_agent_state",
-        "delete_memory",
-    ]
+    assert names == list(ALL_TOOLS)
     assert not saved.is_error
     kinds = {i["source_kind"] for i in recalled.structured_content["items"]}
     assert kinds == {"chat_message", "memory"}
@@ -92,7 +84,7 @@ def test_recalled_text_is_escaped_inside_its_delimiters(
 def test_nothing_found_is_not_an_error(bound: BoundMemory) -> None:
     result = MemoryToolbox(bound).call("recall", {"query": "quantum chromodynamics"})
 
-    assert result.text == "No memories matched the query."
+    assert result.text == "No relevant memories found."
     assert result.data["items"] == []
 
 
@@ -204,3 +196,26 @@ def test_core_and_cli_import_without_the_mcp_sdk() -> None:
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("value", ["recall,drop_tables", "everything", " , "])
+def test_a_bad_tools_flag_fails_before_opening_the_data_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, value: str
+) -> None:
+    status = main(["--home", str(tmp_path / "never-created"), "mcp", "--tools", value])
+
+    assert status == 2
+    assert "--tools" in capsys.readouterr().err
+    assert not (tmp_path / "never-created").exists()
+
+
+def test_build_server_serves_the_selected_set(bound: BoundMemory) -> None:
+    assert list(MemoryToolbox(bound, "core").specs) == [
+        "recall",
+        "remember_fact",
+        "read_tool_output",
+        "get_agent_state",
+        "set_agent_state",
+    ]
+    with pytest.raises(ValueError, match="unknown tool"):
+        build_server(bound, ["recall", "drop_tables"])

@@ -5,6 +5,10 @@ Identity comes from the command line only: ``--tenant/--user/--agent/--session``
 ``AGENTMEM_USER``, ``AGENTMEM_AGENT`` and ``AGENTMEM_SESSION``; the tenant defaults to
 ``default``. The data dir is ``--home``, else ``$AGENTMEM_HOME``, else a per-user dir.
 
+``--tools`` picks the tool set: ``all`` (the default: every tool of the tool core, the same
+list ``create_memory_tools(memory, include="all")`` returns in the LangChain and LlamaIndex
+adapters), ``core`` (the small recommended set) or comma-separated tool names.
+
 stdout carries the protocol, so everything else (logs, errors) goes to stderr.
 
 Example (a Claude Desktop / MCP client configuration)::
@@ -20,7 +24,9 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import EXIT_FAILED, IDENTITY_ENV, bind, command, open_memory
+from ..errors import ValidationError
+from ..tools.specs import ALL_TOOLS, Include, tool_names
+from ._common import EXIT_FAILED, IDENTITY_ENV, CliError, bind, command, open_memory
 
 _LABELS = {"tenant": "tenant id", "user": "user id", "agent": "agent id", "session": "session id"}
 
@@ -31,10 +37,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "mcp",
         help="serve the memory tools over MCP (stdio)",
         description=(
-            "Serve recall, remember_fact, read_tool_output, store_memory, search_memory, "
-            "get_agent_state, set_agent_state and delete_memory over the Model Context "
-            "Protocol on stdin/stdout, for one fixed identity. Needs the 'mcp' extra."
+            "Serve the memory tools over the Model Context Protocol on stdin/stdout, for one "
+            f"fixed identity: {', '.join(ALL_TOOLS)} (--tools picks fewer). Needs the 'mcp' "
+            "extra."
         ),
+    )
+    parser.add_argument(
+        "--tools",
+        default="all",
+        metavar="SET",
+        help="the tools to serve: all (default), core (recall, remember_fact, "
+        "read_tool_output, and the agent-state tools with --agent) or comma-separated names",
     )
     for name, label in _LABELS.items():
         parser.add_argument(
@@ -57,9 +70,25 @@ def merge_identity_flags(args: argparse.Namespace) -> argparse.Namespace:
     return merged
 
 
+def parse_tools(value: str) -> Include:
+    """The ``include`` of a ``--tools`` value (``all``, ``core`` or ``name,name,...``)."""
+    value = value.strip()
+    if value in ("all", "core"):
+        return value
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise CliError("--tools: name at least one tool, or all or core")
+    return names
+
+
 @command
 def run(args: argparse.Namespace) -> int:
     """Open the data dir, bind the identity and serve until the client disconnects."""
+    include = parse_tools(args.tools)
+    try:  # unknown names fail before the data dir is opened
+        tool_names(include, agent_bound=True)
+    except ValidationError as exc:
+        raise CliError(f"--tools: {exc.reason}") from exc
     try:
         import anyio
         import mcp  # noqa: F401 - probe for the extra before opening the data dir
@@ -73,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
 
     args = merge_identity_flags(args)
     with open_memory(args) as store:
-        anyio.run(serve_stdio, bind(store, args))
+        anyio.run(serve_stdio, bind(store, args), include)
     return 0
