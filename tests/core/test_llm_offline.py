@@ -24,7 +24,7 @@ from agentmem.llm import (
     OfflineLLM,
     default_llm,
 )
-from agentmem.llm._rules import frames
+from agentmem.llm.offline.rules import frames
 
 ROOT = Path(__file__).resolve().parents[2]
 

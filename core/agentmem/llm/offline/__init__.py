@@ -5,7 +5,7 @@ being a heuristic: its :attr:`~OfflineLLM.name` (``offline-heuristic-v1``) is re
 extractor of every memory it extracts.
 
 - **extract**: first-person statements of user turns, matched by the rule table in
-  :mod:`agentmem.llm._rules` (facts, preferences, decisions, instructions, tasks, events), with
+  :mod:`agentmem.llm.offline.rules` (facts, preferences, decisions, instructions, tasks, events), with
   topic keys for single-valued attributes, keywords and search queries. Statements outside
   its patterns are not extracted (precision over recall).
 - **summarize**: extractive; sentences scored by word frequency (Luhn), a bonus for sentences
@@ -31,11 +31,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import _rules as rules
-from .base import Answer, ChatTurn, Extracted, SummaryDelta, Verdict
+from ..base import Answer, ChatTurn, Extracted, SummaryDelta, Verdict
+from . import rules
+from .text import content_words, normalise, sentences
 
 if TYPE_CHECKING:
-    from ..embeddings import Embedder
+    from ...embeddings import Embedder
 
 #: Recorded as the extractor of every memory this implementation extracts.
 OFFLINE_NAME = "offline-heuristic-v1"
@@ -159,14 +160,14 @@ class OfflineLLM:
         """The memory sentences that best answer ``question``; empty when none is relevant."""
         scored: list[tuple[float, int, str, str]] = []  # (score, order, id, sentence)
         q_words = _stems(question)
-        sentences: list[tuple[int, str, str]] = []
+        units: list[tuple[int, str, str]] = []
         for order, (mid, content) in enumerate(memories):
-            for s in rules.sentences(content) or [content]:
-                sentences.append((order, mid, s))
-        if not sentences or not question.strip():
+            for s in sentences(content) or [content]:
+                units.append((order, mid, s))
+        if not units or not question.strip():
             return Answer(text="")
-        cosines = self._cosines(question, [s for _, _, s in sentences])
-        for (order, mid, s), cos in zip(sentences, cosines, strict=True):
+        cosines = self._cosines(question, [s for _, _, s in units])
+        for (order, mid, s), cos in zip(units, cosines, strict=True):
             overlap = len(q_words & _stems(s)) / len(q_words) if q_words else 0.0
             if cos is None:
                 relevant = overlap >= ANSWER_MIN_OVERLAP
@@ -203,21 +204,21 @@ def _statement_frames(text: str) -> list[rules.Frame]:
 
 def _numeric(text: str) -> tuple[str, str] | None:
     """(subject, value) of a statement like "the rate limit is 100 requests per minute"."""
-    first = rules.sentences(text)
+    first = sentences(text)
     if not first:
         return None
-    m = _NUMERIC_COPULA.match(rules.normalise(first[0]))
+    m = _NUMERIC_COPULA.match(normalise(first[0]))
     if m is None:
         return None
-    subject = " ".join(rules.content_words(m["s"]))
+    subject = " ".join(content_words(m["s"]))
     if len(subject.split()) < 1:
         return None
-    return subject, " ".join(rules.content_words(m["v"]))
+    return subject, " ".join(content_words(m["v"]))
 
 
 def _stems(text: str) -> set[str]:
     out = set()
-    for w in rules.content_words(text):
+    for w in content_words(text):
         for suffix in ("ing", "ed", "es", "s"):
             if len(w) > len(suffix) + 2 and w.endswith(suffix):
                 w = w[: -len(suffix)]
@@ -237,18 +238,18 @@ def _pick_sentences(turns: Sequence[ChatTurn], max_words: int) -> list[tuple[str
     for turn in turns:
         if turn.role == "system":
             continue
-        for s in rules.sentences(turn.content):
+        for s in sentences(turn.content):
             items.append((len(items), turn.role, s))
     if not items:
         return []
     total = sum(len(s.split()) for _, _, s in items)
     if total <= max_words:
         return [(r, s) for _, r, s in items]
-    freq = Counter(w for _, _, s in items for w in rules.content_words(s))
+    freq = Counter(w for _, _, s in items for w in content_words(s))
     top = max(freq.values()) if freq else 1
     scored: list[tuple[float, int]] = []
     for idx, role, s in items:
-        ws = rules.content_words(s)
+        ws = content_words(s)
         if not ws:
             continue
         luhn = sum(freq[w] / top for w in ws) / math.sqrt(len(ws))
