@@ -75,8 +75,9 @@ def normalise(text: str) -> str:
         t = _LEAD_INS.sub("", t).strip()
         t = _LABEL.sub("", t).strip()
         lead = _LEADING_TIME.match(t)
-        if lead:
-            t = t[lead.end() :].strip() + " " + lead["when"]
+        if lead:  # "Yesterday I went there." -> "I went there yesterday"
+            rest = re.sub(r"[.!]+$", "", t[lead.end() :].strip())
+            t = rest + " " + lead["when"]
         t = _TRAILERS.sub("", t).strip()
         t = t.strip(" \t\"'`*-–—:,")
         t = re.sub(r"[.!]+$", "", t).strip()
