@@ -144,6 +144,11 @@ RELATIONS = frozenset(
     grandpa aunt uncle cousin roommate flatmate friend best-friend colleague cofounder
     co-founder""".split()
 )
+#: Subjects that are groups: "my family is ..." states no single-valued attribute.
+GROUPS = frozenset(
+    """family fam kids children parents friends team colleagues neighbours neighbors pets
+    dogs cats students folks people siblings relatives classmates crew group""".split()
+)
 VAGUE_SUBJECTS = frozenset(
     """problem question point issue guess bad fault concern thought idea understanding hope
     worry pleasure apologies apology bet advice suggestion answer opinion feeling sense take

@@ -161,6 +161,28 @@ def _style(m: re.Match[str], clause: str) -> Frame | None:
 
 
 @_rule(
+    "avoid",
+    r"^(?:please )?(?:avoid|skip|leave out|no more) (?P<obj>[a-z][\w\- ]{1,40}?)"
+    r"(?:\s+(?:when|while|in|for|with)\b.*)?$",
+)
+def _avoid(m: re.Match[str], clause: str) -> Frame | None:
+    """ "Avoid jargon when explaining things to me": a standing instruction to leave out."""
+    key = slug(m["obj"], 2)
+    if not key:
+        return None
+    return Frame(
+        "instruction",
+        "instruction",
+        cap(clause),
+        m["obj"],
+        f"instruction.avoid_{key}",
+        kw(clause, "instruction", "avoid"),
+        ("how should you answer", f"instructions about {m['obj']}"),
+        polarity=False,
+    )
+
+
+@_rule(
     "decision",
     rf"^(?:we|i|the team|our team) {ADV}(?:have |had )?(?:decided|agreed|chose|"
     r"have chosen|settled|concluded|are going with|will go with|went with|picked|opted)"

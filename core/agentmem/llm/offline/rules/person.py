@@ -72,7 +72,7 @@ def _birthplace(m: re.Match[str], clause: str) -> Frame | None:
 @_rule(
     "residence_move",
     rf"^(?:i|we) {ADV}(?:have |had )?(?:moved|relocated|emigrated)"
-    r"(?: back| over| out)? (?:to|into) (?P<v>.+)$",
+    r"(?: back| over| out)?(?: from [\w\- ]+?)? (?:to|into) (?P<v>.+)$",
 )
 def _moved(m: re.Match[str], clause: str) -> Frame | None:
     v = trim_value(m["v"])
@@ -137,6 +137,8 @@ def _employer(m: re.Match[str], clause: str) -> Frame | None:
     v = trim_value(m["v"] or m["w"])
     if not v or v.lower() in PRONOUNS or v.lower().startswith(("home", "myself")):
         return None
+    if m["w"] and re.match(r"^(?:a|an|some|this|that)\s", m["w"], re.I):
+        return None  # "I joined a gym", "I joined a support group": no employer
     canonical = f"I work at {v}" + (f" as {trim_value(m['role'])}" if m["role"] else "")
     return Frame(
         "employer",
@@ -152,7 +154,8 @@ def _employer(m: re.Match[str], clause: str) -> Frame | None:
 @_rule(
     "occupation",
     rf"^i {ADV}(?:work|am working) as (?:a |an )?(?P<v>.+)$|^i {ADV}"
-    r"(?:am|became|have become|am now) (?:a |an )(?P<w>(?:[\w\-]+ ){0,3}[\w\-]+)$",
+    r"(?:am|became|have become|am now) (?:a |an )(?P<w>(?:[\w\-]+ ){0,3}[\w\-]+)"
+    r"(?: (?:at|for|in|with) (?:a |an |the )?[\w\- ]+)?$",
 )
 def _occupation(m: re.Match[str], clause: str) -> Frame | None:
     if m["w"] is not None:

@@ -4,12 +4,43 @@ from __future__ import annotations
 
 import re
 
-from ..lexicon import CATEGORIES, RELATIONS, SUBJECTS, VAGUE_SUBJECTS, category
+from ..lexicon import CATEGORIES, GROUPS, RELATIONS, SUBJECTS, VAGUE_SUBJECTS, category
 from ..text import ADV, PRONOUNS, TIME_EXPR, cap, slug, trim_value
 from .base import Frame, Rule, kw, registrar
 
 RULES: list[Rule] = []
 _rule = registrar(RULES)
+
+
+#: Verbs that give an attribute a new value ("we raised the budget to 4500 euros").
+_CHANGE_VERBS = (
+    r"raised|increased|lowered|reduced|cut|changed|moved|pushed|bumped|upped|extended|"
+    r"shortened|updated|doubled|halved|dropped|brought|postponed|rescheduled|shifted"
+)
+
+
+@_rule(
+    "change",
+    rf"^(?:i|we|the [a-z]+|my [a-z]+) {ADV}(?:have |had )?(?:{_CHANGE_VERBS}) (?:my|our|the) "
+    r"(?P<s>(?:[a-z][\w'\-]* ){0,2}?[a-z][\w'\-]*)(?: (?:for|of) (?:the |my |our )?[\w\- ]+?)?"
+    r"(?: (?:back|up|down|forward))?(?: from (?P<old>.+?))? to (?P<v>.+)$",
+)
+def _change(m: re.Match[str], clause: str) -> Frame | None:
+    s = m["s"].lower().strip()
+    v = trim_value(m["v"])
+    if not v or s.split()[-1] in VAGUE_SUBJECTS:
+        return None
+    mapped = SUBJECTS.get(s)
+    key = f"user.{mapped}" if mapped is not None else f"user.{slug(s)}"
+    return Frame(
+        "change",
+        "fact",
+        cap(clause),
+        v,
+        key,
+        kw(clause, s),
+        (f"what is my {s}", f"what is the {s}"),
+    )
 
 
 @_rule("born", r"^my (?P<s>[a-z][\w\- ]*?) was born (?P<v>.+)$")
@@ -81,7 +112,8 @@ def _named(m: re.Match[str], clause: str) -> Frame | None:
 
 @_rule(
     "my_x_is",
-    r"^(?:my|our) (?P<s>(?:[a-z][\w'\-]* ){0,3}?[a-z][\w'\-]*) (?:is|are) "
+    r"^(?:my|our) (?P<s>(?:[a-z][\w'\-]* ){0,3}?[a-z][\w'\-]*)"
+    r"(?: (?:for|of|on|at) (?:the |my |our |this |a |an )?(?:[\w\-]+ ){0,2}?[\w\-]+)? (?:is|are) "
     r"(?:now |still |currently |actually )?(?P<v>.+)$",
 )
 def _my_x_is(m: re.Match[str], clause: str) -> Frame | None:
@@ -94,12 +126,16 @@ def _my_x_is(m: re.Match[str], clause: str) -> Frame | None:
         return None  # "my sister is coming" is no attribute
     if head in RELATIONS or s.replace(" ", "-") in RELATIONS:
         is_name = v[:1].isupper() and len(v.split()) <= 3 and category(v) is None
-        key = f"user.{slug(s, 2)}.name" if is_name else None
-        return Frame("relation", "fact", cap(clause), v, key, kw(clause, s), (f"who is my {s}",))
+        name_key = f"user.{slug(s, 2)}.name" if is_name else None
+        return Frame(
+            "relation", "fact", cap(clause), v, name_key, kw(clause, s), (f"who is my {s}",)
+        )
     mapped = SUBJECTS.get(s)
-    key = f"user.{mapped}" if mapped is not None else f"user.{slug(s)}"
+    key: str | None = f"user.{mapped}" if mapped is not None else f"user.{slug(s)}"
     if key == "user.":
         return None
+    if head in GROUPS:
+        key = None  # "my family is awesome": a group has no single value to replace
     mtype = "preference" if mapped in CATEGORIES or mapped == "color" else "fact"
     return Frame("my_x_is", mtype, cap(clause), v, key, kw(clause, s), (f"what is my {s}",))
 

@@ -78,7 +78,7 @@ def _switch(m: re.Match[str], clause: str) -> Frame | None:
 )
 def _use(m: re.Match[str], clause: str) -> Frame | None:
     v = trim_value(m["v"])
-    if not v or v.lower() in PRONOUNS:
+    if not v or v.lower() in PRONOUNS or v.split()[0].lower() in PRONOUNS:
         return None
     cat = category(v)
     verb = clause.lower().split()[1:2]
@@ -162,12 +162,14 @@ def _likes(m: re.Match[str], clause: str) -> Frame | None:
     key = slug(v, 3)
     if not key:
         return None
+    # "I love how art lets me ...", "I love that you came": a remark, not a liked thing
+    remark = re.match(r"^(?:how|that|when|what|the way|it|this|being|seeing|watching)\b", v, re.I)
     return Frame(
         "likes",
         "preference",
         cap(clause),
         v,
-        f"user.likes.{key}",
+        None if remark else f"user.likes.{key}",
         kw(clause, "like", "enjoy"),
         (f"do I like {v}", "what do I like"),
         polarity=not negative,
