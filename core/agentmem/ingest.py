@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from . import scopes as scope_rules
 from . import validation as v
 from .errors import LLMError, ValidationError
+from .indexer import speaker_of
 from .llm.base import ChatTurn, Extracted
 from .models import MEMORY_TYPES, ROLES, IngestError, IngestResult
 from .records import NewRecord, iso, now_utc
@@ -164,8 +165,15 @@ def ingest(m: BoundMemory, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> 
 
     # 2. extraction over windows holding messages not extracted before
     done = _extracted(m, msg_ids)
+    received = now_utc()  # resolves "yesterday" in a message given without an event time
     turns = [
-        ChatTurn(role=msg.role, content=msg.content, id=mid)
+        ChatTurn(
+            role=msg.role,
+            content=msg.content,
+            id=mid,
+            speaker=speaker_of(msg.metadata),
+            time=msg.event_time or received,
+        )
         for msg, mid in zip(msgs, msg_ids, strict=True)
     ]
     times = {mid: msg.event_time for msg, mid in zip(msgs, msg_ids, strict=True)}

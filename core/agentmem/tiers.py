@@ -514,13 +514,6 @@ def _summarize(
     return text.strip(), "ok", None
 
 
-def _speaker_text(item: MemoryItem) -> str:
-    speaker = item.metadata.get("speaker") if item.metadata else None
-    if isinstance(speaker, str) and speaker.strip():
-        return f"{speaker}: {item.content}"
-    return item.content
-
-
 def _line(item: MemoryItem) -> str:
     text = elide(item.content, item.source_ref or item.id, CHUNK_MESSAGE_CHARS)
     speaker = item.metadata.get("speaker") if item.metadata else None
@@ -887,9 +880,9 @@ def _promote_one(
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
-    from .llm.base import ChatTurn
+    from .llm.base import chat_turn
 
-    return ChatTurn(item.role or "user", _speaker_text(item), item.id)
+    return chat_turn(item)  # the speaker and time travel as fields, not inside the text
 
 
 # -- session detail ---------------------------------------------------------------------------

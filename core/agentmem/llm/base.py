@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..models import MemoryItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,19 @@ class ChatTurn:
     id: str | None = None
     speaker: str | None = None
     time: datetime | None = None
+
+
+def chat_turn(item: MemoryItem) -> ChatTurn:
+    """The :class:`ChatTurn` of a stored message: its role, content, id, the speaker its
+    metadata names (``metadata["speaker"]``) and its event time."""
+    speaker = item.metadata.get("speaker") if item.metadata else None
+    return ChatTurn(
+        role=item.role or "user",
+        content=item.content,
+        id=item.id,
+        speaker=speaker.strip() if isinstance(speaker, str) and speaker.strip() else None,
+        time=item.event_time,
+    )
 
 
 @dataclass(frozen=True, slots=True)
