@@ -43,6 +43,7 @@ __all__ = [
     "Observation",
     "load_gold",
     "session_turns",
+    "turn_role",
 ]
 
 
@@ -151,22 +152,27 @@ def session_turns(conv: GoldConversation, session: GoldSession) -> list[ChatTurn
     turns: list[ChatTurn] = []
     start = session.session.start
     for i, t in enumerate(session.session.turns):
-        is_ai = conv.assistant is not None and t.speaker == conv.assistant
-        role = "assistant" if is_ai or t.speaker == conv.conversation.speaker_b else "user"
-        if is_ai:
-            role = "assistant"
-        elif conv.assistant is not None:
-            role = "user"  # a person talking to an assistant
+        role, speaker = turn_role(conv, t.speaker)
         turns.append(
             ChatTurn(
                 role=role,
                 content=t.text,
                 id=t.dia_id,
-                speaker=None if is_ai else (t.speaker or None),
+                speaker=speaker,
                 time=None if start is None else start + timedelta(seconds=i),
             )
         )
     return turns
+
+
+def turn_role(conv: GoldConversation, speaker: str) -> tuple[str, str | None]:
+    """(role, speaker name or None) of a turn by ``speaker``: LoCoMo's ``user`` for
+    ``speaker_a`` and ``assistant`` for ``speaker_b``; in a chat with an ``assistant`` speaker,
+    ``assistant`` (unnamed) for it and ``user`` for everyone else."""
+    if conv.assistant is not None:
+        return ("assistant", None) if speaker == conv.assistant else ("user", speaker or None)
+    role = "assistant" if speaker and speaker == conv.conversation.speaker_b else "user"
+    return role, speaker or None
 
 
 # -- parsing helpers ------------------------------------------------------------------------
