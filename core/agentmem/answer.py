@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import validation as v
+from .indexer import index_text, speaker_of
 from .models import AnswerResult, RecallHit
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ def answer(m: BoundMemory, question: str, *, top_k: int = 5) -> AnswerResult:
     if not hits:
         return AnswerResult(text="", answered_by=llm.name)
     hits.sort(key=lambda h: (h.kind not in _PREFERRED_KINDS, -h.score))
-    reply = llm.answer(q, [(h.id, h.content) for h in hits])
+    # a chat message goes with its speaker ("Maria: I met Jean"), as the indexes see it
+    reply = llm.answer(q, [(h.id, index_text(h.content, speaker_of(h.metadata))) for h in hits])
     offered = {h.id for h in hits}
     used = tuple(i for i in reply.used_ids if i in offered)
     text = reply.text.strip() if used or not offered else ""

@@ -97,7 +97,9 @@ class OfflineLLM:
         budget = max(30, min(120, sum(len(t.content.split()) for t in turns) // 3))
         return SummaryDelta(
             mode="append",
-            summary_update=self.summarize(turns, max_words=budget),
+            summary_update=summaries.summarize(
+                turns, max_words=budget, min_substance=self.min_substance, lead=False
+            ),
             add_facts=tuple(facts),
             add_references=tuple(t.id for t in turns if t.id),
         )

@@ -51,10 +51,12 @@ __all__ = [
     "MIN_SUBSTANCE",
     "SMALL_TALK",
     "Statement",
+    "clean",
     "extract",
     "keep",
     "speaker_of",
     "statements",
+    "substance",
 ]
 
 #: Content words (beyond small talk) a plain statement needs to be kept.
@@ -287,7 +289,7 @@ def statements(turn: ChatTurn) -> Iterator[Statement]:
         return
     person = subject_key(name)
     for raw in sentences(content):
-        sentence = _clean(raw)
+        sentence = clean(raw)
         if not sentence or len(sentence) < 6 or _HYPOTHETICAL.match(sentence):
             continue
         if sentence.endswith("?") and not _REMIND_REQUEST.match(sentence):
@@ -309,7 +311,8 @@ def statements(turn: ChatTurn) -> Iterator[Statement]:
         yield from _typed(first_person, turn, name, person)
 
 
-def _clean(sentence: str) -> str:
+def clean(sentence: str) -> str:
+    """A sentence without greetings, interjections and vocatives."""
     s = sentence.strip().replace("\u2019", "'").replace("\u2018", "'")
     s = _GREETING.sub("", s).strip()
     s = _VOCATIVE_START.sub("", s)
@@ -359,7 +362,7 @@ def _directive(sentence: str, turn: ChatTurn, name: str) -> Statement | None:
         source_id=turn.id,
         scope=frame.scope,
         rule=frame.rule,
-        substance=_substance(sentence),
+        substance=substance(sentence),
     )
 
 
@@ -395,7 +398,7 @@ def _typed(sentence: str, turn: ChatTurn, name: str, person: str) -> Iterator[St
             source_id=turn.id,
             scope=frame.scope,
             rule=frame.rule,
-            substance=_substance(clause),
+            substance=substance(clause),
             indirect=bool(_LISTENER.search(clause)),
         )
 
@@ -419,12 +422,12 @@ def _plain(original: str, content: str, turn: ChatTurn, person: str) -> Statemen
         keywords=tuple(dict.fromkeys(w for w in words if len(w) > 2 and w != person))[:10],
         queries=(),
         source_id=turn.id,
-        substance=_substance(original),
+        substance=substance(original),
         indirect=bool(_LISTENER.search(original) or _PRONOUN_SUBJECT.match(original)),
     )
 
 
-def _substance(text: str) -> int:
+def substance(text: str) -> int:
     """Content words that are not small talk (acronyms such as "PR" count too)."""
     acronyms = {w.lower() for w in _ACRONYM.findall(text)}
     return sum(

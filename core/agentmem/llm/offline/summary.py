@@ -101,18 +101,20 @@ def summarize(
     *,
     max_words: int = 200,
     min_substance: int = MIN_SUBSTANCE,
+    lead: bool = True,
 ) -> str:
-    """A summary of at most ``max_words`` words (see the module docstring)."""
+    """A summary of at most ``max_words`` words (see the module docstring); ``lead=False``
+    leaves out who-and-when (an update appended to a running summary)."""
     if max_words <= 0:
         return ""
     items = _items(turns, min_substance)
     if not items:
         return _fallback(turns, max_words)
     items = _latest_only(items)
-    lead = _lead(turns)
-    budget = max_words - len(lead.split())
+    opening = _lead(turns) if lead else ""
+    budget = max_words - len(opening.split())
     if budget < 10:  # too small for who-and-when: spend it on content
-        lead, budget = "", max_words
+        opening, budget = "", max_words
     ranked = sorted(
         items,
         key=lambda i: (
@@ -131,9 +133,9 @@ def summarize(
             used += n
     if not chosen:  # one long statement: cut it
         words = ranked[0].text.split()[: max(budget - 1, 1)]
-        return " ".join([lead, " ".join(words) + " …"]).strip()
+        return " ".join([opening, " ".join(words) + " …"]).strip()
     chosen.sort(key=lambda i: i.order)
-    return " ".join([lead, *(i.text for i in chosen)]).strip()
+    return " ".join([opening, *(i.text for i in chosen)]).strip()
 
 
 def _items(turns: Sequence[ChatTurn], min_substance: int) -> list[_Item]:
