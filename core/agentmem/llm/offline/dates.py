@@ -27,7 +27,7 @@ import calendar
 import re
 from datetime import date, datetime, timedelta
 
-__all__ = ["format_day", "resolve"]
+__all__ = ["format_day", "has_relative_date", "resolve"]
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {
@@ -131,6 +131,11 @@ def _phrase(m: re.Match[str], d: date) -> tuple[str, bool]:
     if unit == "month":
         return f"in {_month(d, -n)}", True
     return f"in {d.year - n}", True
+
+
+def has_relative_date(text: str) -> bool:
+    """True when ``text`` says when relative to its time ("yesterday", "next month")."""
+    return _EXPR.search(text) is not None
 
 
 def resolve(text: str, when: datetime | date | None) -> str:

@@ -21,8 +21,8 @@ between people every participant states things), sentence by sentence:
    (:mod:`.perspective`). Topic keys name their person (``jon.residence``; ``user.residence``
    for the unnamed user), so two speakers never supersede each other's facts.
 
-Consecutive plain statements of one turn (facts, preferences, events, not rule matches) are
-merged into one memory of up to :data:`MERGE_WORDS` words: a turn usually tells one story,
+Consecutive plain statements of one turn (facts, preferences and events without a topic
+key) are merged into one memory of up to :data:`MERGE_WORDS` words: a turn usually tells one story,
 and one memory per story keeps the store (and a summary) free of fragments.
 
 Example:
@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 from ..base import ChatTurn, Extracted
 from . import rules
-from .dates import resolve
+from .dates import has_relative_date, resolve
 from .perspective import USER, subject_key, third_person
 from .text import TIME_EXPR, cap, clauses, content_words, sentences
 
@@ -326,21 +326,31 @@ def _as_first_person(sentence: str) -> str | None:
         return None  # about the listener, or what is left of "Thanks for ..."
     if _REQUEST.match(sentence) and not _SUBJECT_FIRST_PERSON.search(sentence):
         return None  # "Please call me tomorrow": a request, not a statement
+    informal = _subjectless(sentence)
+    if informal is not None:
+        return informal
     if _FIRST_PERSON_CI.search(sentence) and not _PRONOUN_SUBJECT.match(sentence):
         return sentence
     if _PRONOUN_SUBJECT.match(sentence):
         # "It was my first time at a concert": about the speaker only through "my"
         return sentence if _FIRST_PERSON.search(sentence) else None
+    return None
+
+
+def _subjectless(sentence: str) -> str | None:
+    """An informal statement without its subject, with "I" put back ("Lost my job" ->
+    "I lost my job", "Been busy" -> "I have been busy"), else None."""
     m = _SUBJECTLESS.match(sentence)
     if m is None:
         return None
     verb = m["verb"].lower()
+    lowered = sentence[:1].lower() + sentence[1:]
     if verb in _PAST_STARTS:
-        return "I " + sentence[:1].lower() + sentence[1:]
+        return "I " + lowered
     if verb == "been":
-        return "I have " + sentence[:1].lower() + sentence[1:]
+        return "I have " + lowered
     if verb in _ING_STARTS and not _GERUND_SUBJECT.match(sentence):
-        return "I am " + sentence[:1].lower() + sentence[1:]
+        return "I am " + lowered
     return None
 
 
@@ -410,7 +420,7 @@ def _resolve_and_rewrite(text: str, turn: ChatTurn, name: str) -> str:
 def _plain(original: str, content: str, turn: ChatTurn, person: str) -> Statement:
     if _PREFERENCE.search(original):
         memory_type = "preference"
-    elif TIME_EXPR.search(original) or _PAST_VERB.match(original):
+    elif TIME_EXPR.search(original) or has_relative_date(original) or _PAST_VERB.match(original):
         memory_type = "event"
     else:
         memory_type = "fact"
@@ -445,7 +455,13 @@ def _sentence(text: str) -> str:
     t = re.sub(r"\s+", " ", text).strip().rstrip(",;:- ")
     t = re.sub(r"[!.]{2,}$", ".", t)
     t = cap(t)
-    return t if t.endswith((".", "!", "?", ")", '"')) else t + "."
+    return t if t.endswith((".", "!", "?", '"')) else t + "."
+
+
+def _mergeable(st: Statement) -> bool:
+    """Plain facts, preferences and events without a topic key may join their neighbours;
+    keyed attributes, instructions, decisions and tasks stay memories of their own."""
+    return st.topic_key is None and st.memory_type in ("fact", "preference", "event", "note")
 
 
 def _merge(found: list[Statement], merge_words: int) -> list[Statement]:
@@ -455,8 +471,8 @@ def _merge(found: list[Statement], merge_words: int) -> list[Statement]:
         prev = out[-1] if out else None
         if (
             prev is not None
-            and prev.rule is None
-            and st.rule is None
+            and _mergeable(prev)
+            and _mergeable(st)
             and len(prev.content.split()) + len(st.content.split()) <= merge_words
         ):
             kinds = {prev.memory_type, st.memory_type}

@@ -10,7 +10,8 @@ who stated what in the third person with resolved dates, rather than concatenati
    statement that says an attribute changed ("raised the budget to 4500 euros") over an
    earlier one about the same attribute.
 3. **Constraints first**: standing instructions and health, diet and allergy statements are
-   always kept; then decisions and tasks, then the rest by substance per word.
+   always kept; then decisions, tasks and single-valued attributes (a topic key), then the
+   rest by substance per word.
 4. **Within the word limit**: fillers ("really", "so", "super") are dropped, sentences are
    taken whole in their order of priority while they fit, and printed in conversation
    order. A session without any statement (tool output, small talk) falls back to its most
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from ..base import ChatTurn
 from .dates import format_day
 from .extract import MIN_SUBSTANCE, keep, statements
-from .perspective import USER
+from .perspective import USER, first_person
 from .rules import frames
 from .text import content_words, sentences
 
@@ -58,6 +59,8 @@ _CHANGE = re.compile(
     re.I,
 )
 _PRIORITY = {"instruction": 0, "decision": 1, "task": 1}
+#: Priority of a statement of a single-valued attribute (a topic key): with decisions.
+_KEYED_PRIORITY = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,8 @@ def changes_attribute(newer: str, older: str) -> bool:
     """
     if not _CHANGE.search(newer):
         return False
-    old_nouns = {w for _, f in frames(older) for w in content_words(f.topic_key or "")}
+    _, older_fp = first_person(older)  # the rules read "my budget is", not "Nora's budget is"
+    old_nouns = {w for _, f in frames(older_fp) for w in re.split(r"[._]", f.topic_key or "") if w}
     old_nouns |= set(_head_nouns(older))
     new_words = set(content_words(newer))
     return bool(old_nouns & new_words - {"user"})
@@ -119,7 +123,7 @@ def summarize(
         items,
         key=lambda i: (
             0 if i.memory_type in _CONSTRAINT_TYPES or _CONSTRAINT.search(i.text) else 1,
-            _PRIORITY.get(i.memory_type, 2),
+            _PRIORITY.get(i.memory_type, _KEYED_PRIORITY if i.topic_key else 2),
             -i.substance / math.sqrt(max(len(i.text.split()), 1)),
             i.order,
         ),

@@ -94,7 +94,10 @@ _LEADING_TIME = re.compile(
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+[-–—]\s+")
 _CLAUSE_SPLIT = re.compile(
-    r"\s*,?\s+\b(?:and|but|plus|and also|so)\s+(?=(?:i|we|my|our)\b)|,\s+(?=(?:i|my)\s)", re.I
+    r"\s*,?\s+\b(?:and|but|plus|and also|so)\s+(?=(?:i|we|my|our)\b)|,\s+(?=(?:i|my)\s)"
+    # "I get carsick, so from now on never ...": a standing instruction starts a new clause
+    r"|,\s+(?:(?:and|but|so)\s+)?(?=(?:from now on|going forward|always|never|please)\b)",
+    re.I,
 )
 _ELIDED_SUBJECT = re.compile(
     r"\s*,?\s+\b(?:and|but)\s+(?=(?:also\s+|now\s+|currently\s+)?(?:work|live|prefer|like|love|enjoy|"

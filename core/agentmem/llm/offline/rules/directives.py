@@ -84,6 +84,8 @@ def _instruction(m: re.Match[str], clause: str) -> Frame | None:
     if lowered.startswith(("forget to", "let me forget", "worry", "mind", "hesitate")):
         return None  # "don't forget to ..." is a task, "don't worry" is nothing
     aspect = next((name for name, rx in _ASPECTS if rx.search(clause)), None)
+    if aspect in _ANSWER_ASPECTS and not _ABOUT_ANSWERS.search(clause):
+        aspect = None  # "never suggest long bus rides" is not about the length of answers
     if aspect is None:
         aspect = _instruction_key(lowered)
         if m["cond"]:
@@ -129,6 +131,13 @@ def _instruction_key(body: str) -> str:
 _STYLE_IMPERATIVE = re.compile(
     r"^(?:please )?(?:keep|use|answer|reply|respond|talk|speak|format|stick to|write "
     r"(?:your )?(?:answers|replies|responses)|be)\b(?P<body>.+)$",
+    re.I,
+)
+#: Aspects that describe answers: only when the instruction is about answers or writing.
+_ANSWER_ASPECTS = frozenset({"length", "format", "tone"})
+_ABOUT_ANSWERS = re.compile(
+    r"\b(?:answer|repl|respon|messag|explanation|explain|summar|text|writ|output|code|"
+    r"email|sentence|word|bullet|format|tone|markdown|table|list|heading)\w*",
     re.I,
 )
 _STYLE_ASPECTS = frozenset({"language", "length", "format", "units", "tone", "emoji", "spelling"})
