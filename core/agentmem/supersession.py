@@ -130,6 +130,10 @@ class JudgeRun:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     failed: int = 0
     errors: list[IngestError] = field(default_factory=list)
+    #: Vectors of rows embedded during this pass, by id: a batch of new memories are each
+    #: other's unembedded candidates, and embedding each of them once per row made an
+    #: ingest of N memories embed O(N * MAX_UNEMBEDDED_CANDIDATES) texts.
+    vectors: dict[str, Any] = field(default_factory=dict)
 
     def result(self) -> JudgeResult:
         return JudgeResult(
@@ -224,6 +228,11 @@ def judge_rows(
     cfg = config or JudgeConfig.from_env()
     run = JudgeRun()
     rows = _pending_rows(store, ids, len(ids))
+    if cfg.enabled and rows:  # one embedding batch for the new rows, not one call per row
+        stored = store.records.get_many(rows[0].tenant_id, [r.id for r in rows])
+        if stored:
+            vecs = store.embedder.embed_documents([row_text(r) for r in stored])
+            run.vectors.update((r.item.id, vec) for r, vec in zip(stored, vecs, strict=True))
     for start in range(0, len(rows), cfg.batch_size):
         _judge_batch(store, rows[start : start + cfg.batch_size], llm or store.llm, cfg, run)
     return run
@@ -243,7 +252,7 @@ def _judge_batch(
         retire: list[str] = []
         if eligible:
             try:
-                retire = _decide(store, row, llm, cfg)
+                retire = _decide(store, row, llm, cfg, run.vectors)
             except Exception as exc:  # fail-open (seed 000): nothing retired, row marked
                 run.failed += 1
                 raw = getattr(exc, "context", {}).get("raw")
@@ -270,8 +279,10 @@ def _judge_batch(
         run.judged += 1
 
 
-def _decide(store: AgentMemory, row: _Pending, llm: LLM, cfg: JudgeConfig) -> list[str]:
-    candidates = _candidates(store, row, cfg)
+def _decide(
+    store: AgentMemory, row: _Pending, llm: LLM, cfg: JudgeConfig, vectors: dict[str, Any]
+) -> list[str]:
+    candidates = _candidates(store, row, cfg, vectors)
     if not candidates:
         return []
     new_row = store.records.get(row.id)
@@ -287,13 +298,15 @@ def _decide(store: AgentMemory, row: _Pending, llm: LLM, cfg: JudgeConfig) -> li
 
 
 def _candidates(
-    store: AgentMemory, row: _Pending, cfg: JudgeConfig
+    store: AgentMemory, row: _Pending, cfg: JudgeConfig, vectors: dict[str, Any]
 ) -> list[tuple[str, str, float]]:
     """(id, content, cosine distance) of older same-bucket memories, nearest first."""
     stored = store.records.get(row.id)
     if stored is None:
         return []
-    query = store.embedder.embed_documents([row_text(stored)])[0]
+    if row.id not in vectors:
+        vectors[row.id] = store.embedder.embed_documents([row_text(stored)])[0]
+    query = vectors[row.id]
     sims: dict[str, float] = {}
     hits = store.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -309,12 +322,16 @@ def _candidates(
         (row.tenant_id, row.partition, row.seq, MAX_UNEMBEDDED_CANDIDATES),
     )
     fresh = [r[0] for r in unembedded if r[0] not in sims]
-    if fresh:
-        rows = store.records.get_many(row.tenant_id, fresh)
+    missing = [i for i in fresh if i not in vectors]
+    if missing:
+        rows = store.records.get_many(row.tenant_id, missing)
         if rows:
             vecs = store.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
-                sims[r.item.id] = float(vec @ query)
+                vectors[r.item.id] = vec
+    for i in fresh:
+        if i in vectors:
+            sims[i] = float(vectors[i] @ query)
     sims.pop(row.id, None)
     if not sims:
         return []
