@@ -307,6 +307,16 @@ def _candidates(
     if row.id not in vectors:
         vectors[row.id] = store.embedder.embed_documents([row_text(stored)])[0]
     query = vectors[row.id]
+    # The not yet embedded rows are read *before* the vector query: the indexer upserts a
+    # vector and then marks its row done, so a row that is no longer pending here is
+    # already in the collection the query reads (the other order misses a row embedded
+    # between the two reads).
+    unembedded = store.records.read(
+        f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND kind = 'memory' "
+        f"AND memory_type IN ({_TYPES_SQL}) AND seq < ? AND superseded_by IS NULL AND {LIVE} "
+        f"AND vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) ORDER BY seq DESC LIMIT ?",
+        (row.tenant_id, row.partition, row.seq, MAX_UNEMBEDDED_CANDIDATES),
+    )
     sims: dict[str, float] = {}
     hits = store.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -315,12 +325,6 @@ def _candidates(
         {"kind": "memory"},
     )
     sims.update(hits)
-    unembedded = store.records.read(
-        f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND kind = 'memory' "
-        f"AND memory_type IN ({_TYPES_SQL}) AND seq < ? AND superseded_by IS NULL AND {LIVE} "
-        f"AND vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) ORDER BY seq DESC LIMIT ?",
-        (row.tenant_id, row.partition, row.seq, MAX_UNEMBEDDED_CANDIDATES),
-    )
     fresh = [r[0] for r in unembedded if r[0] not in sims]
     missing = [i for i in fresh if i not in vectors]
     if missing:
