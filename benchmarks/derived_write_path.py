@@ -23,7 +23,7 @@ from pathlib import Path
 from agentmem import AgentMemory
 from agentmem.embeddings import default_embedder
 from agentmem.evaluation.derived import load_gold, session_turns
-from agentmem.evaluation.derived.retrieval import _messages
+from agentmem.evaluation.derived.retrieval import session_messages
 from agentmem.llm import OfflineLLM
 
 
@@ -52,8 +52,8 @@ def main() -> None:
             n = 0
             write_s = 0.0
             for conv in convs:
-                for i, session in enumerate(conv.sessions):
-                    messages = _messages(conv, i)
+                for i in range(len(conv.sessions)):
+                    messages = session_messages(conv, i)
                     if not messages:
                         continue
                     m = mem.bind("bench", user_id=conv.sample_id, session_id=f"s{i}")

@@ -43,7 +43,7 @@ from ..locomo import hit_dia_ids, ranked_turns, recall_at_k
 from .gold import GoldConversation, turn_role
 from .measure import judge_answer
 
-__all__ = ["MODES", "RetrievalFigures", "run_retrieval"]
+__all__ = ["MODES", "RetrievalFigures", "run_retrieval", "session_messages"]
 
 #: How the conversations are stored, in the order they are run.
 MODES: tuple[str, ...] = ("add_messages", "ingest")
@@ -69,7 +69,9 @@ class RetrievalFigures:
         return {"questions": self.questions, "modes": dict(self.modes)}
 
 
-def _messages(conv: GoldConversation, session_index: int) -> list[dict[str, Any]]:
+def session_messages(conv: GoldConversation, session_index: int) -> list[dict[str, Any]]:
+    """The messages of one session as ``add_messages``/``ingest`` take them (role, content,
+    ``dia_id``/``speaker``/``session`` metadata, session time plus one second per turn)."""
     session = conv.sessions[session_index].session
     out: list[dict[str, Any]] = []
     for i, turn in enumerate(session.turns):
@@ -103,7 +105,7 @@ def _store(
     done = 0
     for conv in convs:
         for n, gs in enumerate(conv.sessions):
-            messages = _messages(conv, n)
+            messages = session_messages(conv, n)
             done += 1
             if not messages:
                 continue
