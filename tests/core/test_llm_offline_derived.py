@@ -174,6 +174,18 @@ def test_third_person_statements_are_extracted() -> None:
     ]
 
 
+def test_references_stated_without_an_owner_are_the_persons() -> None:
+    got = extract(
+        ChatTurn("user", "Paid already. The order ID is 55-2013-88.", "t1"),
+        ChatTurn("user", "The confirmation code is QX7PL2!", "t2", "Dana"),
+        ChatTurn("user", "The weather is nice today.", "t3", "Dana"),
+    )
+    assert contents(got) == [
+        "The user paid already. The user's order ID is 55-2013-88.",
+        "Dana's confirmation code is QX7PL2.",
+    ]
+
+
 @pytest.mark.parametrize(
     "text",
     [

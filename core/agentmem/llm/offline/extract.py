@@ -140,6 +140,15 @@ _SUBJECT_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|
 #: "Don't forget to ..." / "Remember to ..." without "me": advice to the listener.
 _ADVICE = re.compile(r"^(?:do not|don't|never) forget\b(?!.*\b(?:me|us)\b)|^remember to\b", re.I)
 _ACRONYM = re.compile(r"\b[A-Z]{2}\b")
+#: "The booking number is VZ-4471-K": a thing named by a reference, code or number.
+_REFERENCE = re.compile(
+    r"^(?:the|this|that|its|their) (?P<thing>(?:[a-z][\w\-]* ){0,3}(?:number|code|reference|"
+    r"id|pin|address|confirmation|ticket|locator|password|username|account|order|"
+    r"booking|reservation))(?: number)? (?:is|was|will be) (?P<value>.+)$",
+    re.I,
+)
+#: Something that looks like a code: letters and digits mixed, or a long digit string.
+_IDENTIFIER = re.compile(r"\b(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[\w\-]{4,}\b|\d[\d\- ]{4,}\d")
 #: "Can you remind me to ...?": a task, though a question.
 _REMIND_REQUEST = re.compile(r"^(?:can|could|would|will) you (?:please )?remind me\b", re.I)
 #: Remarks about the conversation itself.
@@ -302,7 +311,7 @@ def statements(turn: ChatTurn) -> Iterator[Statement]:
                 continue
         first_person = _as_first_person(sentence)
         if first_person is None:
-            named = _named_statement(sentence, name)
+            named = _named_statement(sentence, name) or _reference_statement(sentence, name)
             if named is not None:
                 yield _plain(named, named, turn, person)
             continue
@@ -352,6 +361,17 @@ def _subjectless(sentence: str) -> str | None:
     if verb in _ING_STARTS and not _GERUND_SUBJECT.match(sentence):
         return "I am " + lowered
     return None
+
+
+def _reference_statement(sentence: str, name: str) -> str | None:
+    """A reference the person gives without saying whose it is ("The booking number is
+    VZ-4471-K", "The flight code is LH 1234"), stated as the person's: the code is what
+    someone will ask for later. None for anything else."""
+    m = _REFERENCE.match(sentence)
+    if m is None or not _IDENTIFIER.search(m["value"]):
+        return None
+    owner = f"{name}'s" if name != USER else "The user's"
+    return f"{owner} {m['thing']} is {m['value'].rstrip('!.')}."
 
 
 def _directive(sentence: str, turn: ChatTurn, name: str) -> Statement | None:
