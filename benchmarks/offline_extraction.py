@@ -1,7 +1,11 @@
 """Precision and recall of the offline extractor on the labelled sets in eval/.
 
 ``offline_extraction_labelled.json`` was used to tune the rules (optimistic);
-``offline_extraction_heldout.json`` was written afterwards and not tuned on (the honest figure).
+``offline_extraction_heldout.json`` was written afterwards and held out at first; two general
+patterns it showed missing ("relocated from X to Y", "I'm a <job> at <company>") have since
+been added, so it is no longer fully held out. Conversation-level figures (extraction against
+gold observations, summaries, answers, retrieval) come from ``agentmem eval --extraction FILE``
+on ``eval/derived_heldout.json`` and the LoCoMo dev split.
 
 Prints figures only (never asserted here; tests/core/test_llm_offline.py holds a floor).
 

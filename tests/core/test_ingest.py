@@ -149,7 +149,9 @@ def test_reingesting_creates_no_duplicates(make_memory: MakeMemory, rows: Any) -
 def test_duplicates_within_a_batch_and_against_remember(make_memory: MakeMemory) -> None:
     mem = make_memory()
     m = mem.bind("acme", user_id="u1", session_id="s1")
-    remembered = m.remember("I work as a nurse")
+    # extracted memories are self-contained ("The user ...", not "I ..."); a remembered memory
+    # with the same content is the duplicate
+    remembered = m.remember("The user works as a nurse.")
     result = m.ingest(
         [
             {"role": "user", "content": "I prefer tea over coffee."},

@@ -14,15 +14,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from agentmem import AgentMemory
+from agentmem.embeddings import CachedEmbedder
 from agentmem.errors import LLMError
-from agentmem.llm import DEFAULT_MODEL, LLM, AnthropicLLM, ChatTurn
+from agentmem.llm import DEFAULT_MODEL, LLM, AnthropicLLM, ChatTurn, Extracted, OfflineLLM
 from agentmem.llm.anthropic import TOOLS
+from agentmem.models import MEMORY_TYPES
 
 pytest.importorskip("anthropic")
 
@@ -379,6 +382,189 @@ def test_unreachable_server_is_an_llm_error() -> None:
         llm.summarize(TURNS)
 
 
+# -- realistic payloads: the same shapes as the offline path ------------------------------------
+
+TRAVEL = [
+    ChatTurn("user", "Hi! I'm Nadia. Planning a rail trip through Austria with my brother.", "t1"),
+    ChatTurn("assistant", "Lovely! Any constraints I should know about?", "t2"),
+    ChatTurn("user", "I'm vegan, and I have a severe peanut allergy.", "t3"),
+    ChatTurn("assistant", "Noted, I'll flag restaurants accordingly.", "t4"),
+    ChatTurn("user", "Always book aisle seats for me, I get claustrophobic at the window.", "t5"),
+    ChatTurn("assistant", "Aisle seats every time.", "t6"),
+    ChatTurn("user", "We decided on the OEBB Klimaticket instead of single tickets.", "t7"),
+    ChatTurn("user", "Our hotel in Salzburg is booked, reference SB-20931.", "t8"),
+]
+WHEN = datetime(2024, 5, 2, 9, 30, tzinfo=UTC)
+FRIENDS = [
+    ChatTurn("user", "I went to a pottery class yesterday!", "D1:1", speaker="Mia", time=WHEN),
+    ChatTurn("assistant", "Oh fun! I adopted a cat last week.", "D1:2", speaker="Leo", time=WHEN),
+]
+#: What Claude returns for TRAVEL: self-contained third-person memories, typed, keyed, sourced.
+CLAUDE_TRAVEL = {
+    "memories": [
+        {
+            "content": "The user is planning a rail trip through Austria with the user's brother.",
+            "memory_type": "fact",
+            "topic_key": None,
+            "keywords": ["rail trip", "austria", "brother"],
+            "queries": ["what trip is the user planning"],
+            "source_ids": ["t1"],
+            "scope": "user",
+        },
+        {
+            "content": "The user is vegan.",
+            "memory_type": "preference",
+            "topic_key": "user.diet",
+            "keywords": ["vegan", "diet"],
+            "queries": ["what does the user eat"],
+            "source_ids": ["t3"],
+            "scope": "user",
+        },
+        {
+            "content": "The user has a severe peanut allergy.",
+            "memory_type": "fact",
+            "topic_key": "user.allergy.peanut",
+            "keywords": ["peanut", "allergy"],
+            "queries": ["what is the user allergic to"],
+            "source_ids": ["t3"],
+            "scope": "user",
+        },
+        {
+            "content": "Always book aisle seats for the user (the user gets claustrophobic at the "
+            "window).",
+            "memory_type": "instruction",
+            "topic_key": "instruction.seats",
+            "keywords": ["aisle", "seat"],
+            "queries": ["which seats should be booked"],
+            "source_ids": ["t5"],
+            "scope": "user",
+        },
+        {
+            "content": "The user and the user's brother decided on the OEBB Klimaticket instead "
+            "of single tickets.",
+            "memory_type": "decision",
+            "topic_key": None,
+            "keywords": ["klimaticket", "tickets"],
+            "queries": ["which ticket did they choose"],
+            "source_ids": ["t7"],
+            "scope": "user",
+        },
+        {
+            "content": "The user's hotel in Salzburg is booked with reference SB-20931.",
+            "memory_type": "fact",
+            "topic_key": None,
+            "keywords": ["hotel", "salzburg", "SB-20931"],
+            "queries": ["what is the hotel booking reference"],
+            "source_ids": ["t8"],
+            "scope": "user",
+        },
+    ]
+}
+CLAUDE_FRIENDS = {
+    "memories": [
+        {
+            "content": "Mia went to a pottery class on 1 May 2024.",
+            "memory_type": "event",
+            "topic_key": None,
+            "source_ids": ["D1:1"],
+        },
+        {
+            "content": "Leo adopted a cat in the week before 2 May 2024.",
+            "memory_type": "event",
+            "topic_key": None,
+            "source_ids": ["D1:2"],
+        },
+    ]
+}
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself|I'm|I've)\b")
+
+
+def assert_memory_shapes(items: list[Extracted], turns: list[ChatTurn]) -> None:
+    """What both LLM paths promise for a memory: self-contained (no first person, the
+    person named), a known type, a dotted lowercase topic key led by the person (or
+    ``instruction.``), and source ids naming turns of the conversation."""
+    ids = {t.id for t in turns}
+    people = {(t.speaker or "the user").lower() for t in turns if t.role == "user" or t.speaker}
+    assert items
+    for e in items:
+        assert not _FIRST_PERSON.search(e.content), e.content
+        assert any(p in e.content.lower() for p in people) or e.memory_type == "instruction"
+        assert e.memory_type in MEMORY_TYPES
+        if e.topic_key is not None:
+            assert e.topic_key == e.topic_key.lower() and "." in e.topic_key
+            head = e.topic_key.split(".")[0]
+            assert head == "instruction" or head in {p.replace("the ", "") for p in people}
+        assert e.source_ids and set(e.source_ids) <= ids
+        assert e.scope in ("user", "agent", "session")
+
+
+def test_extract_request_names_speakers_and_times(api: Loopback) -> None:
+    api.script(tool_reply("record_memories", CLAUDE_FRIENDS))
+    got = api.llm().extract(FRIENDS)
+    prompt = api.state.requests[0]["messages"][0]["content"]
+    assert "[D1:1] 2024-05-02 09:30 UTC Mia (user): I went to a pottery class" in prompt
+    assert "[D1:2] 2024-05-02 09:30 UTC Leo (assistant): Oh fun!" in prompt
+    system = api.state.requests[0]["system"]
+    assert "third person" in system and "resolved against the message time" in system
+    assert_memory_shapes(got, FRIENDS)
+    offline = OfflineLLM().extract(FRIENDS)
+    assert_memory_shapes(offline, FRIENDS)
+    assert [e.content for e in offline] == [
+        "Mia went to a pottery class on 1 May 2024.",
+        "Leo adopted a cat in the week before 2 May 2024.",
+    ]
+
+
+def test_realistic_extraction_has_the_offline_shapes(api: Loopback) -> None:
+    api.script(tool_reply("record_memories", CLAUDE_TRAVEL))
+    claude = api.llm().extract(TRAVEL)
+    offline = OfflineLLM().extract(TRAVEL)
+    assert_memory_shapes(claude, TRAVEL)
+    assert_memory_shapes(offline, TRAVEL)
+    # the same constraints, typed and keyed alike on both paths
+    for items in (claude, offline):
+        keyed = {e.topic_key: e for e in items if e.topic_key}
+        assert keyed["user.diet"].memory_type == "preference"
+        assert "peanut" in keyed["user.allergy.peanut"].content
+        assert any(e.memory_type == "instruction" and "aisle" in e.content for e in items)
+        assert any(e.memory_type == "decision" and "Klimaticket" in e.content for e in items)
+        assert any("SB-20931" in e.content for e in items)
+
+
+def test_realistic_summary_and_answer(api: Loopback, shared_embedder: CachedEmbedder) -> None:
+    def respond(req: dict[str, Any]) -> Reply:
+        if tool_name(req) == "write_summary":
+            return tool_reply(
+                "write_summary",
+                {
+                    "summary": "The user talked with the assistant on 2 May 2024 about a rail "
+                    "trip through Austria. The user is vegan and has a severe peanut allergy; "
+                    "aisle seats only. They chose the OEBB Klimaticket; the Salzburg hotel "
+                    "reference is SB-20931."
+                },
+            )
+        return tool_reply(
+            "answer_question",
+            {"answer": "The user has a severe peanut allergy.", "used_ids": ["m3"]},
+        )
+
+    api.respond(respond)
+    llm = api.llm()
+    summary = llm.summarize(TRAVEL, max_words=60)
+    system = api.state.requests[0]["system"]
+    assert "at most 60 words" in system and "constraints" in system and "latest value" in system
+    offline = OfflineLLM().summarize(TRAVEL, max_words=60)
+    for text in (summary, offline):  # one shape: third-person prose within the limit
+        assert len(text.split()) <= 60 and not _FIRST_PERSON.search(text)
+        assert "peanut" in text and "SB-20931" in text
+    memories = [(f"m{i}", m["content"]) for i, m in enumerate(CLAUDE_TRAVEL["memories"], 1)]
+    ans = llm.answer("What am I allergic to?", memories)
+    assert (ans.text, ans.used_ids) == ("The user has a severe peanut allergy.", ("m3",))
+    assert "first person" in api.state.requests[-1]["system"]
+    off = OfflineLLM(shared_embedder).answer("What am I allergic to?", memories)
+    assert off.used_ids == ("m3",) and "peanut" in off.text
+
+
 # -- ingest end to end through the SDK ---------------------------------------------------------------
 
 
@@ -391,7 +577,8 @@ def _conversation() -> list[dict[str, Any]]:
 
 def _memories_for(req: dict[str, Any]) -> dict[str, Any]:
     """Extraction reply citing the message id the prompt gave for the first turn."""
-    first_id = re.findall(r"\[([^\]]+)\] user:", req["messages"][0]["content"])[0]
+    # "[id] <time> UTC user: text": ingest passes each message's time along
+    first_id = re.findall(r"\[([^\]]+)\] (?:\S+ \S+ UTC )?user:", req["messages"][0]["content"])[0]
     return {
         "memories": [
             {

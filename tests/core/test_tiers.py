@@ -330,7 +330,9 @@ def test_failed_summary_is_skipped_and_promotion_writes_an_offline_one(
     assert list_sessions(m2.store.context, m2.identity)[0].summary_ids == (sid,)
     mem.flush()
     hits = m2.recall("deductible expenses", tiers="long_term", min_score=0.0).items
-    assert hits[0].id == sid
+    # the offline summary is recalled at the top score (it may tie with the session's
+    # long-term detail chunk, which holds the same words verbatim)
+    assert sid in {h.id for h in hits if h.score == hits[0].score}
 
 
 def test_empty_session_closes_without_rows(make_memory: MakeMemory) -> None:

@@ -108,7 +108,7 @@ def test_budget_trip_keeps_latest_user_message_and_a_tail_of_four(mem: AgentMemo
     assert len(rolled) == len(before.window) - 5
     assert rolled <= set(after.summary.referenced_events)
     assert [f.key for f in after.summary.facts] == ["user.residence"]
-    assert after.summary.facts[0].value == "I live in Berlin"
+    assert after.summary.facts[0].value == "The user lives in Berlin."
     assert after.trips == 1 and after.compressed and after.compactions == 1
     assert after.tokens.total < before.tokens.total
 

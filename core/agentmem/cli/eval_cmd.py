@@ -7,6 +7,10 @@ cross-tenant safety and a table of the cases that missed. Exit status: 0 when ev
 blocking threshold holds, 1 when one fails (the breakdown says which), 2 for a dataset
 that is not valid (every problem is listed with its JSON path).
 
+``agentmem eval --extraction FILE`` measures derived memories (offline extraction, session
+summaries, answers, and Recall@k with ``ingest()`` against ``add_messages()``) on a labelled
+LoCoMo-shaped file; see :mod:`agentmem.evaluation.derived`.
+
 Other benchmark sources plug into the same command as further members of the mutually
 exclusive source group. ``--locomo FILE`` is registered only when the module
 ``agentmem.evaluation.locomo`` exists and provides ``run_cli(args) -> int`` (called
@@ -23,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..evaluation.derived import cli as derived_cli
 from ..evaluation.golden import (
     GoldenReport,
     MlflowError,
@@ -66,6 +71,16 @@ def register(sub: Any) -> None:
         type=Path,
         help="golden dataset JSON (e.g. eval/memory_golden_dataset.json)",
     )
+    source.add_argument(
+        "--extraction",
+        metavar="FILE",
+        type=Path,
+        help=(
+            "labelled LoCoMo-shaped JSON with gold observations (e.g. eval/derived_heldout.json): "
+            "derived memories (extraction, summaries, answers, retrieval) against them"
+        ),
+    )
+    derived_cli.add_arguments(p)
     locomo = _locomo()
     if locomo is not None:
         source.add_argument(
@@ -108,6 +123,8 @@ def register(sub: Any) -> None:
 
 @command
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "extraction", None) is not None:
+        return derived_cli.run_cli(args)
     if getattr(args, "locomo", None) is not None:
         module = importlib.import_module(LOCOMO_MODULE)
         return int(module.run_cli(args))

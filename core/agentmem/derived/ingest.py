@@ -45,8 +45,9 @@ from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
 from ..models import MEMORY_TYPES, ROLES, Identity, IngestError, IngestResult
-from ..storage.rows import NewRecord
+from ..storage.rows import NewRecord, now_utc
 from ..write.commit import commit
+from ..write.index_text import speaker_of
 from ..write.records import memory_record, message_record, sha
 from .supersession import judge_rows
 
@@ -162,8 +163,15 @@ def ingest(
 
     # 2. extraction over windows holding messages not extracted before
     done = ctx.records.ingest_log.extracted(identity.tenant_id, msg_ids)
+    received = now_utc()  # resolves "yesterday" in a message given without an event time
     turns = [
-        ChatTurn(role=msg.role, content=msg.content, id=mid)
+        ChatTurn(
+            role=msg.role,
+            content=msg.content,
+            id=mid,
+            speaker=speaker_of(msg.metadata),
+            time=msg.event_time or received,
+        )
         for msg, mid in zip(msgs, msg_ids, strict=True)
     ]
     times = {mid: msg.event_time for msg, mid in zip(msgs, msg_ids, strict=True)}

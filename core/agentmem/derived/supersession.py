@@ -39,6 +39,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import scopes as scope_rules
 from .. import validation as v
@@ -72,6 +73,10 @@ class JudgeRun:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     failed: int = 0
     errors: list[IngestError] = field(default_factory=list)
+    #: Vectors of rows embedded during this pass, by id: a batch of new memories are each
+    #: other's unembedded candidates, and embedding each of them once per row made an
+    #: ingest of N memories embed O(N * MAX_UNEMBEDDED_CANDIDATES) texts.
+    vectors: dict[str, Any] = field(default_factory=dict)
 
     def result(self) -> JudgeResult:
         return JudgeResult(
@@ -110,6 +115,11 @@ def judge_rows(
     cfg = config or ctx.settings.judge
     run = JudgeRun()
     rows = ctx.records.unjudged(ids=ids, limit=len(ids))
+    if cfg.enabled and rows:  # one embedding batch for the new rows, not one call per row
+        stored = ctx.records.get_many(rows[0].tenant_id, [r.id for r in rows])
+        if stored:
+            vecs = ctx.embedder.embed_documents([row_text(r) for r in stored])
+            run.vectors.update((r.item.id, vec) for r, vec in zip(stored, vecs, strict=True))
     for start in range(0, len(rows), cfg.batch_size):
         _judge_batch(ctx, rows[start : start + cfg.batch_size], llm or ctx.llm, cfg, run)
     return run
@@ -129,7 +139,7 @@ def _judge_batch(
         retire: list[str] = []
         if eligible:
             try:
-                retire = _decide(ctx, row, llm, cfg)
+                retire = _decide(ctx, row, llm, cfg, run.vectors)
             except Exception as exc:  # fail-open (seed 000): nothing retired, row marked
                 run.failed += 1
                 raw = getattr(exc, "context", {}).get("raw")
@@ -157,8 +167,10 @@ def _judge_batch(
         run.judged += 1
 
 
-def _decide(ctx: StoreContext, row: JudgeRow, llm: LLM, cfg: JudgeConfig) -> list[str]:
-    candidates = _candidates(ctx, row, cfg)
+def _decide(
+    ctx: StoreContext, row: JudgeRow, llm: LLM, cfg: JudgeConfig, vectors: dict[str, Any]
+) -> list[str]:
+    candidates = _candidates(ctx, row, cfg, vectors)
     if not candidates:
         return []
     new_row = ctx.records.get(row.id)
@@ -173,12 +185,21 @@ def _decide(ctx: StoreContext, row: JudgeRow, llm: LLM, cfg: JudgeConfig) -> lis
     ]
 
 
-def _candidates(ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig) -> list[tuple[str, str, float]]:
+def _candidates(
+    ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig, vectors: dict[str, Any]
+) -> list[tuple[str, str, float]]:
     """(id, content, cosine distance) of older same-bucket memories, nearest first."""
     stored = ctx.records.get(row.id)
     if stored is None:
         return []
-    query = ctx.embedder.embed_documents([row_text(stored)])[0]
+    if row.id not in vectors:
+        vectors[row.id] = ctx.embedder.embed_documents([row_text(stored)])[0]
+    query = vectors[row.id]
+    # The not yet embedded rows are read *before* the vector query: the indexer upserts a
+    # vector and then marks its row done, so a row that is no longer pending here is
+    # already in the collection the query reads (the other order misses a row embedded
+    # between the two reads).
+    unembedded = ctx.records.unembedded_older(row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES)
     sims: dict[str, float] = {}
     hits = ctx.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -187,14 +208,17 @@ def _candidates(ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig) -> list[tupl
         {"kind": "memory"},
     )
     sims.update(hits)
-    unembedded = ctx.records.unembedded_older(row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES)
     fresh = [i for i in unembedded if i not in sims]
-    if fresh:
-        rows = ctx.records.get_many(row.tenant_id, fresh)
+    missing = [i for i in fresh if i not in vectors]
+    if missing:
+        rows = ctx.records.get_many(row.tenant_id, missing)
         if rows:
             vecs = ctx.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
-                sims[r.item.id] = float(vec @ query)
+                vectors[r.item.id] = vec
+    for i in fresh:
+        if i in vectors:
+            sims[i] = float(vectors[i] @ query)
     sims.pop(row.id, None)
     if not sims:
         return []

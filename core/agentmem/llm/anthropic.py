@@ -14,7 +14,7 @@ use, so agentmem works without it when the offline LLM is used.
 Example:
     >>> llm = AnthropicLLM(model="claude-haiku-4-5")  # doctest: +SKIP
     >>> llm.extract([ChatTurn("user", "I live in Berlin", id="m1")])  # doctest: +SKIP
-    [Extracted(content='I live in Berlin', memory_type='fact', topic_key='user.residence', ...)]
+    [Extracted(content='The user lives in Berlin.', memory_type='fact', topic_key='user.residence', ...)]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 from ..config import LLMConfig
@@ -60,16 +61,19 @@ TOOLS: dict[str, dict[str, Any]] = {
                         "properties": {
                             "content": {
                                 "type": "string",
-                                "description": "One standalone statement, in the speaker's "
-                                "first person (e.g. 'I live in Lisbon').",
+                                "description": "One self-contained statement in the third "
+                                "person, naming the speaker (or 'The user' when unnamed), "
+                                "with relative dates resolved (e.g. 'Priya moved to Lisbon in "
+                                "April 2024.').",
                             },
                             "memory_type": {"type": "string", "enum": list(MEMORY_TYPES)},
                             "topic_key": {
                                 "type": ["string", "null"],
                                 "description": "Dotted lowercase key of the single-valued "
-                                "attribute this states (user.residence, user.editor, "
-                                "instruction.language); null for events, tasks and "
-                                "things a person can have many of.",
+                                "attribute this states, led by the person (user.residence "
+                                "for the unnamed user, priya.diet for Priya; "
+                                "instruction.language for instructions); null for events, "
+                                "tasks and things a person can have many of.",
                             },
                             "keywords": _schema_string_list(),
                             "queries": _schema_string_list(),
@@ -160,18 +164,29 @@ TOOLS: dict[str, dict[str, Any]] = {
 
 SYSTEM_PROMPTS: dict[str, str] = {
     "extract": (
-        "You extract long-term memories about the user from a conversation. Record only "
-        "discrete, durable items the user stated: facts and preferences about themselves, "
-        "decisions, standing instructions for the assistant, tasks, and dated events. Write "
-        "each as one standalone sentence in the user's first person. memory_type: fact, "
-        "preference, decision, note, event, instruction or task. Give a topic_key only for "
-        "single-valued attributes, where a newer statement replaces an older one (where the "
-        "user lives: user.residence; their editor: user.editor; answer language: "
-        "instruction.language); null for events, tasks and things one can have many of. "
-        "source_ids are the [ids] of the messages the memory comes from. Tasks have scope "
-        "session; everything else scope user. Do not invent anything; an empty list is fine."
+        "You extract long-term memories from a conversation. Record only discrete, durable "
+        "items each person stated (the user, or every named speaker; never the assistant): "
+        "facts and preferences about themselves or people they name, decisions, standing "
+        "instructions for the assistant, tasks, and dated events. Skip greetings, small "
+        "talk, questions and remarks about the listener. Write each memory as one "
+        "self-contained sentence in the third person: the speaker's name instead of I/my "
+        "(or 'The user' when no name is given), and relative dates ('yesterday', 'last "
+        "week') resolved against the message time shown in the transcript. memory_type: "
+        "fact, preference, decision, note, event, instruction or task. Give a topic_key "
+        "only for single-valued attributes, where a newer statement replaces an older one, "
+        "led by the person's lowercase name (user.residence for the unnamed user, "
+        "priya.diet for Priya; instruction.language for answer language); null for "
+        "events, tasks and things one can have many of. source_ids are the [ids] of the "
+        "messages the memory comes from. Tasks have scope session; everything else scope "
+        "user. Do not invent anything; an empty list is fine."
     ),
-    "summarize": "Summarise the conversation factually in at most {max_words} words.",
+    "summarize": (
+        "Summarise the conversation factually in at most {max_words} words, in the third "
+        "person with the speakers' names (or 'the user'): who talked and when, then what "
+        "each person stated. Always keep constraints (health, diet, allergies, standing "
+        "instructions); for a fact that changed during the conversation give only its "
+        "latest value; resolve relative dates against the message times."
+    ),
     "summary_delta": (
         "You maintain a reference summary of a conversation. Given the current summary and "
         "the messages that are rolling off the context window, return a delta: mode append "
@@ -187,8 +202,10 @@ SYSTEM_PROMPTS: dict[str, str] = {
     ),
     "answer": (
         "Answer the question using only the memories given, citing the ids you used in "
-        "used_ids. If the memories do not contain the answer, return an empty answer and no "
-        "ids. Never guess."
+        "used_ids. Answer from the memory that best supports it; never repeat the question, "
+        "and when memories disagree use the one that states the change or the newer value. "
+        "Questions in the first person ('where do I live?') are about the user. If the "
+        "memories do not contain the answer, return an empty answer and no ids. Never guess."
     ),
 }
 
@@ -514,10 +531,15 @@ def _retryable(status: int) -> bool:
 
 
 def _render(turns: Sequence[ChatTurn]) -> str:
+    """``[id] role: text``, with the speaker and the message time when known
+    (``[D1:3] 2023-05-08 13:56 UTC Caroline (user): text``): the model names speakers and
+    resolves "yesterday" from them, as the offline extractor does."""
     lines = []
     for n, t in enumerate(turns):
         ident = t.id or f"t{n}"
-        lines.append(f"[{ident}] {t.role}: {t.content}")
+        who = f"{t.speaker} ({t.role})" if t.speaker else t.role
+        when = f"{t.time.astimezone(UTC):%Y-%m-%d %H:%M} UTC " if t.time is not None else ""
+        lines.append(f"[{ident}] {when}{who}: {t.content}")
     return "\n".join(lines)
 
 

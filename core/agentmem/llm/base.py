@@ -10,16 +10,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..models import MemoryItem
 
 
 @dataclass(frozen=True, slots=True)
 class ChatTurn:
-    """One message handed to an LLM task."""
+    """One message handed to an LLM task.
+
+    Attributes:
+        role: ``user``, ``assistant``, ``system`` or ``tool``.
+        content: The message text.
+        id: The message id; extracted memories name it in ``source_ids``.
+        speaker: The person who wrote it, when known (a named participant of a chat);
+            memories say this name instead of "I".
+        time: When it was written; relative dates ("yesterday", "last week") in a
+            memory are resolved against it.
+    """
 
     role: str
     content: str
     id: str | None = None
+    speaker: str | None = None
+    time: datetime | None = None
+
+
+def chat_turn(item: MemoryItem) -> ChatTurn:
+    """The :class:`ChatTurn` of a stored message: its role, content, id, the speaker its
+    metadata names (``metadata["speaker"]``) and its event time."""
+    speaker = item.metadata.get("speaker") if item.metadata else None
+    return ChatTurn(
+        role=item.role or "user",
+        content=item.content,
+        id=item.id,
+        speaker=speaker.strip() if isinstance(speaker, str) and speaker.strip() else None,
+        time=item.event_time,
+    )
 
 
 @dataclass(frozen=True, slots=True)

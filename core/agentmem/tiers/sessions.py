@@ -68,7 +68,7 @@ from ..chunking import chunk_text, elide
 from ..config import TierConfig
 from ..context import StoreContext
 from ..errors import NotFoundError, ScopeError, ValidationError
-from ..llm.base import LLM, ChatTurn
+from ..llm.base import LLM, ChatTurn, chat_turn
 from ..llm.offline import OfflineLLM
 from ..models import (
     TIER_LONG,
@@ -391,13 +391,6 @@ def _summarize(
     return text.strip(), "ok", None
 
 
-def _speaker_text(item: MemoryItem) -> str:
-    speaker = item.metadata.get("speaker") if item.metadata else None
-    if isinstance(speaker, str) and speaker.strip():
-        return f"{speaker}: {item.content}"
-    return item.content
-
-
 def _line(item: MemoryItem) -> str:
     text = elide(item.content, item.source_ref or item.id, CHUNK_MESSAGE_CHARS)
     speaker = item.metadata.get("speaker") if item.metadata else None
@@ -653,7 +646,7 @@ def _promote_one(ctx: StoreContext, identity: Identity, partition: str, info: Se
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
-    return ChatTurn(item.role or "user", _speaker_text(item), item.id)
+    return chat_turn(item)  # the speaker and time travel as fields, not inside the text
 
 
 # -- session detail ---------------------------------------------------------------------------

@@ -568,6 +568,6 @@ def _message(item: MemoryItem) -> dict[str, str]:
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
-    from ..llm.base import ChatTurn
+    from ..llm.base import chat_turn
 
-    return ChatTurn(item.role or "user", item.content, item.id)
+    return chat_turn(item)
