@@ -176,7 +176,6 @@ BAD_CALLS: dict[str, tuple[str, Callable[[BoundMemory], Any]]] = {
     "tool_call_id-none": rejected("tool_call_id", lambda m: m.add_tool_output(None, "out")),
     "tool_call_id-int": rejected("tool_call_id", lambda m: m.add_tool_output(7, "out")),
     "tool_call_id-nul": rejected("tool_call_id", lambda m: m.add_tool_output("c\x00", "out")),
-    "tool-content-bytes": rejected("content", lambda m: m.add_tool_output("c9", b"raw bytes")),
     "tool-content-bytes": rejected("content", lambda m: m.add_tool_output("c9", b"out")),
     "tool-content-over-limit": rejected("content", lambda m: m.add_tool_output("c9", OVER_LIMIT)),
     "tool_name-int": rejected("tool_name", lambda m: m.add_tool_output("c9", "o", tool_name=1)),
