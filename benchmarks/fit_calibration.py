@@ -39,7 +39,8 @@ import numpy as np
 from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
-from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
+from agentmem.evaluation.embed_cache import DiskEmbeddingCache
+from agentmem.evaluation.golden import bind_case, load_dataset, write_case
 from agentmem.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
 from agentmem.recall import RecallRequest
 
@@ -48,8 +49,6 @@ def embedder(cache_dir: str | None) -> Embedder:
     """The default embedder, behind an on-disk vector cache if ``cache_dir`` is given."""
     if cache_dir is None:
         return default_embedder()
-    from agentmem.evaluation.locomo import DiskEmbeddingCache
-
     return CachedEmbedder(DiskEmbeddingCache(default_embedder().inner, cache_dir))
 
 
@@ -62,15 +61,10 @@ def collect(
     emb = embedder(cache_dir)
     with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for n, case in enumerate(dataset.cases):
-            _write_case(mem, _prefix(n), case)
+            write_case(mem, n, case)
         mem.flush()
         for n, case in enumerate(dataset.cases):
-            bound = mem.bind(
-                f"{_prefix(n)}.{case.tenant_id}",
-                f"{_prefix(n)}.{case.user_id}",
-                case.agent_id,
-                case.session_id,
-            )
+            bound = bind_case(mem, n, case)
             req = RecallRequest(
                 query=case.query,
                 top_k=MAX_TOP_K,
@@ -132,7 +126,7 @@ def collect_locomo(
     emb = embedder(cache_dir)
     with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for conv in convs:
-            locomo._ingest(mem, conv, False)
+            locomo.ingest(mem, conv, False)
         mem.flush()
         for conv in convs:
             bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")

@@ -43,6 +43,8 @@ log = logging.getLogger("agentmem")
 #: Below this many tokens left in the budget, the next item is dropped rather than cut.
 MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
+#: The candidate retrievers; recall uses both (a request may name one, e.g. to measure it).
+RETRIEVERS: tuple[str, ...] = ("keyword", "vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,8 @@ class RecallRequest:
     filters: Mapping[str, Any]
     include_superseded: bool = False
     tiers: tuple[str, ...] | None = None
+    retrievers: tuple[str, ...] = RETRIEVERS
+    """Which retrievers gather candidates (a subset of :data:`RETRIEVERS`)."""
 
 
 class RecallEngine:
@@ -160,9 +164,11 @@ class RecallEngine:
         for p in plans:
             by_partition[p.partition].append(p)
 
+        use_keyword = "keyword" in req.retrievers
+        use_vector = "vector" in req.retrievers
         # The query embedding (~3 ms of model time, which releases the GIL) runs on a worker
         # thread while the keyword side is searched and its rows are read.
-        embedding = self._embed_async(req.query) if by_partition else None
+        embedding = self._embed_async(req.query) if by_partition and use_vector else None
         terms = self.keywords.query_terms(req.query)
         pool = self.config.candidates * (4 if req.filters else 1)
         searches: list[tuple[str, KeywordFilter, dict[str, Any] | None]] = []
@@ -179,7 +185,9 @@ class RecallEngine:
             )
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
             searches.append((partition, flt, where))
-        keyword_lists = [self.keywords.search(terms, flt, pool) for _, flt, _ in searches]
+        keyword_lists = [
+            self.keywords.search(terms, flt, pool) if use_keyword else [] for _, flt, _ in searches
+        ]
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)

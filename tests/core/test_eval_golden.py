@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agentmem.bench.stats import percentile
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation import (
@@ -38,7 +39,6 @@ from agentmem.evaluation import (
     score_case,
     summarize,
 )
-from agentmem.evaluation.golden import percentile
 from agentmem.models import MEMORY_TYPES, RecallHit, RecallResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -513,10 +513,10 @@ def test_summarize_blocks_on_isolation_and_budget_but_only_warns_on_latency() ->
 
 
 def test_percentile_interpolates() -> None:
-    assert percentile([], 95) == 0.0
-    assert percentile([5.0], 95) == 5.0
-    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
-    assert percentile(list(map(float, range(1, 101))), 95) == pytest.approx(95.05)
+    assert percentile([], 0.95) == 0.0
+    assert percentile([5.0], 0.95) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.50) == 2.5
+    assert percentile(list(map(float, range(1, 101))), 0.95) == pytest.approx(95.05)
 
 
 # -- the runner, end to end ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from agentmem.ranking import (
     brevity,
     features,
 )
-from agentmem.recall import RecallRequest
+from agentmem.recall import RETRIEVERS, RecallRequest
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
 IN_KEYWORD = FEATURE_NAMES.index("in_keyword")
@@ -23,7 +23,9 @@ BREVITY = FEATURE_NAMES.index("brevity")
 KITTEN = "I adopted a grey kitten from the shelter last week."
 
 
-def _candidates(mem: Any, query: str) -> dict[str, tuple[float, ...]]:
+def _candidates(
+    mem: Any, query: str, retrievers: tuple[str, ...] = RETRIEVERS
+) -> dict[str, tuple[float, ...]]:
     """Content -> features of every candidate of ``query`` (``mem``: ``(memory, bound)``)."""
     memory, bound = mem
     req = RecallRequest(
@@ -36,6 +38,7 @@ def _candidates(mem: Any, query: str) -> dict[str, tuple[float, ...]]:
         min_score=0.0,
         token_budget=10**9,
         filters={},
+        retrievers=retrievers,
     )
     ranked, visible, _ = memory.engine.candidates(bound.identity, req)
     return {visible[c.id][1].content: c.features for c in ranked}
@@ -116,3 +119,15 @@ def test_speaker_match_ranks_the_named_speakers_turn_first(make_memory: Any) -> 
     _, m = _chat(make_memory)
     hits = m.recall("What did Alice adopt from the shelter?", min_score=0.0).items
     assert hits[0].metadata.get("speaker") == "Alice"
+
+
+def test_a_request_can_name_one_retriever(make_memory: Any) -> None:
+    mem, m = _chat(make_memory)
+    query = "Which animal came from the shelter?"
+    both = _candidates((mem, m), query)
+    keyword = _candidates((mem, m), query, ("keyword",))
+    vector = _candidates((mem, m), query, ("vector",))
+    assert keyword and all(f[IN_KEYWORD] == 1.0 and f[IN_VECTOR] == 0.0 for f in keyword.values())
+    assert vector and all(f[IN_VECTOR] == 1.0 and f[IN_KEYWORD] == 0.0 for f in vector.values())
+    assert "Morning!" in vector and "Morning!" not in keyword  # no word of the query in it
+    assert set(keyword) | set(vector) == set(both)
