@@ -330,6 +330,61 @@ def test_validation_lists_every_problem_with_its_path() -> None:
     assert "applies only to kind memory" in message
 
 
+def test_unknown_top_level_keys_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = _passing_dataset()
+    data["license"] = "CC-BY-4.0"
+    data["generated_by"] = {"tool": "a newer agentmem"}
+    with caplog.at_level("WARNING", logger="agentmem.evaluation"):
+        ds = parse_dataset(data, source="grown.json")
+    assert len(ds.cases) == len(_passing_dataset()["cases"])
+    (warning,) = ds.warnings
+    assert warning == "grown.json: ignoring unknown top-level keys ['generated_by', 'license']"
+    assert warning in caplog.text
+    # inside a case an unknown key is still a problem (most likely a misspelt field)
+    data["cases"][0]["expected_retrieval"] = []
+    with pytest.raises(DatasetError, match=r"unknown keys \['expected_retrieval'\]"):
+        parse_dataset(data, source="grown.json")
+
+
+def test_expect_empty_implies_no_expected_retrievals() -> None:
+    case = {
+        "id": "nothing-relevant",
+        "setup_memories": [{"content": "The office plants are watered on Fridays"}],
+        "query": "lattice quantum chromodynamics",
+        "expect_empty": True,
+    }
+    (parsed,) = parse_dataset({"cases": [case]}).cases
+    assert parsed.expect_empty and parsed.expected == ()
+    # without expect_empty the list is still required
+    del case["expect_empty"]
+    with pytest.raises(DatasetError) as info:
+        parse_dataset({"cases": [case]})
+    assert (
+        "cases[0](nothing-relevant).expected_retrievals",
+        "is required (or set expect_empty to true)",
+    ) in info.value.problems
+
+
+@pytest.mark.usefixtures("cli_embedder")
+def test_cli_accepts_a_dataset_written_as_users_write_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _passing_dataset()
+    data["maintainer"] = "qa-team"
+    empty = next(c for c in data["cases"] if c.get("expect_empty"))
+    empty.pop("expected_retrievals", None)
+    path = _write(tmp_path, data)
+    status = main(["eval", "--dataset", str(path), "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    report = json.loads(captured.out)
+    assert any("ignoring unknown top-level keys ['maintainer']" in w for w in report["warnings"])
+    assert main(["eval", "--dataset", str(path)]) == 0
+    assert "ignoring unknown top-level keys ['maintainer']" in capsys.readouterr().out
+
+
 def test_validation_checks_expected_and_forbidden_contents() -> None:
     base = {
         "id": "c",

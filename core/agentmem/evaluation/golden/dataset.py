@@ -6,6 +6,7 @@ See :mod:`agentmem.evaluation.golden` for the format.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ from typing import Any
 from ...errors import ValidationError
 from ...memory import REMEMBER_SCOPES
 from ...models import KINDS, MEMORY_TYPES, RECALL_SCOPES
+
+log = logging.getLogger("agentmem.evaluation")
 
 DEFAULT_TENANT = "acme"
 DEFAULT_USER = "alice"
@@ -173,6 +176,8 @@ class GoldenDataset:
     version: str = ""
     description: str = ""
     source: str = "<memory>"
+    warnings: tuple[str, ...] = ()
+    """What the parser accepted but ignored (e.g. top-level keys it does not know)."""
 
 
 def load_dataset(path: str | Path) -> GoldenDataset:
@@ -198,9 +203,14 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
     problems: list[tuple[str, str]] = []
     if not isinstance(data, Mapping):
         raise DatasetError(source, [("$", f"must be a JSON object, got {_jtype(data)}")])
+    warnings: list[str] = []
+    # The format grows (a newer file may carry a field this version does not read): a key
+    # beside the cases is ignored with a warning, while an unknown key inside a case or a
+    # memory is still refused, since there it is most likely a misspelt field.
     unknown = set(data) - {"version", "description", "cases"}
     if unknown:
-        problems.append(("$", f"unknown keys {sorted(unknown)}"))
+        warnings.append(f"{source}: ignoring unknown top-level keys {sorted(unknown)}")
+        log.warning("%s", warnings[-1])
     version = data.get("version", "")
     if not isinstance(version, str):
         problems.append(("version", f"must be a string, got {_jtype(version)}"))
@@ -232,7 +242,11 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
     if problems:
         raise DatasetError(source, problems)
     return GoldenDataset(
-        cases=tuple(cases), version=version, description=description, source=source
+        cases=tuple(cases),
+        version=version,
+        description=description,
+        source=source,
+        warnings=tuple(warnings),
     )
 
 
@@ -318,8 +332,11 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
             if parsed is not None:
                 setup.append(parsed)
 
-    if "expected_retrievals" not in raw:
-        problems.append((f"{label}.expected_retrievals", "is required (use [] with expect_empty)"))
+    # ``expect_empty: true`` says there is nothing to retrieve: it implies an empty list.
+    if "expected_retrievals" not in raw and raw.get("expect_empty") is not True:
+        problems.append(
+            (f"{label}.expected_retrievals", "is required (or set expect_empty to true)")
+        )
     expected = _content_list(raw, "expected_retrievals", label, problems)
     forbidden = _content_list(raw, "forbidden", label, problems)
     expect_empty = raw.get("expect_empty", False)

@@ -382,7 +382,7 @@ def summarize(
     if budget_violations:
         cases = sorted(c.id for c in results if not c.budget_ok)
         reasons.append(f"{budget_violations} recall(s) over their token budget: {', '.join(cases)}")
-    warnings: list[str] = []
+    warnings: list[str] = list(dataset.warnings)
     if p95 > thresholds.max_latency_p95_ms:
         warnings.append(
             f"latency p95 {p95:.1f} ms > {thresholds.max_latency_p95_ms:g} ms (not blocking)"
