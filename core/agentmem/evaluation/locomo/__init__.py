@@ -24,12 +24,15 @@ session), then :meth:`~agentmem.AgentMemory.flush` waits for both indexes:
 **Queries.** Every question of categories 1-4 with at least one resolvable evidence turn is
 asked once per mode, bound to its sample's user in a new session (so every turn is
 ``history``), with ``top_k=20`` (the core's maximum), ``min_score=0.0`` and a token budget
-of 100,000, so neither the threshold nor the budget cuts the ranking.
+of 100,000, so neither the threshold nor the budget cuts the ranking; the ``defaults`` mode
+asks as an application does, so the configured threshold and budget apply.
 
 **Modes** (same data dir, same run):
 
 - ``hybrid``: the public :meth:`~agentmem.BoundMemory.recall` (fusion, calibration, default
   reranker setting).
+- ``defaults``: the same recall at default settings, ``recall(q, top_k=20,
+  scope="history")``: what an application gets (``hits`` says how many items came back).
 - ``keyword`` / ``vector``: one retriever alone: the engine's own candidate step with only
   that retriever (same scope plan, filters and identity gate as recall; read-only), ordered
   by the retriever's own score (see :mod:`.retrieval`).
@@ -82,7 +85,7 @@ from .data import (
     parse_evidence,
     parse_session_datetime,
 )
-from .ingest import TENANT, ingest, turn_documents, turn_text
+from .ingest import TENANT, ingest_conversation, turn_documents, turn_text
 from .metrics import KS, METRICS, NDCG_K, hit_dia_ids, ndcg_at_k, ranked_turns, recall_at_k
 from .peers import DELTA_METRIC, PEER_MODES
 from .report import LocomoReport, log_to_mlflow
@@ -111,7 +114,7 @@ __all__ = [
     "Session",
     "Turn",
     "hit_dia_ids",
-    "ingest",
+    "ingest_conversation",
     "load_locomo",
     "log_to_mlflow",
     "ndcg_at_k",

@@ -35,7 +35,7 @@ def turn_documents(conv: Conversation, captions: bool = False) -> list[tuple[str
     ]
 
 
-def ingest(mem: AgentMemory, conv: Conversation, captions: bool) -> int:
+def ingest_conversation(mem: AgentMemory, conv: Conversation, captions: bool) -> int:
     n = 0
     for session in conv.sessions:
         if not session.turns:

@@ -2,6 +2,9 @@
 
 - ``hybrid``: the public :meth:`~agentmem.BoundMemory.recall` (fusion, calibration, default
   reranker setting), with a threshold and a budget that never cut the ranking.
+- ``defaults``: the public recall as an application calls it,
+  ``recall(q, top_k=20, scope="history")``: the configured ``min_score`` and token budget
+  (0.3 and 1,000 unless changed) decide how much comes back.
 - ``keyword`` / ``vector``: one retriever alone. The engine's candidate step runs with only
   that retriever (:attr:`agentmem.recall.RecallRequest.retrievers`): the same scope plan,
   filters and identity gate as recall; the candidates are then ordered by that retriever's
@@ -18,7 +21,7 @@ from ...models import Identity
 from ...recall import RETRIEVERS, RecallRequest
 
 #: agentmem's own modes.
-MODES: tuple[str, ...] = ("hybrid", *RETRIEVERS)
+MODES: tuple[str, ...] = ("hybrid", "defaults", *RETRIEVERS)
 QUERY_SESSION = "locomo-eval-query"
 #: Recall settings that keep the threshold and the token budget from cutting the ranking.
 TOP_K = MAX_TOP_K
@@ -30,6 +33,11 @@ def hybrid(m: BoundMemory, query: str) -> list[dict[str, Any]]:
     """The metadata of the hits of the public recall, best first."""
     result = m.recall(query, top_k=TOP_K, min_score=MIN_SCORE, token_budget=TOKEN_BUDGET)
     return [hit.metadata for hit in result.items]
+
+
+def at_defaults(m: BoundMemory, query: str) -> list[dict[str, Any]]:
+    """The metadata of the hits of the public recall at default settings, best first."""
+    return [hit.metadata for hit in m.recall(query, top_k=TOP_K, scope="history").items]
 
 
 def single_retriever(

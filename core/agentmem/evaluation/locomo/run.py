@@ -20,7 +20,7 @@ from ...memory import AgentMemory
 from ...rerank import Reranker
 from ..embed_cache import DiskEmbeddingCache
 from .data import CATEGORIES, Conversation, Question, load_locomo
-from .ingest import TENANT, ingest
+from .ingest import TENANT, ingest_conversation
 from .metrics import KS, METRICS, hit_dia_ids, ranked_turns, score
 from .peers import DELTA_METRIC, PEER_MODES, deltas, open_peers, peer_plan
 from .report import LocomoReport
@@ -30,6 +30,7 @@ from .retrieval import (
     QUERY_SESSION,
     TOKEN_BUDGET,
     TOP_K,
+    at_defaults,
     hybrid,
     single_retriever,
 )
@@ -132,7 +133,7 @@ def run_locomo(
             t0 = time.perf_counter()
             n_turns = 0
             for i, (c, _) in enumerate(plan):
-                n_turns += ingest(mem, c, captions)
+                n_turns += ingest_conversation(mem, c, captions)
                 if progress:
                     progress("ingest", i + 1, len(plan))
             t1 = time.perf_counter()
@@ -248,6 +249,8 @@ def _ask(
                     t = time.perf_counter()
                     if mode == "hybrid":
                         metas = hybrid(m, q.question)
+                    elif mode == "defaults":
+                        metas = at_defaults(m, q.question)
                     elif mode in PEER_MODES:
                         assert index is not None
                         metas = index.search(mode, q.question)
@@ -258,6 +261,7 @@ def _ask(
                     ranks = {e: (ranked.index(e) + 1 if e in ranked else None) for e in q.evidence}
                     rec["modes"][mode] = {
                         "turns": ranked,
+                        "hits": len(metas),
                         "evidence_ranks": ranks,
                         **{k: round(v, 6) for k, v in score(ranked, q.evidence).items()},
                     }
@@ -275,6 +279,7 @@ def _aggregate(
         out: dict[str, Any] = {"n": len(qs)}
         for metric in METRICS:
             out[metric] = round(_mean([q["modes"][mode][metric] for q in qs]), 4)
+        out["hits"] = round(_mean([q["modes"][mode]["hits"] for q in qs]), 2)
         return out
 
     by_cat = {
