@@ -39,6 +39,7 @@ from agentmem.evaluation import (
     score_case,
     summarize,
 )
+from agentmem.evaluation.golden import markdown
 from agentmem.models import MEMORY_TYPES, RecallHit, RecallResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -601,6 +602,19 @@ def test_run_golden_on_a_synthetic_dataset(tmp_path: Path, shared_embedder: Cach
     assert report.embedder == shared_embedder.model_name
     # The kept store is a normal data dir: every case wrote into its own tenant.
     assert (tmp_path / "store" / "records.sqlite3").exists()
+    # calibration per kind of content: what was expected of each kind, what came back
+    kinds = {k.kind: k for k in report.by_kind}
+    assert set(kinds) >= {"memory", "document_chunk", "chat_message", "tool_output"}
+    assert kinds["document_chunk"].expected == 1 and kinds["document_chunk"].found == 1
+    for k in kinds.values():
+        assert k.found <= k.expected and k.relevant <= k.returned
+        assert (k.mean_score is None) == (k.returned == 0)
+        if k.returned:
+            assert 0.0 < k.mean_score <= 1.0
+    returned = sum(len(c.returned) for c in report.cases)
+    assert sum(k.returned for k in kinds.values()) == returned
+    assert report.to_dict()["by_kind"][0]["kind"] == report.by_kind[0].kind
+    assert "## By kind of content" in markdown(report)
 
 
 def test_run_golden_refuses_a_non_empty_workdir(

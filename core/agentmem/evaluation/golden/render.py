@@ -39,6 +39,19 @@ def markdown(self: GoldenReport) -> str:
         f"| {t.tag} | {t.cases} | {t.perfect} | {fmt(t.recall)} | {fmt(t.precision)} |"
         for t in self.by_tag
     ]
+    lines += [
+        "",
+        "## By kind of content (calibration: mean score of the items returned beside the share",
+        "of them that were expected)",
+        "",
+        "| kind | expected | found | recall | returned | right | precision | mean score |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {k.kind} | {k.expected} | {k.found} | {fmt(k.recall)} | {k.returned} | "
+        f"{k.relevant} | {fmt(k.precision)} | {fmt(k.mean_score)} |"
+        for k in self.by_kind
+    ]
     misses = self.misses
     lines += ["", f"## Misses ({len(misses)} cases)", ""]
     if misses:
@@ -93,6 +106,8 @@ def render(self: GoldenReport, console: Console, *, max_misses: int | None = Non
 
     if self.by_tag:
         _render_tags(self, console)
+    if self.by_kind:
+        _render_kinds(self, console)
     _render_misses(self, console, max_misses)
     for w in self.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
@@ -114,6 +129,29 @@ def _render_tags(self: GoldenReport, console: Console) -> None:
             escape(ts.tag), str(ts.cases), str(ts.perfect), fmt(ts.recall), fmt(ts.precision)
         )
     console.print(tags)
+
+
+def _render_kinds(self: GoldenReport, console: Console) -> None:
+    from rich.table import Table
+
+    kinds = Table(
+        title="By kind of content (mean score of the items returned vs the share that was right)",
+        title_justify="left",
+    )
+    for col in ("kind", "expected", "found", "recall", "returned", "right", "precision", "score"):
+        kinds.add_column(col, justify="left" if col == "kind" else "right")
+    for k in self.by_kind:
+        kinds.add_row(
+            k.kind,
+            str(k.expected),
+            str(k.found),
+            fmt(k.recall),
+            str(k.returned),
+            str(k.relevant),
+            fmt(k.precision),
+            fmt(k.mean_score),
+        )
+    console.print(kinds)
 
 
 def _render_misses(self: GoldenReport, console: Console, max_misses: int | None) -> None:

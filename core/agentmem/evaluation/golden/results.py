@@ -59,6 +59,8 @@ class CaseResult:
     """Tokens of the returned contents, counted here (cl100k_base)."""
     token_budget: int
     degraded: bool
+    expected_kinds: tuple[str, ...] = ()
+    """The kind of content of each expected item (same order as ``expected``)."""
 
     @property
     def forbidden_hits(self) -> int:
@@ -159,6 +161,29 @@ class TagSummary:
     precision: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class KindSummary:
+    """Calibration of one kind of content (memory, chat_message, tool_output,
+    document_chunk): how many of its expected items came back, and how often the items of
+    that kind that came back were right, beside their mean score (a calibrated score
+    should be close to that share)."""
+
+    kind: str
+    expected: int
+    found: int
+    returned: int
+    relevant: int
+    mean_score: float | None
+
+    @property
+    def recall(self) -> float | None:
+        return self.found / self.expected if self.expected else None
+
+    @property
+    def precision(self) -> float | None:
+        return self.relevant / self.returned if self.returned else None
+
+
 @dataclass(frozen=True)
 class GoldenReport:
     """What :func:`run_golden` returns: aggregate metrics, the verdict and every case.
@@ -191,6 +216,7 @@ class GoldenReport:
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     by_tag: tuple[TagSummary, ...] = field(default=(), repr=False)
+    by_kind: tuple[KindSummary, ...] = field(default=(), repr=False)
 
     @property
     def misses(self) -> list[CaseResult]:
@@ -259,6 +285,19 @@ class GoldenReport:
                     "precision": t.precision,
                 }
                 for t in self.by_tag
+            ],
+            "by_kind": [
+                {
+                    "kind": k.kind,
+                    "expected": k.expected,
+                    "found": k.found,
+                    "recall": k.recall,
+                    "returned": k.returned,
+                    "relevant": k.relevant,
+                    "precision": k.precision,
+                    "mean_score": k.mean_score,
+                }
+                for k in self.by_kind
             ],
             "misses": [c.id for c in self.misses],
             "cases": [c.to_dict() for c in self.cases],
@@ -417,6 +456,7 @@ def summarize(
             )
         )
     return GoldenReport(
+        by_kind=kind_summaries(results),
         dataset=dataset.source,
         version=dataset.version,
         top_k=top_k,
@@ -442,4 +482,25 @@ def summarize(
         reasons=tuple(reasons),
         warnings=tuple(warnings),
         by_tag=tuple(by_tag),
+    )
+
+
+def kind_summaries(results: Sequence[CaseResult]) -> tuple[KindSummary, ...]:
+    """Per kind of content: expected items found, and returned items right vs their scores."""
+    kinds: dict[str, list[int]] = {}
+    scores: dict[str, list[float]] = {}
+    for c in results:
+        found = set(c.found)
+        for content, kind in zip(c.expected, c.expected_kinds, strict=False):
+            row = kinds.setdefault(kind, [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += content in found
+        for r in c.returned:
+            row = kinds.setdefault(r.kind, [0, 0, 0, 0])
+            row[2] += 1
+            row[3] += r.verdict == "expected"
+            scores.setdefault(r.kind, []).append(r.score)
+    return tuple(
+        KindSummary(kind, e, f, n, rel, _mean(scores.get(kind, [])))
+        for kind, (e, f, n, rel) in sorted(kinds.items())
     )

@@ -150,6 +150,9 @@ def score_case(
         counted_tokens=sum(count_tokens(h.content) for h in result.items),
         token_budget=token_budget,
         degraded=result.degraded,
+        expected_kinds=tuple(
+            next((m.kind for m in case.setup if m.content == c), "memory") for c in case.expected
+        ),
     )
 
 
