@@ -274,10 +274,7 @@ class RecallEngine:
                         continue
                     scope = visible[id_][0]
                     per_scope[scope].append(id_)
-                    c = cands.setdefault(
-                        id_,
-                        Candidate(id=id_, scope=scope, kind=visible[id_][1].kind),
-                    )
+                    c = cands.setdefault(id_, Candidate(id=id_, scope=scope))
                     if kind == "kw":
                         c.in_keyword = True
                         c.bm25 = value

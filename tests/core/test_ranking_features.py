@@ -136,7 +136,6 @@ def test_a_request_can_name_one_retriever(make_memory: Any) -> None:
 PREV_COS = FEATURE_NAMES.index("prev_cos")
 PREV_COVERAGE = FEATURE_NAMES.index("prev_coverage")
 ID_MISS = FEATURE_NAMES.index("id_miss")
-CHAT = FEATURE_NAMES.index("chat")
 
 
 def test_identifier_terms_are_codes_not_dates_or_counts() -> None:
@@ -181,7 +180,7 @@ def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> No
     answer = feats["Thursday at 15:40 with Dr. Aydin."]
     assert answer[PREV_COS] == question[FEATURE_NAMES.index("cos")] > 0.3
     assert answer[PREV_COVERAGE] == question[FEATURE_NAMES.index("coverage")] > 0.0
-    assert question[PREV_COS] == 0.0 and answer[CHAT] == 1.0
+    assert question[PREV_COS] == 0.0
     hits = m.recall("what time is the dentist?", scope="history").items
     assert "Thursday at 15:40 with Dr. Aydin." in [h.content for h in hits]
 
