@@ -1,109 +1,186 @@
-"""Fit the recall score calibration on a golden dataset, with cross-validated figures.
+"""Fit the recall ordering and score calibration, with held-out figures and per-kind calibration.
 
-The calibrated score is ``sigmoid(bias + w . features)`` over the features computed in
-``agentmem.recall.ranking.features`` (``agentmem.recall.ranking.FEATURE_NAMES``: cosine, IDF-weighted
-keyword coverage, normalised weighted RRF, the gaps to the best candidate of the same query,
-and so on). This script:
+Both models are logistic regressions over the candidate features of ``agentmem.recall.ranking``
+(``FEATURE_NAMES``), fitted with Newton's method (numpy only):
 
-1. writes every case of the dataset into one fresh store (as ``agentmem eval`` does),
-2. collects every admitted candidate of every case's query with its features and a label
-   (is its content one of the case's expected retrievals?),
-3. fits an L2-regularised logistic regression (Newton's method, numpy only) over the
-   calibration features (``agentmem.recall.ranking.CALIBRATION_FEATURES``; the others get weight 0),
-4. reports Recall@5 / Precision@5 at the default ``min_score`` under k-fold cross-validation
-   by case (weights fitted on the other folds), so the figure is not measured on the data the
-   weights were fitted on; then prints the weights fitted on all cases for ``ranking.py``.
+- **Calibration** (``WEIGHTS``, ``BIAS``: the score compared with ``min_score``) over
+  ``CALIBRATION_FEATURES`` on the labelled cases, whose every candidate is labelled: the golden
+  set and ``eval/calibration_cases.json`` (facts, preferences, chat turns, tool outputs,
+  document chunks, unrelated queries), plus the LoCoMo evidence turns as positives at
+  ``--locomo-positive-weight`` times the labelled positives' weight (default 0.1). LoCoMo's
+  other turns are not used as negatives: LoCoMo marks the turns an answer needs, not every
+  turn about the question (in a hand-judged sample of 14 dev questions, about 22% of the
+  top-10 turns were relevant and the evidence covered about 40% of those), so they would
+  teach that relevant conversation turns are irrelevant.
+- **Ranking** (``RANK_WEIGHTS``, the order of candidates within a query), with
+  ``--fit-ranking``, over ``RANK_FEATURES`` on the evidence labels of a LoCoMo file
+  (``--locomo``, the development split), optionally with the labelled cases at
+  ``--labelled-rank-weight`` of LoCoMo's total weight; otherwise the shipped ranking is used.
 
-The ranking weights (``RANK_WEIGHTS``: the order of candidates within a query) are fitted
-the same way on LoCoMo evidence labels when ``--locomo FILE`` is given, with a
-leave-one-conversation-out Recall@10 (the benchmark file is read from where it lies; it is
-never copied into the project).
+Every figure is reported in-sample and held out: k-fold cross-validation by case for the
+labelled sets (``--folds``; LoCoMo stays in training), leave-one-conversation-out for LoCoMo
+(the labelled sets stay in training). Recall is simulated as ``recall`` runs it: order by the
+ranking, drop scores below ``min_score``, keep ``top_k``, cut at the token budget.
+
+Output: golden and case Recall@5 / Precision@5 / expect-empty pass rate at ``min_score`` 0.3;
+LoCoMo evidence Recall@10 by category at ``min_score`` 0 and at default settings
+(``top_k=20``, ``min_score`` 0.3, 1,000 tokens) with the mean number of items returned; the
+calibration per kind of content (held-out scores against the observed share of relevant
+candidates); and the weights, which ``--write`` puts into ``core/agentmem/recall/ranking.py``.
 
 Usage:
-    python benchmarks/fit_calibration.py [--dataset eval/memory_golden_dataset.json]
-        [--locomo path/to/locomo-dev.json] [--folds 5] [--embed-cache DIR]
+    python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
+        [--dataset eval/memory_golden_dataset.json] [--cases eval/calibration_cases.json]
+        [--folds 5] [--l2 1.0] [--fit-ranking] [--embed-cache DIR] [--write]
 
 ``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
 --embed-cache`` does; the same directory can be shared), so a refit after a feature change
-does not re-embed the corpora.
+does not re-embed the corpora. The LoCoMo file is read from where it lies; it is never
+copied into the project.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
-from agentmem.evaluation.golden import _prefix, _write_case, load_dataset
-from agentmem.recall.engine import RecallRequest
-from agentmem.recall.ranking import BIAS, CALIBRATION_FEATURES, FEATURE_NAMES, RANK_WEIGHTS, WEIGHTS
+from agentmem.evaluation import locomo
+from agentmem.evaluation.golden import bind_case, load_dataset, write_case
+from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, RANK_WEIGHTS
+from agentmem.recall.request import RecallRequest
+from agentmem.storage.embedding_cache import DiskEmbeddingCache
+from agentmem.tokens import count_tokens
+
+RANKING_PY = Path(__file__).resolve().parents[1] / "core" / "agentmem" / "recall" / "ranking.py"
+MIN_SCORE = 0.3
+BUDGET = 1000
+KINDS = ("memory", "chat_message", "tool_output", "document_chunk")
+CAL = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
+ALL = list(range(len(FEATURE_NAMES)))
+RANK = [FEATURE_NAMES.index(n) for n in RANK_FEATURES]
+
+
+@dataclass
+class Query:
+    """One query's candidates: features, labels and what recall's cut-offs need."""
+
+    source: str
+    group: str
+    feats: np.ndarray
+    labels: np.ndarray
+    kinds: list[str]
+    tokens: np.ndarray
+    contents: list[str] = field(default_factory=list)
+    expect_empty: bool = False
+    expected: int = 0
+    category: int = 0
+    dias: list[list[str]] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
 
 
 def embedder(cache_dir: str | None) -> Embedder:
     """The default embedder, behind an on-disk vector cache if ``cache_dir`` is given."""
     if cache_dir is None:
         return default_embedder()
-    from agentmem.evaluation.locomo import DiskEmbeddingCache
-
     return CachedEmbedder(DiskEmbeddingCache(default_embedder().inner, cache_dir))
 
 
-def collect(
-    dataset_path: str, cache_dir: str | None = None
-) -> list[tuple[np.ndarray, np.ndarray, bool]]:
-    """Per case: (features matrix, labels, expect_empty)."""
-    dataset = load_dataset(dataset_path)
+def _request(query: str, scope: str, kinds=None, types=None) -> RecallRequest:  # type: ignore[no-untyped-def]
+    return RecallRequest(
+        query=query,
+        top_k=MAX_TOP_K,
+        scope=scope,
+        kinds=kinds,
+        memory_types=types,
+        rerank=False,
+        min_score=0.0,
+        token_budget=10**9,
+        filters={},
+    )
+
+
+def collect_labelled(path: str, emb: Embedder) -> list[Query]:
+    """Every case of a golden-format file, written into its own fresh store, then queried."""
+    dataset = load_dataset(path)
     out = []
-    emb = embedder(cache_dir)
     with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
         for n, case in enumerate(dataset.cases):
-            _write_case(mem, _prefix(n), case)
+            write_case(mem, n, case)
         mem.flush()
         for n, case in enumerate(dataset.cases):
-            bound = mem.bind(
-                f"{_prefix(n)}.{case.tenant_id}",
-                f"{_prefix(n)}.{case.user_id}",
-                case.agent_id,
-                case.session_id,
-            )
-            req = RecallRequest(
-                query=case.query,
-                top_k=MAX_TOP_K,
-                scope=case.scope,
-                kinds=case.kinds,
-                memory_types=case.types,
-                rerank=False,
-                min_score=0.0,
-                token_budget=10**9,
-                filters={},
-            )
+            bound = bind_case(mem, n, case)
+            req = _request(case.query, case.scope, case.kinds, case.types)
             ranked, visible, _ = mem.engine.candidates(bound.identity, req)
+            rows = [visible[c.id][1] for c in ranked]
             expected = set(case.expected)
-            feats = np.array([c.features for c in ranked], dtype=float).reshape(-1, len(WEIGHTS))
-            labels = np.array([visible[c.id][1].content in expected for c in ranked], dtype=float)
-            out.append((feats, labels, not case.expected))
+            out.append(
+                Query(
+                    source=Path(path).stem,
+                    group=case.id,
+                    feats=np.array([c.features for c in ranked], float).reshape(-1, len(ALL)),
+                    labels=np.array([r.content in expected for r in rows], float),
+                    kinds=[r.kind for r in rows],
+                    tokens=np.array([count_tokens(r.content) for r in rows]),
+                    contents=[r.content for r in rows],
+                    expect_empty=case.expect_empty,
+                    expected=len(expected),
+                )
+            )
     return out
 
 
-def fit(
-    x: np.ndarray,
-    y: np.ndarray,
-    l2: float = 1.0,
-    iters: int = 50,
-    sample_weight: np.ndarray | None = None,
-) -> np.ndarray:
+def collect_locomo(path: str, emb: Embedder) -> list[Query]:
+    """Per LoCoMo question (scope ``history``, as an application asks): candidates and labels."""
+    convs = locomo.load_locomo(path)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
+        for conv in convs:
+            locomo.ingest_conversation(mem, conv, False)
+        mem.flush()
+        for conv in convs:
+            bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")
+            for q in conv.questions:
+                ranked, visible, _ = mem.engine.candidates(
+                    bound.identity, _request(q.question, "history")
+                )
+                rows = [visible[c.id][1] for c in ranked]
+                dias = [locomo.hit_dia_ids(r.metadata) for r in rows]
+                evidence = set(q.evidence)
+                out.append(
+                    Query(
+                        source="locomo",
+                        group=conv.sample_id,
+                        feats=np.array([c.features for c in ranked], float).reshape(-1, len(ALL)),
+                        labels=np.array([1.0 if evidence & set(d) else 0.0 for d in dias]),
+                        kinds=[r.kind for r in rows],
+                        tokens=np.array([count_tokens(r.content) for r in rows]),
+                        category=q.category,
+                        dias=dias,
+                        evidence=list(q.evidence),
+                    )
+                )
+    return out
+
+
+# -- fitting ------------------------------------------------------------------------------------
+def fit(x: np.ndarray, y: np.ndarray, l2: float, weight: np.ndarray | None = None) -> np.ndarray:
     """Weighted logistic regression with an intercept (last weight), L2 on the others."""
     xb = np.hstack([x, np.ones((len(x), 1))])
-    sw = np.ones(len(x)) if sample_weight is None else sample_weight
+    sw = np.ones(len(x)) if weight is None else weight
     w = np.zeros(xb.shape[1])
     reg = np.eye(xb.shape[1]) * l2
     reg[-1, -1] = 0.0
-    for _ in range(iters):
+    for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -60, 60)))
         grad = xb.T @ (sw * (p - y)) + reg @ w
         hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
@@ -111,166 +188,299 @@ def fit(
     return w
 
 
-def fit_calibration(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
-    """:func:`fit` over the calibration features only; weight 0 for every other feature."""
-    cols = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
-    w = fit(x[:, cols], y, l2)
-    full = np.zeros(x.shape[1] + 1)
-    full[cols] = w[:-1]
-    full[-1] = w[-1]
+def _stack(parts: Sequence[tuple[np.ndarray, np.ndarray, float]], cols: list[int]):  # type: ignore[no-untyped-def]
+    x = np.vstack([f[:, cols] for f, _, _ in parts])
+    y = np.concatenate([lab for _, lab, _ in parts])
+    w = np.concatenate([np.full(len(lab), wt) for _, lab, wt in parts])
+    return x, y, w
+
+
+def fit_ranking(
+    loc: Sequence[Query], labelled: Sequence[Query], share: float, l2: float
+) -> np.ndarray:
+    """Ranking weights (no bias): LoCoMo evidence plus labelled cases at ``share`` of its weight."""
+    loc = [q for q in loc if len(q.feats)]
+    lab = [q for q in labelled if len(q.feats)]
+    n_loc = sum(len(q.labels) for q in loc)
+    n_lab = sum(len(q.labels) for q in lab) or 1
+    parts = [(q.feats, q.labels, 1.0) for q in loc]
+    parts += [(q.feats, q.labels, share * n_loc / n_lab) for q in lab]
+    x, y, w = _stack(parts, RANK)
+    full = np.zeros(len(ALL))
+    full[RANK] = fit(x, y, l2, w)[:-1]
     return full
 
 
-def collect_locomo(
-    path: str, cache_dir: str | None = None
-) -> list[tuple[str, np.ndarray, list[list[str]], list[str]]]:
-    """Per LoCoMo question: (sample id, features, dia ids of each candidate, evidence)."""
-    from agentmem.evaluation import locomo
+def fit_calibration(
+    labelled: Sequence[Query], loc: Sequence[Query], positive_weight: float, l2: float
+) -> np.ndarray:
+    """Calibration weights over ``CALIBRATION_FEATURES`` (0 elsewhere) and the bias (last)."""
+    lab = [q for q in labelled if len(q.feats)]
+    parts = [(q.feats, q.labels, 1.0) for q in lab]
+    if positive_weight > 0:
+        n_pos = sum(q.labels.sum() for q in lab)
+        ev = [(q.feats[q.labels == 1], q.labels[q.labels == 1]) for q in loc if q.labels.sum()]
+        n_ev = sum(len(y) for _, y in ev) or 1
+        parts += [(f, y, positive_weight * n_pos / n_ev) for f, y in ev]
+    x, y, w = _stack(parts, CAL)
+    wc = fit(x, y, l2, w)
+    full = np.zeros(len(ALL) + 1)
+    full[CAL] = wc[:-1]
+    full[-1] = wc[-1]
+    return full
 
-    convs = locomo.load_locomo(path)
-    out = []
-    emb = embedder(cache_dir)
-    with tempfile.TemporaryDirectory() as tmp, AgentMemory(tmp, embedder=emb) as mem:
-        for conv in convs:
-            locomo._ingest(mem, conv, False)
-        mem.flush()
-        for conv in convs:
-            bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")
-            for q in conv.questions:
-                req = RecallRequest(
-                    query=q.question,
-                    top_k=MAX_TOP_K,
-                    scope="any",
-                    kinds=None,
-                    memory_types=None,
-                    rerank=False,
-                    min_score=0.0,
-                    token_budget=10**9,
-                    filters={},
-                )
-                ranked, visible, _ = mem.engine.candidates(bound.identity, req)
-                feats = np.array([c.features for c in ranked], dtype=float).reshape(
-                    -1, len(WEIGHTS)
-                )
-                dias = [locomo.hit_dia_ids(visible[c.id][1].metadata) for c in ranked]
-                out.append((conv.sample_id, feats, dias, list(q.evidence)))
+
+# -- simulated recall ----------------------------------------------------------------------------
+def scores(q: Query, cal: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(q.feats @ cal[:-1] + cal[-1], -60, 60)))
+
+
+def returned(
+    q: Query, cal: np.ndarray, rank: np.ndarray, min_score: float, top_k: int, budget: int
+) -> list[int]:
+    """Indices recall returns, in order: ranked, ``min_score``, ``top_k``, token budget."""
+    if not len(q.feats):
+        return []
+    s = scores(q, cal)
+    order = np.argsort(-(q.feats @ rank), kind="stable")
+    out, used = [], 0
+    for i in [i for i in order if s[i] >= min_score][:top_k]:
+        if used + q.tokens[i] > budget:
+            if budget - used >= 16:
+                out.append(int(i))
+            break
+        out.append(int(i))
+        used += int(q.tokens[i])
     return out
 
 
-def locomo_labels(q: tuple[str, np.ndarray, list[list[str]], list[str]]) -> np.ndarray:
-    evidence = set(q[3])
-    return np.array([1.0 if evidence & set(d) else 0.0 for d in q[2]])
-
-
-def locomo_recall(questions: list, w: np.ndarray, k: int = 10) -> float:
-    """Evidence Recall@k at turn granularity (as ``agentmem eval --locomo`` scores it)."""
-    total = 0.0
-    for _, feats, dias, evidence in questions:
-        seen: list[str] = []
-        if len(feats):
-            for i in np.argsort(-score(feats, w), kind="stable"):
-                seen.extend(d for d in dias[i] if d not in seen)
-                if len(seen) >= k:
-                    break
-        total += sum(1 for e in evidence if e in seen[:k]) / len(evidence)
-    return total / len(questions)
-
-
-def score(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(feats @ w[:-1] + w[-1], -60, 60)))
-
-
-def evaluate(
-    cases: list, weights: list[np.ndarray], threshold: float, k: int = 5
-) -> tuple[float, float, float]:
-    """Recall@k, Precision@k, expect-empty pass rate: each case cut with its own calibration
-    weights, ordered by the shipped ranking weights (as recall does)."""
-    rank_w = np.array(RANK_WEIGHTS)
-    recalls, precisions, empties = [], [], []
-    for (feats, labels, empty), w in zip(cases, weights, strict=True):
-        if len(feats) == 0:
-            if empty:
-                empties.append(1.0)
-            else:
-                recalls.append(0.0)
+def labelled_metrics(
+    items: Sequence[tuple[Query, np.ndarray, np.ndarray]], min_score: float = MIN_SCORE
+) -> dict[str, float]:
+    """Recall@5, Precision@5 and expect-empty pass rate, each case with its own weights."""
+    rs, ps, es = [], [], []
+    for q, cal, rank in items:
+        idx = returned(q, cal, rank, min_score, 5, BUDGET)
+        if q.expect_empty:
+            es.append(0.0 if idx else 1.0)
+            if idx:
+                ps.append(0.0)
             continue
-        s = score(feats, w)
-        order = np.argsort(-(feats @ rank_w), kind="stable")
-        chosen = [i for i in order if s[i] >= threshold][:k]
-        hits = labels[chosen].sum() if chosen else 0.0
-        if empty:
-            empties.append(1.0 if not chosen else 0.0)
-            if chosen:
-                precisions.append(0.0)
+        found = {q.contents[i] for i in idx if q.labels[i]}
+        rs.append(len(found) / q.expected)
+        if idx:
+            ps.append(float(q.labels[idx].mean()))
+    return {
+        "R@5": float(np.mean(rs)),
+        "P@5": float(np.mean(ps)),
+        "empty": float(np.mean(es)) if es else float("nan"),
+        "empty_failed": float(len(es) - sum(es)),
+    }
+
+
+def evidence_recall(q: Query, idx: Sequence[int], k: int = 10) -> float:
+    seen: list[str] = []
+    for i in idx:
+        seen.extend(d for d in q.dias[i] if d not in seen)
+    return len(set(q.evidence) & set(seen[:k])) / len(q.evidence)
+
+
+def locomo_metrics(items: Sequence[tuple[Query, np.ndarray, np.ndarray]]) -> dict[str, object]:
+    """Evidence Recall@10 at min_score 0 and at default settings, overall and by category."""
+    at0: dict[int, list[float]] = {c: [] for c in locomo.CATEGORIES}
+    at_def: dict[int, list[float]] = {c: [] for c in locomo.CATEGORIES}
+    hits = []
+    for q, cal, rank in items:
+        at0[q.category].append(evidence_recall(q, returned(q, cal, rank, -1.0, MAX_TOP_K, 10**9)))
+        idx = returned(q, cal, rank, MIN_SCORE, MAX_TOP_K, BUDGET)
+        at_def[q.category].append(evidence_recall(q, idx))
+        hits.append(len(idx))
+
+    def summary(d: dict[int, list[float]]) -> dict[str, float]:
+        out = {"all": float(np.mean([x for v in d.values() for x in v]))}
+        out.update({locomo.CATEGORIES[c]: float(np.mean(v)) for c, v in d.items() if v})
+        return out
+
+    return {"min_score_0": summary(at0), "defaults": summary(at_def), "hits": float(np.mean(hits))}
+
+
+def kind_calibration(
+    items: Sequence[tuple[Query, np.ndarray, np.ndarray]],
+) -> dict[str, dict[str, float]]:
+    """Per kind: candidates, mean score, share relevant, expected calibration error (10 bins),
+    and the share of relevant / irrelevant candidates at or above ``min_score``."""
+    by_kind: dict[str, tuple[list[float], list[float]]] = {}
+    for q, cal, _ in items:
+        if not len(q.feats):
             continue
-        recalls.append(hits / labels.sum() if labels.sum() else 0.0)
-        if chosen:
-            precisions.append(hits / len(chosen))
-    return float(np.mean(recalls)), float(np.mean(precisions)), float(np.mean(empties or [1.0]))
+        for kind, s, y in zip(q.kinds, scores(q, cal), q.labels, strict=True):
+            by_kind.setdefault(kind, ([], []))
+            by_kind[kind][0].append(float(s))
+            by_kind[kind][1].append(float(y))
+    out = {}
+    for kind, (s_list, y_list) in sorted(by_kind.items()):
+        s, y = np.array(s_list), np.array(y_list)
+        bins = np.minimum((s * 10).astype(int), 9)
+        ece = sum(
+            abs(s[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum()
+            for b in set(bins.tolist())
+        ) / len(s)
+        out[kind] = {
+            "n": float(len(s)),
+            "mean_score": float(s.mean()),
+            "relevant": float(y.mean()),
+            "ece": float(ece),
+            "kept_relevant": float((s[y == 1] >= MIN_SCORE).mean())
+            if (y == 1).any()
+            else float("nan"),
+            "kept_irrelevant": float((s[y == 0] >= MIN_SCORE).mean())
+            if (y == 0).any()
+            else float("nan"),
+        }
+    return out
 
 
-def main() -> None:
+# -- the run ---------------------------------------------------------------------------------------
+@dataclass
+class Setup:
+    share: float
+    positive_weight: float
+    l2: float
+    fit_rank: bool = False
+
+    def fit(self, labelled: Sequence[Query], loc: Sequence[Query]) -> tuple[np.ndarray, np.ndarray]:
+        if self.fit_rank:
+            rank = fit_ranking(loc, labelled, self.share, self.l2)
+        else:
+            rank = np.array(RANK_WEIGHTS)
+        cal = fit_calibration(labelled, loc, self.positive_weight, self.l2)
+        return cal, rank
+
+
+def held_out(
+    setup: Setup, labelled: Sequence[Query], loc: Sequence[Query], folds: int
+) -> tuple[list[tuple[Query, np.ndarray, np.ndarray]], list[tuple[Query, np.ndarray, np.ndarray]]]:
+    """(labelled cases with k-fold weights, LoCoMo questions with leave-one-conversation-out)."""
+    order = list(range(len(labelled)))
+    random.Random(0).shuffle(order)
+    fold = {i: n % folds for n, i in enumerate(order)}
+    lab_items = []
+    for f in range(folds):
+        train = [q for i, q in enumerate(labelled) if fold[i] != f]
+        cal, rank = setup.fit(train, loc)
+        lab_items += [(q, cal, rank) for i, q in enumerate(labelled) if fold[i] == f]
+    loc_items = []
+    for group in sorted({q.group for q in loc}):
+        cal, rank = setup.fit(labelled, [q for q in loc if q.group != group])
+        loc_items += [(q, cal, rank) for q in loc if q.group == group]
+    return lab_items, loc_items
+
+
+def _fmt(d: dict[str, float]) -> str:
+    return "  ".join(f"{k} {v:.3f}" for k, v in d.items())
+
+
+def report(
+    setup: Setup,
+    labelled: Sequence[Query],
+    loc: Sequence[Query],
+    folds: int,
+    *,
+    per_kind: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    cal, rank = setup.fit(labelled, loc)
+    lab_cv, loc_cv = held_out(setup, labelled, loc, folds)
+    for source in sorted({q.source for q in labelled}):
+        ins = labelled_metrics([(q, cal, rank) for q in labelled if q.source == source])
+        cv = labelled_metrics([t for t in lab_cv if t[0].source == source])
+        print(f"{source}: in-sample {_fmt(ins)}")
+        print(f"{source}: {folds}-fold CV {_fmt(cv)}")
+    if loc:
+        ins_l = locomo_metrics([(q, cal, rank) for q in loc])
+        lo = locomo_metrics(loc_cv)
+        for name, res in (("in-sample", ins_l), ("leave-one-conversation-out", lo)):
+            print(f"locomo {name}: R@10 min_score 0: {_fmt(res['min_score_0'])}")  # type: ignore[arg-type]
+            print(
+                f"locomo {name}: R@10 defaults:    {_fmt(res['defaults'])}  hits {res['hits']:.1f}"
+            )  # type: ignore[arg-type]
+    if per_kind:
+        print(f"calibration per kind ({folds}-fold held-out scores on the labelled cases):")
+        for kind, row in kind_calibration(lab_cv).items():
+            print(f"  {kind:15s} {_fmt(row)}")
+        if loc:
+            print(
+                "LoCoMo chat turns (leave one conversation out; 'relevant' = evidence turns, a lower bound):"
+            )
+            for kind, row in kind_calibration(loc_cv).items():
+                print(f"  {kind:15s} {_fmt(row)}")
+    return cal, rank
+
+
+def weights_block(cal: np.ndarray, rank: np.ndarray) -> str:
+    def rows(values: Sequence[float]) -> str:
+        return "".join(f"    {v:.3f},  # {n}\n" for v, n in zip(values, FEATURE_NAMES, strict=True))
+
+    return (
+        "#: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside\n"
+        "#: :data:`CALIBRATION_FEATURES`).\n"
+        f"WEIGHTS: tuple[float, ...] = (\n{rows(cal[:-1])})\n"
+        f"BIAS = {cal[-1]:.3f}\n\n"
+        "#: Ranking weights over the same features: the order of candidates within one query. Only\n"
+        "#: the order matters, so there is no bias.\n"
+        f"RANK_WEIGHTS: tuple[float, ...] = (\n{rows(rank)})\n"
+    )
+
+
+def write_weights(block: str, path: Path = RANKING_PY) -> None:
+    """Replace the fitted block of ``ranking.py`` (between its begin / end markers)."""
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(
+        r"(# -- fitted by benchmarks/fit_calibration.py \(begin\) --\n).*?"
+        r"(# -- fitted by benchmarks/fit_calibration.py \(end\) --)",
+        re.DOTALL,
+    )
+    new, n = pattern.subn(lambda m: m.group(1) + block + m.group(2), text)
+    if n != 1:
+        raise SystemExit(f"no fitted block in {path}")
+    path.write_text(new, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="eval/memory_golden_dataset.json")
-    parser.add_argument("--locomo", default=None, help="also fit the ranking on a LoCoMo file")
+    parser.add_argument("--cases", default="eval/calibration_cases.json")
+    parser.add_argument(
+        "--locomo", default=None, help="LoCoMo file for the ranking and its figures"
+    )
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--threshold", type=float, default=0.3)
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--labelled-rank-weight", type=float, default=0.0)
+    parser.add_argument("--locomo-positive-weight", type=float, default=0.1)
+    parser.add_argument(
+        "--fit-ranking", action="store_true", help="refit the ranking too (needs --locomo)"
+    )
     parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
-    args = parser.parse_args()
-    names = ", ".join(FEATURE_NAMES)
+    parser.add_argument("--write", action="store_true", help="write the weights into ranking.py")
+    args = parser.parse_args(argv)
 
-    # Calibration (WEIGHTS, BIAS): the golden set's relevance labels; k-fold by case.
-    golden = collect(args.dataset, args.embed_cache)
-    current = np.array([*WEIGHTS, BIAS])
-    print(f"golden: {len(golden)} cases, {sum(len(c[1]) for c in golden)} candidates")
-    r, p, e = evaluate(golden, [current] * len(golden), args.threshold)
-    print(f"shipped calibration  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    order = list(range(len(golden)))
-    random.Random(0).shuffle(order)
-    fold_of = {case: i % args.folds for i, case in enumerate(order)}
-    per_case: list[np.ndarray] = [current] * len(golden)
-    for fold in range(args.folds):
-        train = [c for i, c in enumerate(golden) if fold_of[i] != fold and len(c[0])]
-        x = np.vstack([c[0] for c in train])
-        w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
-        for i in range(len(golden)):
-            if fold_of[i] == fold:
-                per_case[i] = w
-    for t in (0.2, 0.3, 0.4, 0.5):
-        r, p, e = evaluate(golden, per_case, t)
-        print(f"{args.folds}-fold CV  min_score {t:.1f}  R@5 {r:.3f}  P@5 {p:.3f}  empty {e:.3f}")
-    train = [c for c in golden if len(c[0])]
-    x = np.vstack([c[0] for c in train])
-    w = fit_calibration(x, np.concatenate([c[1] for c in train]), args.l2)
-    print("WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
-    print(f"BIAS = {w[-1]:.3f}")
-
-    # Ranking (RANK_WEIGHTS): LoCoMo evidence labels; leave one conversation out.
-    if args.locomo:
-        loco = collect_locomo(args.locomo, args.embed_cache)
-        shipped = np.array([*RANK_WEIGHTS, 0.0])
-        print(
-            f"locomo: {len(loco)} questions; shipped ranking R@10 {locomo_recall(loco, shipped):.3f}"
-        )
-        total = 0.0
-        for held in sorted({q[0] for q in loco}):
-            train_q = [q for q in loco if q[0] != held and len(q[1])]
-            w = fit(
-                np.vstack([q[1] for q in train_q]),
-                np.concatenate([locomo_labels(q) for q in train_q]),
-                args.l2,
-            )
-            test = [q for q in loco if q[0] == held]
-            total += locomo_recall(test, w) * len(test)
-        print(f"leave-one-conversation-out R@10 {total / len(loco):.3f}")
-        train_q = [q for q in loco if len(q[1])]
-        w = fit(
-            np.vstack([q[1] for q in train_q]),
-            np.concatenate([locomo_labels(q) for q in train_q]),
-            args.l2,
-        )
-        print("RANK_WEIGHTS = (" + ", ".join(f"{v:.3f}" for v in w[:-1]) + f")  # {names}")
+    emb = embedder(args.embed_cache)
+    labelled = collect_labelled(args.dataset, emb)
+    if args.cases:
+        labelled += collect_labelled(args.cases, emb)
+    loc = collect_locomo(args.locomo, emb) if args.locomo else []
+    print(
+        f"labelled: {len(labelled)} cases, {sum(len(q.labels) for q in labelled)} candidates; "
+        f"locomo: {len(loc)} questions, {sum(len(q.labels) for q in loc)} candidates"
+    )
+    if args.fit_ranking and not args.locomo:
+        parser.error("--fit-ranking needs --locomo")
+    setup = Setup(args.labelled_rank_weight, args.locomo_positive_weight, args.l2, args.fit_ranking)
+    cal, rank = report(setup, labelled, loc, args.folds)
+    block = weights_block(cal, rank)
+    print(block)
+    if args.write:
+        write_weights(block)
+        print(f"wrote {RANKING_PY}")
 
 
 if __name__ == "__main__":

@@ -127,6 +127,17 @@ def test_dependencies_point_down() -> None:
 _SQL = re.compile(r"\b(SELECT\s+\S+.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b")
 
 
+def test_only_the_storage_layer_speaks_sql() -> None:
+    speakers = []
+    for mod, path in _modules().items():
+        if mod.startswith(f"{PKG}.storage"):
+            continue
+        source = path.read_text(encoding="utf-8")
+        if _SQL.search(source) or ".execute(" in source:
+            speakers.append(mod)
+    assert speakers == []
+
+
 def test_adapters_speak_no_sql() -> None:
     for package in ("langchain_agentmem", "llamaindex_agentmem"):
         module = __import__(package)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agentmem.bench.stats import percentile
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation import (
@@ -38,7 +39,7 @@ from agentmem.evaluation import (
     score_case,
     summarize,
 )
-from agentmem.evaluation.golden import percentile
+from agentmem.evaluation.golden import markdown
 from agentmem.models import MEMORY_TYPES, RecallHit, RecallResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -330,6 +331,61 @@ def test_validation_lists_every_problem_with_its_path() -> None:
     assert "applies only to kind memory" in message
 
 
+def test_unknown_top_level_keys_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = _passing_dataset()
+    data["license"] = "CC-BY-4.0"
+    data["generated_by"] = {"tool": "a newer agentmem"}
+    with caplog.at_level("WARNING", logger="agentmem.evaluation"):
+        ds = parse_dataset(data, source="grown.json")
+    assert len(ds.cases) == len(_passing_dataset()["cases"])
+    (warning,) = ds.warnings
+    assert warning == "grown.json: ignoring unknown top-level keys ['generated_by', 'license']"
+    assert warning in caplog.text
+    # inside a case an unknown key is still a problem (most likely a misspelt field)
+    data["cases"][0]["expected_retrieval"] = []
+    with pytest.raises(DatasetError, match=r"unknown keys \['expected_retrieval'\]"):
+        parse_dataset(data, source="grown.json")
+
+
+def test_expect_empty_implies_no_expected_retrievals() -> None:
+    case = {
+        "id": "nothing-relevant",
+        "setup_memories": [{"content": "The office plants are watered on Fridays"}],
+        "query": "lattice quantum chromodynamics",
+        "expect_empty": True,
+    }
+    (parsed,) = parse_dataset({"cases": [case]}).cases
+    assert parsed.expect_empty and parsed.expected == ()
+    # without expect_empty the list is still required
+    del case["expect_empty"]
+    with pytest.raises(DatasetError) as info:
+        parse_dataset({"cases": [case]})
+    assert (
+        "cases[0](nothing-relevant).expected_retrievals",
+        "is required (or set expect_empty to true)",
+    ) in info.value.problems
+
+
+@pytest.mark.usefixtures("cli_embedder")
+def test_cli_accepts_a_dataset_written_as_users_write_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _passing_dataset()
+    data["maintainer"] = "qa-team"
+    empty = next(c for c in data["cases"] if c.get("expect_empty"))
+    empty.pop("expected_retrievals", None)
+    path = _write(tmp_path, data)
+    status = main(["eval", "--dataset", str(path), "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    report = json.loads(captured.out)
+    assert any("ignoring unknown top-level keys ['maintainer']" in w for w in report["warnings"])
+    assert main(["eval", "--dataset", str(path)]) == 0
+    assert "ignoring unknown top-level keys ['maintainer']" in capsys.readouterr().out
+
+
 def test_validation_checks_expected_and_forbidden_contents() -> None:
     base = {
         "id": "c",
@@ -513,10 +569,10 @@ def test_summarize_blocks_on_isolation_and_budget_but_only_warns_on_latency() ->
 
 
 def test_percentile_interpolates() -> None:
-    assert percentile([], 95) == 0.0
-    assert percentile([5.0], 95) == 5.0
-    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
-    assert percentile(list(map(float, range(1, 101))), 95) == pytest.approx(95.05)
+    assert percentile([], 0.95) == 0.0
+    assert percentile([5.0], 0.95) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.50) == 2.5
+    assert percentile(list(map(float, range(1, 101))), 0.95) == pytest.approx(95.05)
 
 
 # -- the runner, end to end ----------------------------------------------------------------------------
@@ -546,6 +602,19 @@ def test_run_golden_on_a_synthetic_dataset(tmp_path: Path, shared_embedder: Cach
     assert report.embedder == shared_embedder.model_name
     # The kept store is a normal data dir: every case wrote into its own tenant.
     assert (tmp_path / "store" / "records.sqlite3").exists()
+    # calibration per kind of content: what was expected of each kind, what came back
+    kinds = {k.kind: k for k in report.by_kind}
+    assert set(kinds) >= {"memory", "document_chunk", "chat_message", "tool_output"}
+    assert kinds["document_chunk"].expected == 1 and kinds["document_chunk"].found == 1
+    for k in kinds.values():
+        assert k.found <= k.expected and k.relevant <= k.returned
+        assert (k.mean_score is None) == (k.returned == 0)
+        if k.returned:
+            assert 0.0 < k.mean_score <= 1.0
+    returned = sum(len(c.returned) for c in report.cases)
+    assert sum(k.returned for k in kinds.values()) == returned
+    assert report.to_dict()["by_kind"][0]["kind"] == report.by_kind[0].kind
+    assert "## By kind of content" in markdown(report)
 
 
 def test_run_golden_refuses_a_non_empty_workdir(

@@ -177,10 +177,10 @@ def test_keyword_mode_scores_exactly(shared_embedder: CachedEmbedder) -> None:
     assert list(s["modes"]) == ["keyword"]
 
 
-def test_three_modes_in_one_run(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
+def test_agentmems_modes_in_one_run(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
     report = run_locomo(DATA, modes=locomo.MODES, embedder=shared_embedder)
     s = report.summary
-    assert list(s["modes"]) == ["hybrid", "keyword", "vector"]
+    assert list(s["modes"]) == ["hybrid", "defaults", "keyword", "vector"]
     for mode, res in s["modes"].items():
         assert res["overall"]["n"] == 5
         for metric in locomo.METRICS:
@@ -197,6 +197,13 @@ def test_three_modes_in_one_run(shared_embedder: CachedEmbedder, tmp_path: Path)
     hybrid = {q["question"]: q["modes"]["hybrid"] for q in report.questions}
     assert hybrid["What is Pretzel?"]["evidence_ranks"]["D1:3"] is not None
     assert s["settings"]["top_k"] == 20 and s["settings"]["min_score"] == 0.0
+    # hybrid returns every candidate up to top_k; at default settings the calibrated
+    # min_score and the token budget decide, so it returns no more than hybrid, in its order
+    for q in report.questions:
+        at_defaults, full = q["modes"]["defaults"]["turns"], q["modes"]["hybrid"]["turns"]
+        assert q["modes"]["hybrid"]["hits"] >= q["modes"]["defaults"]["hits"]
+        assert at_defaults == [t for t in full if t in at_defaults]
+    assert s["modes"]["defaults"]["overall"]["hits"] < s["modes"]["hybrid"]["overall"]["hits"]
 
     paths = report.write(tmp_path / "out")
     assert json.loads(paths[0].read_text())["questions"]["scored"] == 5

@@ -215,7 +215,7 @@ def test_missing_peer_is_reported_not_fatal(
     monkeypatch.setattr(peer_lib, "peer_status", lambda: {"langchain": why, "llamaindex": None})
     report = run_locomo(DATA, embedder=shared_embedder)  # default: every mode
     s = report.summary
-    assert list(s["modes"]) == ["hybrid", "keyword", "vector", "llamaindex"]
+    assert list(s["modes"]) == ["hybrid", "defaults", "keyword", "vector", "llamaindex"]
     assert s["peers"]["langchain"]["status"] == f"skipped: {why}"
     assert s["peers"]["llamaindex"]["status"] == "ok"
     assert list(s["hybrid_minus_peer_recall@10"]) == ["llamaindex"]

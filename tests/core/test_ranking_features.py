@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.config import MAX_TOP_K
-from agentmem.recall.engine import RecallRequest
+from agentmem.recall.engine import identifier_terms, speaker_in_content
 from agentmem.recall.ranking import (
     CALIBRATION_FEATURES,
     FEATURE_NAMES,
@@ -15,6 +15,7 @@ from agentmem.recall.ranking import (
     brevity,
     features,
 )
+from agentmem.recall.request import RETRIEVERS, RecallRequest
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
 IN_KEYWORD = FEATURE_NAMES.index("in_keyword")
@@ -23,7 +24,9 @@ BREVITY = FEATURE_NAMES.index("brevity")
 KITTEN = "I adopted a grey kitten from the shelter last week."
 
 
-def _candidates(mem: Any, query: str) -> dict[str, tuple[float, ...]]:
+def _candidates(
+    mem: Any, query: str, retrievers: tuple[str, ...] = RETRIEVERS
+) -> dict[str, tuple[float, ...]]:
     """Content -> features of every candidate of ``query`` (``mem``: ``(memory, bound)``)."""
     memory, bound = mem
     req = RecallRequest(
@@ -36,6 +39,7 @@ def _candidates(mem: Any, query: str) -> dict[str, tuple[float, ...]]:
         min_score=0.0,
         token_budget=10**9,
         filters={},
+        retrievers=retrievers,
     )
     ranked, visible, _ = memory.engine.candidates(bound.identity, req)
     return {visible[c.id][1].content: c.features for c in ranked}
@@ -116,3 +120,85 @@ def test_speaker_match_ranks_the_named_speakers_turn_first(make_memory: Any) -> 
     _, m = _chat(make_memory)
     hits = m.recall("What did Alice adopt from the shelter?", min_score=0.0).items
     assert hits[0].metadata.get("speaker") == "Alice"
+
+
+def test_a_request_can_name_one_retriever(make_memory: Any) -> None:
+    mem, m = _chat(make_memory)
+    query = "Which animal came from the shelter?"
+    both = _candidates((mem, m), query)
+    keyword = _candidates((mem, m), query, ("keyword",))
+    vector = _candidates((mem, m), query, ("vector",))
+    assert keyword and all(f[IN_KEYWORD] == 1.0 and f[IN_VECTOR] == 0.0 for f in keyword.values())
+    assert vector and all(f[IN_VECTOR] == 1.0 and f[IN_KEYWORD] == 0.0 for f in vector.values())
+    assert "Morning!" in vector and "Morning!" not in keyword  # no word of the query in it
+    assert set(keyword) | set(vector) == set(both)
+
+
+PREV_COS = FEATURE_NAMES.index("prev_cos")
+PREV_COVERAGE = FEATURE_NAMES.index("prev_coverage")
+ID_MISS = FEATURE_NAMES.index("id_miss")
+
+
+def test_identifier_terms_are_codes_not_dates_or_counts() -> None:
+    assert identifier_terms(["status", "op", "9932"]) == ["9932"]
+    assert identifier_terms(["inv", "2024", "0387", "amount"]) == ["0387"]  # a year is not one
+    assert identifier_terms(["commit", "9f3c2ab"]) == ["9f3c2ab"]
+    assert identifier_terms(["db", "replica", "07", "18", "5"]) == []  # short numbers: counts
+
+
+def test_a_memory_naming_another_identifier_is_penalised(make_memory: Any) -> None:
+    mem = make_memory()
+    m = mem.bind("t", user_id="u", session_id="s1")
+    m.remember("OPS-4470 was closed as a duplicate of the DNS TTL ticket")
+    m.remember("OPS-4471: rotate the TLS certificate on the edge load balancer")
+    m.add_document("Ticket policy: duplicates are closed within a day.", source_ref="p.md")
+    mem.flush()
+    feats = _candidates((mem, m), "what's the status of OPS-4471?")
+    assert feats["OPS-4471: rotate the TLS certificate on the edge load balancer"][ID_MISS] == 0.0
+    other = feats["OPS-4470 was closed as a duplicate of the DNS TTL ticket"]
+    assert other[ID_MISS] == 1.0 and other[FEATURE_NAMES.index("coverage")] == 0.0
+    # a row that names no identifier of its own is not about another ticket
+    policy = feats.get("Ticket policy: duplicates are closed within a day.")
+    assert policy is None or policy[ID_MISS] == 0.0
+    # an unknown ticket: every candidate names another one, nothing clears the cut-off
+    assert m.recall("what's the status of OPS-9932?").items == []
+
+
+def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> None:
+    mem = make_memory()
+    old = mem.bind("t", user_id="u", session_id="s-mon")
+    old.add_messages(
+        [
+            {"role": "user", "content": "When is my dentist appointment again?"},
+            {"role": "assistant", "content": "Thursday at 15:40 with Dr. Aydin."},
+            {"role": "user", "content": "Perfect, and remind me to buy toothpaste"},
+        ]
+    )
+    mem.flush()
+    m = mem.bind("t", user_id="u", session_id="s-now")
+    feats = _candidates((mem, m), "what time is the dentist?")
+    question = feats["When is my dentist appointment again?"]
+    answer = feats["Thursday at 15:40 with Dr. Aydin."]
+    assert answer[PREV_COS] == question[FEATURE_NAMES.index("cos")] > 0.3
+    assert answer[PREV_COVERAGE] == question[FEATURE_NAMES.index("coverage")] > 0.0
+    assert question[PREV_COS] == 0.0
+    hits = m.recall("what time is the dentist?", scope="history").items
+    assert "Thursday at 15:40 with Dr. Aydin." in [h.content for h in hits]
+
+
+def test_speaker_named_inline_counts_like_metadata(make_memory: Any) -> None:
+    assert speaker_in_content("Caroline: I went to the support group") == "Caroline"
+    assert speaker_in_content("Mary Ann Smith: ok") == "Mary Ann Smith"
+    assert speaker_in_content("hello: world") is None
+    mem = make_memory()
+    m = mem.bind("t", user_id="u", session_id="s1")
+    m.add_messages(
+        [
+            {"role": "user", "content": "Alice: I adopted a grey kitten from the shelter."},
+            {"role": "assistant", "content": "Bob: A kitten, Alice! I adopted one too."},
+        ]
+    )
+    mem.flush()
+    feats = _candidates((mem, mem.bind("t", user_id="u", session_id="s2")), "What did Alice adopt?")
+    assert feats["Alice: I adopted a grey kitten from the shelter."][SPEAKER] == 1.0
+    assert feats["Bob: A kitten, Alice! I adopted one too."][SPEAKER] == 0.0

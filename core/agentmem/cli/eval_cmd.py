@@ -11,20 +11,14 @@ that is not valid (every problem is listed with its JSON path).
 summaries, answers, and Recall@k with ``ingest()`` against ``add_messages()``) on a labelled
 LoCoMo-shaped file; see :mod:`agentmem.evaluation.derived`.
 
-Other benchmark sources plug into the same command as further members of the mutually
-exclusive source group. ``--locomo FILE`` is registered only when the module
-``agentmem.evaluation.locomo`` exists and provides ``run_cli(args) -> int`` (called
-with the parsed arguments, including ``json``, ``out`` and ``mlflow``) and may provide
-``add_arguments(parser)`` for options of its own.
+Other benchmark sources are further members of the mutually exclusive source group:
+``--locomo FILE`` (see :mod:`agentmem.cli.eval_locomo`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from ..evaluation.derived import cli as derived_cli
@@ -34,23 +28,12 @@ from ..evaluation.golden import (
     MlflowUnavailable,
     load_dataset,
     log_to_mlflow,
+    render,
     run_golden,
     write_report,
 )
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, shared_embedder
-
-LOCOMO_MODULE = "agentmem.evaluation.locomo"
-
-
-def _locomo() -> ModuleType | None:
-    """The LoCoMo evaluation module when it exists and provides ``run_cli``, else None."""
-    try:
-        if importlib.util.find_spec(LOCOMO_MODULE) is None:
-            return None
-    except ImportError:
-        return None
-    module = importlib.import_module(LOCOMO_MODULE)
-    return module if callable(getattr(module, "run_cli", None)) else None
+from .eval_locomo import add_locomo_arguments, run_locomo_cli
 
 
 def register(sub: Any) -> None:
@@ -81,14 +64,10 @@ def register(sub: Any) -> None:
         ),
     )
     derived_cli.add_arguments(p)
-    locomo = _locomo()
-    if locomo is not None:
-        source.add_argument(
-            "--locomo", metavar="FILE", type=Path, help="LoCoMo benchmark JSON (list of samples)"
-        )
-        add_arguments = getattr(locomo, "add_arguments", None)
-        if add_arguments is not None:
-            add_arguments(p)
+    source.add_argument(
+        "--locomo", metavar="FILE", type=Path, help="LoCoMo benchmark JSON (list of samples)"
+    )
+    add_locomo_arguments(p)
     # default=SUPPRESS keeps a global `agentmem --json eval ...` working as well.
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
@@ -126,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "extraction", None) is not None:
         return derived_cli.run_cli(args)
     if getattr(args, "locomo", None) is not None:
-        module = importlib.import_module(LOCOMO_MODULE)
-        return int(module.run_cli(args))
+        return run_locomo_cli(args)
     return run_dataset(args)
 
 
@@ -147,7 +125,7 @@ def run_dataset(args: argparse.Namespace) -> int:
     if out.json:
         out.result(report.to_dict())
     else:
-        report.render(out.console, max_misses=args.max_misses)
+        render(report, out.console, max_misses=args.max_misses)
     if args.out is not None:
         json_path, md_path = write_report(report, args.out)
         out.note(f"wrote {json_path} and {md_path}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections import defaultdict
@@ -153,9 +154,11 @@ class RecallEngine:
         for p in plans:
             by_partition[p.partition].append(p)
 
+        use_keyword = "keyword" in req.retrievers
+        use_vector = "vector" in req.retrievers
         # The query embedding (~3 ms of model time, which releases the GIL) runs on a worker
         # thread while the keyword side is searched and its rows are read.
-        embedding = self._embed_async(req.query) if by_partition else None
+        embedding = self._embed_async(req.query) if by_partition and use_vector else None
         terms = self.keywords.query_terms(req.query)
         pool = self.config.candidates * (4 if req.filters else 1)
         searches: list[tuple[str, KeywordFilter, dict[str, Any] | None]] = []
@@ -172,7 +175,9 @@ class RecallEngine:
             )
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
             searches.append((partition, flt, where))
-        keyword_lists = [self.keywords.search(terms, flt, pool) for _, flt, _ in searches]
+        keyword_lists = [
+            self.keywords.search(terms, flt, pool) if use_keyword else [] for _, flt, _ in searches
+        ]
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
@@ -189,7 +194,7 @@ class RecallEngine:
                 kw_rows[row.partition].append(row)
             if vec_missing:
                 vec_rows[row.partition].append(row)
-        if kw_rows and terms:
+        if kw_rows and terms and use_keyword:
             idf = self.keywords.idf(terms)
             for n, (partition, _, _) in enumerate(searches):
                 extra = self.pending.keyword_scores(self.keywords.analyze, idf, kw_rows[partition])
@@ -345,6 +350,7 @@ class RecallEngine:
         fused_max = 2 * max_weight / (self.config.rrf_k + 1)
         query_idf = self.keywords.idf(terms) if terms else {}
         query_terms = set(terms)
+        id_terms = identifier_terms(terms)
         named: dict[str, bool] = {}  # speaker -> named in the query
         for c in cands.values():
             c.fused = fused.get(c.id, 0.0)
@@ -354,14 +360,25 @@ class RecallEngine:
             doc_terms = self.keywords.analyze(keyword_text(row.content, row.speaker))
             if row.kind == "chat_message":
                 c.terms = len(doc_terms)
+            doc_set = set(doc_terms)
             if query_idf:
-                c.coverage = coverage(query_idf, set(doc_terms))
-            speaker = row.speaker
+                c.coverage = coverage(query_idf, doc_set)
+            if id_terms and set(identifier_terms(doc_terms)) - query_terms:
+                # The memory names identifiers of its own but not (all of) the query's: it is
+                # about another order, ticket or host. A memory naming none, such as a refund
+                # policy for "order 4711 refund", is not penalised.
+                c.id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
+                if c.id_miss == 1.0:
+                    # The words around an identifier say nothing when the identifier itself
+                    # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?").
+                    c.coverage = 0.0
+            speaker = row.speaker or speaker_in_content(row.content)
             if query_terms and speaker is not None:
                 if speaker not in named:
                     name = set(self.keywords.analyze(speaker))
                     named[speaker] = bool(name) and name <= query_terms
                 c.speaker_match = named[speaker]
+        _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
         best_bm25 = max(c.bm25 for c in cands.values())
@@ -371,6 +388,48 @@ class RecallEngine:
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()))
         return cands
+
+
+def identifier_terms(terms: Sequence[str]) -> list[str]:
+    """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
+    ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
+    Years and one- or two-digit numbers are left out: they are mostly dates and counts,
+    which text states in many ways."""
+    out = []
+    for t in terms:
+        if not any(ch.isdigit() for ch in t):
+            continue
+        if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
+            continue
+        out.append(t)
+    return out
+
+
+def _context_features(
+    cands: Mapping[str, Candidate], visible: Mapping[str, tuple[str, Brief]]
+) -> None:
+    """Features of a chat message from its conversation: how well the message just before it
+    matched (an answer follows its question)."""
+    by_pos: dict[tuple[str | None, int], Candidate] = {}
+    for c in cands.values():
+        row = visible[c.id][1]
+        if row.kind != "chat_message":
+            continue
+        by_pos[(row.session_id, row.seq)] = c
+    for (session, seq), c in by_pos.items():
+        prev = by_pos.get((session, seq - 1))
+        if prev is not None:
+            c.prev_coverage = prev.coverage
+            c.prev_cos = max(prev.cos or 0.0, 0.0)
+
+
+_SPEAKER_PREFIX = re.compile(r"([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}): \S")
+
+
+def speaker_in_content(content: str) -> str | None:
+    """The speaker a message names at its start (``"Caroline: I went..."``), if any."""
+    m = _SPEAKER_PREFIX.match(content)
+    return m.group(1) if m else None
 
 
 def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str]) -> str | None:

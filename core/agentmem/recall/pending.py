@@ -46,8 +46,8 @@ class Pending:
     """More rows are pending than were read: results may miss some of them."""
 
 
-def brief_of(row: Row) -> Brief:
-    """The light recall form of a stored row."""
+def brief_of(row: Row, seq: int) -> Brief:
+    """The light recall form of a stored row (``seq``: its write order)."""
     item = row.item
     metadata = item.metadata or {}
     return Brief(
@@ -66,6 +66,7 @@ def brief_of(row: Row) -> Brief:
         json.dumps(metadata, ensure_ascii=False),
         item.source_ref,
         item.event_time.isoformat(),
+        seq,
         metadata,
     )
 
@@ -88,7 +89,7 @@ class PendingScorer:
             )
         found = self._records.index.pending_in_partitions(tenant_id, partitions, self.limit + 1)
         return Pending(
-            rows=[(brief_of(row), kw, vec) for row, kw, vec in found[: self.limit]],
+            rows=[(brief_of(row, seq), kw, vec) for seq, row, kw, vec in found[: self.limit]],
             overflow=len(found) > self.limit,
         )
 

@@ -1,9 +1,8 @@
 """Fusion and calibration: from two ranked candidate lists per scope to scores in [0, 1].
 
-1. **Weighted Reciprocal Rank Fusion** (seed 004, k=60) over every (scope, retriever) list,
-   each weighted by its scope's class prior (seed 000).
-2. **Calibration**: raw RRF values say nothing about whether *anything* matched, so each
-   candidate gets a probability-like score from absolute evidence:
+1. **Weighted Reciprocal Rank Fusion** (k=60) over every (scope, retriever) list, each
+   weighted by its scope's class prior.
+2. **Features** of each candidate (:func:`features`, names in :data:`FEATURE_NAMES`):
 
    - ``cos``: cosine similarity of query and memory embeddings (absolute, comparable across
      queries; for a keyword-only candidate, the lowest similarity its scope's vector list
@@ -13,30 +12,33 @@
    - ``cos_gap`` and ``coverage_gap``: how far the candidate trails the best candidate of the
      same query on each signal (a near miss next to a clear winner is probably not relevant),
    - ``bm25_rel``: the candidate's BM25 score over the best of the query,
-   - ``speaker_match``: the query names the memory's speaker (``metadata["speaker"]``, every
-     analysed term of the name among the query's terms): "what did Alice say about X" is
-     about what Alice said, not about turns where someone else addresses her,
+   - ``speaker_match``: the query names the memory's speaker (``metadata["speaker"]``, or a
+     ``"Name: text"`` prefix of the content; every analysed term of the name among the
+     query's terms): "what did Alice say about X" is about what Alice said,
    - ``in_keyword`` and ``in_vector``: which retrievers found the candidate (a keyword-only
      candidate's ``cos`` is only a bound, a vector-only one has no BM25 score),
    - ``brevity``: how much shorter a chat message is than the query's other chat-message
      candidates (``1 - log(1 + n) / log(1 + LENGTH_SCALE)`` over its ``n`` analysed terms,
-     floored at 0, minus the mean of those candidates); 0 for every other kind: a short reply
-     ("Yes, me too!") carries little of what a question asks for, while an explicit memory is
-     short because it was distilled and a document chunk's length says nothing. Centred, so
-     chat messages as a whole gain or lose nothing against other kinds.
+     floored at 0, minus the mean of those candidates); 0 for every other kind,
+   - ``prev_coverage`` and ``prev_cos``: for a chat message, how well the message just
+     before it in its session matched (when that one is a candidate too): an answer such as
+     "Thursday at 15:40" shares nothing with "when is the dentist?", its question does,
+   - ``id_miss``: the share of the query's identifiers (``OPS-4471``, ``9f3c2ab``: terms
+     mixing letters and digits, or numbers of three digits or more that are not years) the
+     memory lacks when it names identifiers of its own: ``OPS-4470`` is another ticket
+     however similar the rest of the text (its keyword coverage then counts for nothing).
 
-   ``score = sigmoid(BIAS + WEIGHTS . features)``, over the first five features only
-   (``CALIBRATION_FEATURES``; the others order candidates but say little about whether one is
-   relevant at all: fitted on the golden set, all ten reach 5-fold CV R@5 0.882 P@5 0.812,
-   these five 0.905 / 0.821). The weights are a logistic
-   regression fitted on the relevance labels of ``eval/memory_golden_dataset.json`` by
-   ``benchmarks/fit_calibration.py``, which also reports 5-fold cross-validated Recall@5 and
-   Precision@5 so the figures are not in-sample. A query unrelated to every memory lands below
+3. **Calibration**: ``score = sigmoid(BIAS + WEIGHTS . features)`` over
+   :data:`CALIBRATION_FEATURES`, a logistic regression fitted by
+   ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
+   (``eval/memory_golden_dataset.json`` and ``eval/calibration_cases.json``: facts,
+   preferences, chat turns, tool outputs, document chunks), cross-validated by case; the
+   script reports the calibration per kind. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
 
-3. **Ranking**: candidates are ordered by a second linear model over the same features
-   (``RANK_WEIGHTS``), fitted for ordering on conversational recall (LoCoMo development split),
-   where the golden set's few candidates per query teach little about order. Items whose
+4. **Ranking**: candidates are ordered by a second linear model over
+   :data:`RANK_FEATURES` (``RANK_WEIGHTS``), fitted on the evidence labels of the LoCoMo
+   development split (leave one conversation out: R@10 0.795, in-sample 0.797). Items whose
    calibrated score is below ``min_score`` are dropped; the scores of the items kept are made
    non-increasing down the list, so higher is better everywhere.
 """
@@ -61,22 +63,53 @@ FEATURE_NAMES: tuple[str, ...] = (
     "in_keyword",
     "in_vector",
     "brevity",
+    "prev_coverage",
+    "prev_cos",
+    "id_miss",
 )
 
 #: Analysed terms from which a chat message's ``brevity`` is 0.
 LENGTH_SCALE = 100
 
 #: The features the calibrated score is fitted on (weight 0 for the others).
-CALIBRATION_FEATURES: tuple[str, ...] = FEATURE_NAMES[:5]
+CALIBRATION_FEATURES: tuple[str, ...] = (
+    "cos",
+    "coverage",
+    "fused",
+    "cos_gap",
+    "coverage_gap",
+    "id_miss",
+    "prev_coverage",
+    "prev_cos",
+)
+#: The features the ordering is fitted on (weight 0 for the others): the neighbour and
+#: identifier signals help say whether a candidate is relevant at all, but fitted for
+#: ordering together with the labelled cases they cost conversational recall (LoCoMo R@10
+#: 0.795 -> 0.75-0.78 leave one conversation out).
+RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
 
-#: Calibration weights, one per feature of :data:`FEATURE_NAMES`.
-WEIGHTS: tuple[float, ...] = (3.609, 1.615, 0.888, -3.145, -2.809, 0.0, 0.0, 0.0, 0.0, 0.0)
-BIAS = -2.314
+# -- fitted by benchmarks/fit_calibration.py (begin) --
+#: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside
+#: :data:`CALIBRATION_FEATURES`).
+WEIGHTS: tuple[float, ...] = (
+    3.762,  # cos
+    1.834,  # coverage
+    0.627,  # fused
+    -2.960,  # cos_gap
+    -2.103,  # coverage_gap
+    0.000,  # bm25_rel
+    0.000,  # speaker_match
+    0.000,  # in_keyword
+    0.000,  # in_vector
+    0.000,  # brevity
+    0.183,  # prev_coverage
+    2.488,  # prev_cos
+    -1.371,  # id_miss
+)
+BIAS = -2.279
 
-#: Ranking weights over the same features: the order of candidates within one query. Fitted
-#: as a logistic regression on evidence labels of the LoCoMo development split (leave one
-#: conversation out: R@10 0.795, in-sample 0.797; see ``benchmarks/fit_calibration.py
-#: --locomo``). Only the order matters, so there is no bias.
+#: Ranking weights over the same features: the order of candidates within one query. Only
+#: the order matters, so there is no bias.
 RANK_WEIGHTS: tuple[float, ...] = (
     -1.049,  # cos
     1.293,  # coverage
@@ -88,7 +121,11 @@ RANK_WEIGHTS: tuple[float, ...] = (
     -2.734,  # in_keyword
     -0.697,  # in_vector
     -4.745,  # brevity
+    0.000,  # prev_coverage
+    0.000,  # prev_cos
+    0.000,  # id_miss
 )
+# -- fitted by benchmarks/fit_calibration.py (end) --
 
 
 @dataclass(slots=True)
@@ -108,6 +145,9 @@ class Candidate:
     speaker_match: bool = False
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None
+    prev_coverage: float = 0.0
+    prev_cos: float = 0.0
+    id_miss: float = 0.0
     score: float = 0.0
     rank: float = 0.0
     features: tuple[float, ...] = ()
@@ -165,6 +205,9 @@ def features(
         1.0 if c.in_keyword else 0.0,
         1.0 if c.in_vector else 0.0,
         0.0 if c.terms is None else brevity(c.terms) - mean_brevity,
+        c.prev_coverage,
+        c.prev_cos,
+        c.id_miss,
     )
 
 

@@ -16,6 +16,8 @@ from ..config import MemoryConfig
 from ..errors import ValidationError
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, TIERS, Identity
 
+#: The candidate retrievers; recall uses both (a request may name one, e.g. to measure it).
+RETRIEVERS: tuple[str, ...] = ("keyword", "vector")
 #: Identity keys: never accepted as metadata filters (identity comes only from ``bind``).
 IDENTITY_KEYS = frozenset({"tenant_id", "user_id", "agent_id", "session_id"})
 
@@ -35,6 +37,8 @@ class RecallRequest:
     filters: Mapping[str, Any]
     include_superseded: bool = False
     tiers: tuple[str, ...] | None = None
+    retrievers: tuple[str, ...] = RETRIEVERS
+    """Which retrievers gather candidates (a subset of :data:`RETRIEVERS`)."""
 
 
 def recall_request(

@@ -55,9 +55,9 @@ class IndexQueue:
 
     def pending_in_partitions(
         self, tenant_id: str, partitions: Sequence[str], limit: int
-    ) -> list[tuple[Row, bool, bool]]:
+    ) -> list[tuple[int, Row, bool, bool]]:
         """Live rows of ``partitions`` missing from an index, newest first:
-        (row, keyword entry pending, vector pending or failed).
+        (seq, row, keyword entry pending, vector pending or failed).
 
         Recall reads these so a write is recallable before the indexer has caught up.
         """
@@ -66,7 +66,7 @@ class IndexQueue:
         where = f"partition IN ({marks(len(partitions))}) AND tenant_id = ? AND {LIVE}"
         params = (*partitions, tenant_id)
         # two reads, each on its partial index (the queues are short; a partition is not)
-        found: dict[int, tuple[Row, bool, bool]] = {}
+        found: dict[int, tuple[int, Row, bool, bool]] = {}
         for r in self._db.read(
             f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY "
             f"memories_vec_todo_partition WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
@@ -74,14 +74,14 @@ class IndexQueue:
             (*params, limit),
         ):
             if r[-1]:  # rows leaving the vector index are pending too; they are not missing
-                found[r[0]] = (row_to_item(r[1:-1]), False, True)
+                found[r[0]] = (r[0], row_to_item(r[1:-1]), False, True)
         for r in self._db.read(
             f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
             f"AND ({VECTOR_LIVE}) FROM memories INDEXED BY memories_kw_pending "
             f"WHERE kw_pending = 1 AND {where} ORDER BY seq DESC LIMIT ?",
             (*params, limit),
         ):
-            found[r[0]] = (row_to_item(r[1:-1]), True, bool(r[-1]))
+            found[r[0]] = (r[0], row_to_item(r[1:-1]), True, bool(r[-1]))
         return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
 
     def mark_keyword_done(self, done: Sequence[tuple[int, bool]]) -> None:

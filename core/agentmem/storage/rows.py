@@ -84,7 +84,7 @@ class Row:
 
 BRIEF_COLUMNS = (
     "id, tenant_id, user_id, agent_id, session_id, kind, memory_type, scope, superseded_by, "
-    "partition, tier, content, metadata, source_ref, event_time"
+    "partition, tier, content, metadata, source_ref, event_time, seq"
 )
 
 
@@ -111,6 +111,9 @@ class Brief:
     metadata_json: str
     source_ref: str | None
     event_time_iso: str
+    seq: int
+    """Write order (the records' sequence): consecutive messages of a session written
+    together have consecutive values."""
     _metadata: dict[str, Any] | None = None
 
     @property

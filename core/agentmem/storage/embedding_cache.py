@@ -1,0 +1,92 @@
+"""An embedder that keeps every vector it computes on disk, for repeated evaluation runs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..embeddings import Embedder, FloatArray
+
+__all__ = ["DiskEmbeddingCache"]
+
+
+class DiskEmbeddingCache:
+    """An :class:`~agentmem.embeddings.Embedder` that keeps every vector it computes on disk.
+
+    Keyed by model name and exact text (sha256), so a changed text (say, a new indexed-text
+    format) is embedded afresh while unchanged ones are read back: repeated LoCoMo runs
+    spend their time on retrieval, not on the model. A SQLite file ``embeddings.sqlite3``
+    in ``path``; safe to share between the indexer thread and the caller.
+
+    Example:
+        >>> cache = DiskEmbeddingCache(OnnxMiniLMEmbedder(), "~/.cache/agentmem-locomo")  # doctest: +SKIP
+    """
+
+    def __init__(self, inner: Embedder, path: str | os.PathLike[str]) -> None:
+        self.inner = inner
+        self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path / "embeddings.sqlite3", check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB)")
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def _key(self, text: str) -> str:
+        raw = f"{self.inner.model_name}\x1f{text}".encode("utf-8", errors="surrogatepass")
+        return hashlib.sha256(raw).hexdigest()
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        import numpy as np
+
+        texts = list(texts)
+        keys = [self._key(t) for t in texts]
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        found: dict[str, bytes] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    self._db.execute(
+                        f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk
+                    ).fetchall()
+                )
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        for i, k in enumerate(keys):
+            if k in found:
+                out[i] = np.frombuffer(found[k], dtype=np.float32)
+        if missing:
+            vectors = self.inner.embed_documents([texts[i] for i in missing])
+            out[missing] = vectors
+            with self._lock, self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                    [
+                        (keys[i], vectors[j].astype(np.float32).tobytes())
+                        for j, i in enumerate(missing)
+                    ],
+                )
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        return out
+
+    def embed_query(self, text: str) -> FloatArray:
+        vector: FloatArray = self.embed_documents([text])[0]
+        return vector
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
