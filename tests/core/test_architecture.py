@@ -19,7 +19,15 @@ PKG = "agentmem"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "models", "config", "validation", "tokens", "chunking"),
     ("storage", "embeddings", "rerank", "llm", "scopes"),
-    ("write.index_text", "write.indexer", "recall.ranking", "recall.request", "recall.pending"),
+    (
+        "write.index_text",
+        "write.indexer",
+        "recall.ranking",
+        "recall.request",
+        "recall.pending",
+        "recall.profile",
+        "recall.text",
+    ),
     ("recall.engine",),
     ("context",),
     ("write", "recall.api"),

@@ -133,6 +133,8 @@ def _make_legacy(home: Path) -> None:
     conn = sqlite3.connect(home / "records.sqlite3")
     try:
         conn.execute("DROP TABLE meta")
+        for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 6
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DELETE FROM schema_version WHERE version > 4")
         conn.commit()
     finally:

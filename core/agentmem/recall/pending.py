@@ -28,7 +28,7 @@ import numpy as np
 from ..embeddings import Embedder, FloatArray
 from ..storage.records import RecordStore
 from ..storage.rows import Brief, Row
-from ..write.index_text import index_text, keyword_text, speaker_of
+from ..write.index_text import analysed_terms, index_text, speaker_of
 
 #: BM25 term-frequency saturation (Tantivy's default).
 BM25_K1 = 1.2
@@ -67,7 +67,7 @@ def brief_of(row: Row, seq: int) -> Brief:
         item.source_ref,
         item.event_time.isoformat(),
         seq,
-        metadata,
+        _metadata=metadata,
     )
 
 
@@ -101,7 +101,7 @@ class PendingScorer:
         out: list[tuple[str, float]] = []
         for row in rows:
             counts: dict[str, int] = {}
-            for term in analyze(keyword_text(row.content, row.speaker)):
+            for term in analysed_terms(analyze, row.content, row.speaker):
                 if term in idf:
                     counts[term] = counts.get(term, 0) + 1
             if counts:

@@ -797,7 +797,8 @@ class RecordStore:
                 cur = tx.execute(
                     "UPDATE memories SET content = ?, content_hash = '', user_id = NULL, "
                     "agent_id = NULL, session_id = NULL, metadata = '{}', topic_key = NULL, "
-                    "importance = NULL, dedup_key = NULL, "
+                    "importance = NULL, dedup_key = NULL, kw_terms = NULL, "
+                    "kw_term_count = NULL, content_tokens = NULL, "
                     "source_ref = COALESCE(source_ref, '') || ?, anonymized_at = ?, "
                     "updated_at = ?, embedded = 0, embed_error = NULL, kw_pending = 1, "
                     f"vec_pending = CASE WHEN vec_pending = {VEC_SKIP} THEN {VEC_SKIP} "

@@ -15,6 +15,7 @@ with exponential backoff; after the last retry the rows are flagged (``vec_pendi
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -23,15 +24,25 @@ from collections.abc import Callable
 
 from ..embeddings import Embedder
 from ..errors import AgentMemError
+from ..storage.index_queue import TEXT_FEATURES_DONE
 from ..storage.keyword_index import KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
-from .index_text import CONTEXT_CHARS, keyword_doc, row_text, vector_metadata
+from .index_text import (
+    CONTEXT_CHARS,
+    keyword_doc,
+    row_text,
+    speaker_of,
+    text_features,
+    vector_metadata,
+)
 
 log = logging.getLogger("agentmem.write.indexer")
 
 KEYWORD_BATCH = 2000
+#: Rows scanned per idle pass when filling in the text features of an older data dir.
+BACKFILL_BATCH = 2000
 
 
 class _Worker:
@@ -130,6 +141,9 @@ class Indexer:
             _Worker("agentmem-embedder", self._vector_step, self),
         ]
         self.embedded_total = 0
+        #: Where the text-feature backfill goes on (None: done, or not started: 0).
+        self._backfill_after: int | None = 0
+        self._backfill_checked = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -170,7 +184,34 @@ class Indexer:
     # -- work --------------------------------------------------------------------------------
     def _keyword_step(self) -> bool:
         with self._kw_lock:
-            return self._keyword_pass()
+            did = self._keyword_pass()
+            if not did:
+                # idle: one batch of the text-feature backfill (not counted as work, so
+                # flush() does not wait for it; recall computes what is still missing)
+                self._backfill_text_features()
+            return did
+
+    def _backfill_text_features(self) -> None:
+        """Store the text features of rows indexed before they were stored, a batch per
+        idle pass; marks the data dir complete at the end."""
+        if not self._backfill_checked:
+            self._backfill_checked = True
+            if self.records.meta.get(TEXT_FEATURES_DONE) is not None:
+                self._backfill_after = None
+        if self._backfill_after is None:
+            return
+        last, rows = self.records.index.missing_text_features(self._backfill_after, BACKFILL_BATCH)
+        if rows:
+            analyze = self.keywords.analyze
+            self.records.index.set_text_features(
+                {
+                    seq: text_features(analyze, content, speaker_of(json.loads(meta)))
+                    for seq, content, meta in rows
+                }
+            )
+        if last is None:
+            self.records.meta.set(TEXT_FEATURES_DONE, "1")
+        self._backfill_after = last
 
     def _vector_step(self) -> bool:
         with self._vec_lock:
@@ -199,13 +240,22 @@ class Indexer:
                 return did
             live = [row for _, row, is_live in pending if is_live]
             dead = [row.item.id for _, row, is_live in pending if not is_live]
+            features = {}
             if live:
                 ctx = self._contexts(live, self.keyword_context)
                 self.keywords.add([keyword_doc(r, ctx.get(r.item.id, "")) for r in live])
+                analyze = self.keywords.analyze
+                features = {
+                    seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
+                    for seq, row, is_live in pending
+                    if is_live
+                }
             if dead:
                 self.keywords.delete(dead)
             self.keywords.commit()
-            self.records.index.mark_keyword_done([(seq, is_live) for seq, _, is_live in pending])
+            self.records.index.mark_keyword_done(
+                [(seq, is_live) for seq, _, is_live in pending], features
+            )
             did = True
             if len(pending) < KEYWORD_BATCH:
                 return did
