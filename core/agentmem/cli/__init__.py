@@ -23,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "derived_cmd",
     "tiers_cmd",
     "doctor_cmd",
+    "keys_cmd",
+    "serve_cmd",
 )
 
 

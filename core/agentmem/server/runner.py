@@ -1,0 +1,89 @@
+"""``agentmem serve``: open the data dir, serve it with uvicorn, shut down cleanly.
+
+uvicorn (with uvloop and httptools when installed) runs the app of :mod:`.app` in this one
+process, which holds the data dir's writer lock. SIGTERM or SIGINT stops accepting
+connections, lets in-flight requests finish (up to ``drain_seconds``), stops the background
+jobs, then waits for the indexer to catch up with every acknowledged write before the store is
+closed. Acknowledged writes are committed to the records store before their response is sent,
+so even a SIGKILL loses none of them (the indexes are rebuilt from the records at the next
+start).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from ..config import Settings
+from ..embeddings import Embedder
+from ..memory import AgentMemory
+from .app import create_app
+
+log = logging.getLogger("agentmem.server")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8720
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, announcing the bound address once it accepts connections."""
+
+    announce: bool = True
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit or not self.announce:
+            return
+        for server in self.servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                print(f"agentmem serve: ready on http://{host}:{port}", flush=True)
+
+
+def serve(
+    home: Path | None,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    settings: Settings | None = None,
+    embedder: Embedder | None = None,
+    log_level: str = "info",
+    access_log: bool = True,
+) -> int:
+    """Serve the data dir ``home`` until SIGTERM/SIGINT; returns an exit status.
+
+    Raises:
+        DataDirLockedError: another process holds the data dir.
+    """
+    resolved = settings or Settings.from_env()
+    store = AgentMemory(home, settings=resolved, embedder=embedder)
+    drain = resolved.server.drain_seconds
+    try:
+        app = create_app(store)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=access_log,
+            timeout_graceful_shutdown=int(drain) if drain > 0 else None,
+            server_header=False,
+        )
+        server = _Server(config)
+        server.run()
+        flushed = store.flush(timeout=drain or None)
+        if not flushed:
+            log.warning(
+                "the indexer had not caught up after %s s; it resumes at the next start", drain
+            )
+        return 0 if server.started else 1
+    finally:
+        store.close()
+        sys.stdout.flush()
+
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "serve"]
