@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentmem import AgentMemError, BoundMemory, NotFoundError
+from agentmem import AgentMemError, BoundMemoryProtocol, NotFoundError
 
 from ._convert import hit_to_document
 from ._format import ADVISORY_HEADER, NO_MEMORIES, format_hits, memory_block
@@ -192,7 +192,7 @@ class AgentMemTool(BaseTool):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: BoundMemory
+    memory: BoundMemoryProtocol
     """The bound memory whose identity every call uses."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -258,7 +258,7 @@ class RecallTool(AgentMemTool):
         return format_hits(result.items, degraded=result.degraded), docs
 
 
-def _default_fact_scope(memory: BoundMemory) -> str:
+def _default_fact_scope(memory: BoundMemoryProtocol) -> str:
     return "user" if memory.user_id is not None or memory.agent_id is None else "agent"
 
 
@@ -534,7 +534,7 @@ TOOL_CLASSES: dict[str, type[AgentMemTool]] = {
 
 
 def create_memory_tools(
-    memory: BoundMemory, *, include: Iterable[str] | None = None
+    memory: BoundMemoryProtocol, *, include: Iterable[str] | None = None
 ) -> list[BaseTool]:
     """The memory tools for an agent, bound to ``memory``.
 

@@ -19,9 +19,9 @@ from typing import Any, Literal
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
 from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 
+from agentmem import BoundMemoryProtocol
 from agentmem.config import MAX_TOP_K
 from agentmem.errors import AgentMemError, ValidationError
-from agentmem.memory import BoundMemory
 from agentmem.models import Kind, RecallResult, RecallScope
 
 from ._context import NO_MEMORIES, render_hits
@@ -171,7 +171,7 @@ def _tool(
     )
 
 
-def create_memory_tools(memory: BoundMemory) -> list[FunctionTool]:
+def create_memory_tools(memory: BoundMemoryProtocol) -> list[FunctionTool]:
     """``recall``, ``remember_fact`` and ``read_tool_output`` for one bound memory.
 
     - ``recall`` returns the hits as a delimited advisory ``<recalled-memories>`` block;
@@ -186,7 +186,7 @@ def create_memory_tools(memory: BoundMemory) -> list[FunctionTool]:
         >>> tools = create_memory_tools(mem.bind("acme", user_id="u1", session_id="s1"))  # doctest: +SKIP
         >>> tools[0].call(query="order 4711").content  # doctest: +SKIP
     """
-    if not isinstance(memory, BoundMemory):
+    if not isinstance(memory, BoundMemoryProtocol):
         raise ValidationError(
             "memory", f"must be a BoundMemory (AgentMemory.bind), got {type(memory).__name__}"
         )

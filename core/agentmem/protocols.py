@@ -4,7 +4,8 @@
 :func:`agentmem.connect` both satisfy :class:`BoundMemoryProtocol`; :class:`~agentmem.AgentMemory`
 and the client of :func:`agentmem.connect` both satisfy :class:`MemoryProtocol`. The adapters
 (LangChain, LlamaIndex, the MCP tools) type their ``memory`` argument with these, so they run
-unchanged on a memory served by ``agentmem serve``.
+unchanged on a memory served by ``agentmem serve``. Both protocols are runtime-checkable
+(``isinstance(x, BoundMemoryProtocol)``), so a pydantic field typed with one accepts either.
 
 Example:
     >>> def remember_tea(memory: BoundMemoryProtocol) -> str:
@@ -14,10 +15,9 @@ Example:
 from __future__ import annotations
 
 import builtins
-import inspect
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, runtime_checkable
 
 from .llm.base import ChatTurn
 from .models import AnswerResult, Identity, IngestResult, MemoryItem, RecallResult, RememberResult
@@ -63,6 +63,7 @@ class StateProtocol(Protocol):
     def list(self) -> builtins.list[StateEntry]: ...
 
 
+@runtime_checkable
 class BoundMemoryProtocol(Protocol):
     """One identity's memory: every operation of :class:`~agentmem.BoundMemory`."""
 
@@ -173,6 +174,7 @@ class BoundMemoryProtocol(Protocol):
     def state(self) -> StateProtocol: ...
 
 
+@runtime_checkable
 class MemoryProtocol(Protocol):
     """A whole memory store: :class:`~agentmem.AgentMemory`, or a client of a server."""
 
@@ -187,44 +189,9 @@ class MemoryProtocol(Protocol):
     def flush(self, timeout: float | None = None) -> bool: ...
 
 
-def _members(protocol: type) -> tuple[str, ...]:
-    return tuple(
-        name for name in vars(protocol) if not name.startswith("_") and name not in ("__init__",)
-    )
-
-
-_BOUND_MEMBERS = _members(BoundMemoryProtocol)
-_MEMORY_MEMBERS = _members(MemoryProtocol)
-
-
-def _has_all(obj: Any, names: tuple[str, ...]) -> bool:
-    # getattr_static finds methods, properties and instance attributes without running a
-    # property (a bound memory's ``knowledge`` builds an object; a closed store would raise)
-    for name in names:
-        try:
-            inspect.getattr_static(obj, name)
-        except AttributeError:
-            return False
-    return True
-
-
-def is_bound_memory(obj: Any) -> TypeGuard[BoundMemoryProtocol]:
-    """True when ``obj`` has every member of :class:`BoundMemoryProtocol` (a
-    :class:`~agentmem.BoundMemory`, a remote bound memory, or a compatible object)."""
-    return not isinstance(obj, type) and _has_all(obj, _BOUND_MEMBERS)
-
-
-def is_memory(obj: Any) -> TypeGuard[MemoryProtocol]:
-    """True when ``obj`` has every member of :class:`MemoryProtocol` (an
-    :class:`~agentmem.AgentMemory` or a client of :func:`agentmem.connect`)."""
-    return not isinstance(obj, type) and _has_all(obj, _MEMORY_MEMBERS)
-
-
 __all__ = [
     "BoundMemoryProtocol",
     "KnowledgeProtocol",
     "MemoryProtocol",
     "StateProtocol",
-    "is_bound_memory",
-    "is_memory",
 ]
