@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.table import Table
 
@@ -25,7 +26,7 @@ from ..config import default_home
 from ..server.keys import ApiKey, create_key, list_keys, revoke_key
 from ..storage.datadir import RECORDS_FILE
 from ..storage.records import RecordStore
-from ._common import EXIT_OK, Output, command, home_of, markup, to_jsonable
+from ._common import EXIT_OK, Output, command, home_of, markup
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,6 +86,20 @@ def _merge(args: argparse.Namespace) -> argparse.Namespace:
     return merged
 
 
+def _json(key: ApiKey) -> dict[str, Any]:
+    """A key for ``--json``, its fields named like the flags that set them."""
+    return {
+        "id": key.id,
+        "tenant": key.tenant_id,
+        "user": key.user_id,
+        "agent": key.agent_id,
+        "name": key.name,
+        "admin": key.admin,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }
+
+
 def _pins(key: ApiKey) -> str:
     parts = [
         f"user {key.user_id}" if key.user_id else "",
@@ -108,7 +123,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         )
     key = created.api_key
     out.result(
-        {"key": created.key, **to_jsonable(key)},
+        {"key": created.key, **_json(key)},
         text=f"{created.key}\n"
         f"[dim]id {key.id}, tenant {markup(key.tenant_id)}, {markup(_pins(key))}"
         f"{', admin' if key.admin else ''}. Store the key now: it is not shown again.[/dim]",
@@ -124,10 +139,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     with open_records(args) as records:
         found = list_keys(records, tenant_id=tenant)
     if out.json:
-        out.result({"keys": to_jsonable(found)})
+        out.result({"keys": [_json(k) for k in found]})
         return EXIT_OK
     table = Table(title="agentmem API keys", title_justify="left")
-    for column in ("id", "tenant", "pinned to", "name", "admin", "created", "revoked"):
+    table.add_column("id", no_wrap=True)
+    for column in ("tenant", "pinned to", "name", "admin", "created", "revoked"):
         table.add_column(column)
     for key in found:
         table.add_row(
@@ -149,5 +165,5 @@ def cmd_revoke(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     with open_records(args) as records:
         key = revoke_key(records, args.key_id)
-    out.result(to_jsonable(key), text=f"revoked API key {key.id} (tenant {markup(key.tenant_id)})")
+    out.result(_json(key), text=f"revoked API key {key.id} (tenant {markup(key.tenant_id)})")
     return EXIT_OK

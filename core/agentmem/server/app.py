@@ -41,6 +41,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from .. import validation as v
+
+# the import-ready line format of `agentmem export` has one definition, beside the command
+from ..cli.commands import export_records
 from ..errors import AgentMemError, ValidationError
 from ..maintenance.doctor import diagnose
 from ..memory import AgentMemory
@@ -166,9 +169,6 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
 
 
 def _jsonl(store: AgentMemory, tenant_id: str, kinds: Any) -> Iterator[bytes]:
-    # the import-ready line format of `agentmem export` (one definition of it)
-    from ..cli.commands import export_records
-
     for line in export_records(store, tenant_id=tenant_id, kinds=kinds):
         yield dumps(line) + b"\n"
 
