@@ -270,7 +270,7 @@ def test_two_client_processes_write_and_read_at_once(server: ServerProcess, tena
         for name in ("a", "b")
     ]
     outputs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     results = [json.loads(out) for out, _ in outputs]
     assert max(r["seen"] for r in results) > 0  # each read the other's writes while writing

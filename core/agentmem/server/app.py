@@ -86,8 +86,13 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
             try:
                 yield
             finally:
+                # uvicorn has drained the in-flight requests: stop the jobs, then let the
+                # indexer catch up with every acknowledged write before the store closes
                 state.ready = False
-                await run_in_threadpool(state.jobs.stop, store.settings.server.drain_seconds)
+                drain = store.settings.server.drain_seconds or None
+                await run_in_threadpool(state.jobs.stop, drain)
+                if not await run_in_threadpool(store.flush, drain):
+                    log.warning("indexer not caught up after %s s; it resumes at next start", drain)
                 tg.cancel_scope.cancel()
 
     app = FastAPI(

@@ -11,8 +11,11 @@ start).
 
 from __future__ import annotations
 
-import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,6 @@ from ..config import Settings
 from ..embeddings import Embedder
 from ..memory import AgentMemory
 from .app import create_app
-
-log = logging.getLogger("agentmem.server")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
@@ -42,6 +43,29 @@ class _Server(uvicorn.Server):
             for sock in server.sockets:
                 host, port = sock.getsockname()[:2]
                 print(f"agentmem serve: ready on http://{host}:{port}", flush=True)
+
+
+@contextmanager
+def _quiet_signals() -> Iterator[None]:
+    """Handlers uvicorn restores (and calls again) after its graceful shutdown.
+
+    uvicorn re-raises the signal that stopped it once it is done; with Python's defaults that
+    kills the process (SIGTERM) or raises KeyboardInterrupt (SIGINT) before the store is
+    closed. These handlers ignore it, so :func:`serve` closes the store and exits 0.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    return None
 
 
 def serve(
@@ -74,12 +98,8 @@ def serve(
             server_header=False,
         )
         server = _Server(config)
-        server.run()
-        flushed = store.flush(timeout=drain or None)
-        if not flushed:
-            log.warning(
-                "the indexer had not caught up after %s s; it resumes at the next start", drain
-            )
+        with _quiet_signals():
+            server.run()
         return 0 if server.started else 1
     finally:
         store.close()
