@@ -341,3 +341,25 @@ def test_flush_and_whoami(connect_as: ConnectAs, tenant: str) -> None:
     assert client.flush() is True
     with pytest.raises(ValidationError):
         client.flush(timeout=-1)
+
+
+def test_the_server_logs_no_memory_content_and_no_key(
+    server: ServerProcess, connect_as: ConnectAs, tenant: str
+) -> None:
+    marker = "zebra-7f3c-confidential"
+    m = connect_as(tenant).bind(user_id="u1", session_id="s1")
+    m.add_message("user", f"my password is {marker}")
+    m.remember(f"{marker} is the vault code", metadata={"note": marker})
+    m.recall(f"what is {marker}?")
+    with pytest.raises(ValidationError):
+        m.add_message("bogus-role", marker)
+    with pytest.raises(ValidationError):
+        m.recall(marker, filters={"user_id": marker})
+    key = server.create_key(tenant)
+    _post(server, "/v1/ops/recall", key, {"args": {"query": marker, "top_k": marker}})
+    _post(server, "/v1/ops/recall", key + "x", {"args": {"query": marker}})
+    # every request of this module so far went through the same server
+    logged = server.output()
+    assert "POST /v1/ops/recall" in logged  # the access log is on
+    assert marker not in logged
+    assert "amk_" not in logged and key.split("_", 2)[2] not in logged

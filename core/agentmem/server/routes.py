@@ -17,6 +17,7 @@ The answer is ``{"result": ...}``: the method's return value as JSON (see
 from __future__ import annotations
 
 import collections.abc
+import time
 import types
 import typing
 from typing import Any
@@ -135,7 +136,11 @@ def _add(router: APIRouter, store: AgentMemory, op: Op) -> None:
         return method(**body.args.model_dump(exclude_unset=True))
 
     async def endpoint(body: Any, key: Any) -> Response:
-        return json_response({"result": await run_in_threadpool(run, key, body)})
+        started = time.perf_counter()
+        result = await run_in_threadpool(run, key, body)
+        # the operation's own time, so a client can tell it from the transport's
+        took = (time.perf_counter() - started) * 1000
+        return json_response({"result": result}, headers={"Server-Timing": f"op;dur={took:.2f}"})
 
     # the body model is built at run time, so the annotations FastAPI reads are set here
     endpoint.__annotations__ = {"body": body_type, "key": Principal, "return": Response}
