@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentmem import AgentMemory, AgentMemError, connect
+from agentmem import AgentMemError, AgentMemory, connect
 from agentmem.bench.corpus import QUERY_KINDS, iter_memories, memory_at
 from agentmem.bench.stats import summarize
 from agentmem.embeddings import default_embedder
@@ -61,7 +61,9 @@ def build(home: Path, n: int, seed: int) -> None:
                 session = mem.bind(TENANT, user_id=USER, session_id=f"bench-s{b}")
                 session.add_messages({"role": "user", "content": m.text} for m in batch)
             else:
-                facts.remember_many({"content": m.text, "memory_type": m.memory_type} for m in batch)
+                facts.remember_many(
+                    {"content": m.text, "memory_type": m.memory_type} for m in batch
+                )
         while not mem.flush(timeout=30):
             print(f"  indexing... {mem.stats().vector_pending} left", file=sys.stderr)
 
@@ -113,7 +115,9 @@ def timed_recalls(m: Any, texts: list[str]) -> list[float]:
     return out
 
 
-def mixed_loop(m: Any, name: str, pool: list[str], duration: float, write_ratio: float) -> dict[str, Any]:
+def mixed_loop(
+    m: Any, name: str, pool: list[str], duration: float, write_ratio: float
+) -> dict[str, Any]:
     r = random.Random(name)
     lat: dict[str, list[float]] = {"recall": [], "write": []}
     errors: list[str] = []
@@ -164,7 +168,9 @@ def merge(results: list[dict[str, Any]], duration: float) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--memories", type=int, default=10_000)
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--duration", type=float, default=20.0)
@@ -252,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
         inproc.pop("acked")
         fig["inprocess_threads"] = inproc
 
-    s, r, lo, it = fig["inprocess_single"], fig["server_single"], fig["server_load"], fig["inprocess_threads"]
+    s, r, lo, it = (
+        fig["inprocess_single"],
+        fig["server_single"],
+        fig["server_load"],
+        fig["inprocess_threads"],
+    )
     fig["http_cost_p50_ms"] = round(r["p50"] - s["p50"], 3)
     fig["load_p95_over_single_p95"] = round(lo["recall"]["p95"] / r["p95"], 2)
     rows = [
@@ -266,9 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     print("| run | ops/s | recall p50 / p95 / p99 ms | write p50 / p95 / p99 ms | errors |")
     print("|---|---:|---:|---:|---:|")
     for name, ops, rec, mix in rows:
-        w = f"{mix['write']['p50']:.2f} / {mix['write']['p95']:.2f} / {mix['write']['p99']:.2f}" if mix else "-"
+        w = (
+            f"{mix['write']['p50']:.2f} / {mix['write']['p95']:.2f} / {mix['write']['p99']:.2f}"
+            if mix
+            else "-"
+        )
         e = mix["errors"] if mix else 0
-        print(f"| {name} | {ops} | {rec['p50']:.2f} / {rec['p95']:.2f} / {rec['p99']:.2f} | {w} | {e} |")
+        print(
+            f"| {name} | {ops} | {rec['p50']:.2f} / {rec['p95']:.2f} / {rec['p99']:.2f} | {w} | {e} |"
+        )
     print(f"\nHTTP cost per recall (p50 remote - p50 in-process): {fig['http_cost_p50_ms']:.2f} ms")
     print(f"recall p95 under load / single-client p95: {fig['load_p95_over_single_p95']:.2f}x")
     print(f"acknowledged writes under load: {lo['acknowledged_writes']}, lost: {lo['lost_writes']}")
