@@ -425,6 +425,10 @@ class ServerConfig:
     max_body_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted; a larger one is answered 413
     (``AGENTMEM_MAX_BODY_BYTES``)."""
+    embed_threads: int = 1
+    """onnxruntime threads per embedding call of the server's default embedder
+    (``AGENTMEM_SERVER_EMBED_THREADS``). One thread per call lets concurrent requests use
+    the cores side by side instead of contending (and spin-waiting) in one shared pool."""
     drain_seconds: float = 30.0
     """On SIGTERM/SIGINT, seconds in-flight requests get to finish, and then the indexer to
     catch up, before the server exits (``AGENTMEM_DRAIN_SECONDS``)."""
@@ -444,6 +448,7 @@ class ServerConfig:
         }.items():
             _set(kwargs, name, _float(env, var, low=0.0))
         _set(kwargs, "rate_burst", _int(env, "AGENTMEM_RATE_BURST"))
+        _set(kwargs, "embed_threads", _int(env, "AGENTMEM_SERVER_EMBED_THREADS"))
         _set(kwargs, "max_body_bytes", _int(env, "AGENTMEM_MAX_BODY_BYTES"))
         return cls(**kwargs)
 

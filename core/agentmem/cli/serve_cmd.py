@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import EXIT_FAILED, command, home_of, shared_embedder
+from ._common import EXIT_FAILED, command, home_of
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
@@ -58,7 +58,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         home_of(args),
         host=args.host,
         port=args.port,
-        embedder=shared_embedder(),
         log_level=args.log_level,
         access_log=not args.no_access_log,
     )

@@ -22,7 +22,7 @@ from typing import Any
 import uvicorn
 
 from ..config import Settings
-from ..embeddings import Embedder
+from ..embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from ..memory import AgentMemory
 from .app import create_app
 
@@ -80,10 +80,16 @@ def serve(
 ) -> int:
     """Serve the data dir ``home`` until SIGTERM/SIGINT; returns an exit status.
 
+    ``embedder`` defaults to the packaged MiniLM with ``settings.server.embed_threads``
+    onnxruntime threads per call.
+
     Raises:
         DataDirLockedError: another process holds the data dir.
     """
     resolved = settings or Settings.from_env()
+    if embedder is None:
+        threads = resolved.server.embed_threads
+        embedder = CachedEmbedder(OnnxMiniLMEmbedder(intra_op_threads=threads))
     store = AgentMemory(home, settings=resolved, embedder=embedder)
     drain = resolved.server.drain_seconds
     try:
