@@ -10,8 +10,11 @@ Builds a data dir of ``--memories`` synthetic memories (``agentmem.bench.corpus`
    then every acknowledged write is read back (lost writes must be 0);
 4. **in-process, K threads**: the same mix on ``AgentMemory`` directly, for comparison.
 
-Queries are never repeated within a phase and the two single-caller phases use the same
-list, so neither benefits from the query-embedding cache more than the other.
+Phases 1 and 2 alternate (``--rounds``) over halves of one query list, so a change in the
+machine's load hits both; no query repeats, so neither gains from the query-embedding cache.
+Both sides use the same embedder settings (``--embed-threads``, the server's default 1). The
+server's ``Server-Timing`` header also splits each remote recall into the operation's own
+time and the transport (round trip minus that).
 
 Usage::
 
@@ -42,7 +45,8 @@ from typing import Any
 from agentmem import AgentMemError, AgentMemory, connect
 from agentmem.bench.corpus import QUERY_KINDS, iter_memories, memory_at
 from agentmem.bench.stats import summarize
-from agentmem.embeddings import default_embedder
+from agentmem.client._wire import op_body, result_of
+from agentmem.embeddings import CachedEmbedder, OnnxMiniLMEmbedder
 from agentmem.server.keys import create_key
 from agentmem.storage.datadir import RECORDS_FILE
 from agentmem.storage.records import RecordStore
@@ -52,8 +56,13 @@ _READY = re.compile(r"ready on (http://[0-9.]+:\d+)")
 
 
 # -- data ------------------------------------------------------------------------------------
+def embedder(threads: int) -> CachedEmbedder:
+    """The embedder of the in-process runs: configured as the server's."""
+    return CachedEmbedder(OnnxMiniLMEmbedder(intra_op_threads=threads))
+
+
 def build(home: Path, n: int, seed: int) -> None:
-    with AgentMemory(home, embedder=default_embedder()) as mem:
+    with AgentMemory(home, embedder=embedder(2)) as mem:
         facts = mem.bind(TENANT, user_id=USER)
         for b, start in enumerate(range(0, n, 500)):
             batch = list(iter_memories(min(start + 500, n), seed, start))
@@ -77,9 +86,10 @@ def queries(n: int, corpus: int, seed: int, salt: int) -> list[str]:
 
 
 # -- the server --------------------------------------------------------------------------------
-def start_server(home: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(home: Path, embed_threads: int) -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     env["AGENTMEM_RATE_LIMIT"] = "0"
+    env["AGENTMEM_SERVER_EMBED_THREADS"] = str(embed_threads)
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentmem.cli", "--home", str(home), "serve", "--port", "0",
          "--no-access-log"],
@@ -95,6 +105,11 @@ def start_server(home: Path) -> tuple[subprocess.Popen[str], str]:
             threading.Thread(target=proc.stdout.read, daemon=True).start()
             return proc, found.group(1)
     raise RuntimeError("the server did not start")
+
+
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(120)
 
 
 def new_key(home: Path) -> str:
@@ -113,6 +128,20 @@ def timed_recalls(m: Any, texts: list[str]) -> list[float]:
         m.recall(text)
         out.append((time.perf_counter() - t) * 1000)
     return out
+
+
+def timed_remote_recalls(client: Any, m: Any, texts: list[str]) -> tuple[list[float], list[float]]:
+    """Round-trip times and the server's own time for the operation (``Server-Timing``)."""
+    rtt, op = [], []
+    for text in texts:
+        t = time.perf_counter()
+        response = client.request(
+            "POST", "/v1/ops/recall", content=op_body(m.identity, {"query": text})
+        )
+        result_of("recall", response)
+        rtt.append((time.perf_counter() - t) * 1000)
+        op.append(float(response.headers["server-timing"].split("dur=")[1]))
+    return rtt, op
 
 
 def mixed_loop(
@@ -176,10 +205,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=20.0)
     p.add_argument("--write-ratio", type=float, default=0.2)
     p.add_argument("--queries", type=int, default=300, help="single-caller recalls per phase")
+    p.add_argument("--rounds", type=int, default=2, help="alternations of phases 1 and 2")
+    p.add_argument(
+        "--embed-threads", type=int, default=1, help="onnxruntime threads per call (both sides)"
+    )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--home", default=None, help="reuse (or keep) this data dir")
     p.add_argument("--json", default=None, help="write the figures to this file")
     args = p.parse_args(argv)
+    servers: list[subprocess.Popen[str]] = []
+    try:
+        return run(args, servers)
+    finally:
+        for proc in servers:  # a failed run leaves no server behind
+            if proc.poll() is None:
+                proc.kill()
+
+
+def run(args: argparse.Namespace, servers: list[subprocess.Popen[str]]) -> int:
 
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="agentmem-load-"))
     if not (home / RECORDS_FILE).exists():
@@ -192,21 +235,37 @@ def main(argv: list[str] | None = None) -> int:
                            "duration_s": args.duration, "write_ratio": args.write_ratio,
                            "cpus": os.cpu_count()}  # fmt: skip
 
-    print("1/4 in-process, one caller", file=sys.stderr)
-    with AgentMemory(home, embedder=default_embedder()) as mem:
-        m = mem.bind(TENANT, user_id=USER, session_id="inproc")
-        timed_recalls(m, warm)
-        fig["inprocess_single"] = summarize(timed_recalls(m, measured))
-
-    print("2/4 server, one client", file=sys.stderr)
-    proc, url = start_server(home)
-    try:
+    # phases 1 and 2 alternate (``--rounds``), so a change in the machine's load hits both
+    inproc: list[float] = []
+    remote: list[float] = []
+    server_op: list[float] = []
+    chunk = len(measured) // args.rounds
+    proc: subprocess.Popen[str] | None = None
+    for n in range(args.rounds):
+        part = measured[n * chunk : (n + 1) * chunk]
+        print(f"1/4 in-process, one caller (round {n + 1})", file=sys.stderr)
+        with AgentMemory(home, embedder=embedder(args.embed_threads)) as mem:
+            m = mem.bind(TENANT, user_id=USER, session_id="inproc")
+            timed_recalls(m, warm)
+            inproc += timed_recalls(m, part)
+        print(f"2/4 server, one client (round {n + 1})", file=sys.stderr)
+        proc, url = start_server(home, args.embed_threads)
+        servers.append(proc)
         key = new_key(home)
         with connect(url, api_key=key) as client:
             m = client.bind(user_id=USER, session_id="single")
             timed_recalls(m, warm)
-            fig["server_single"] = summarize(timed_recalls(m, measured))
-
+            rtt, op = timed_remote_recalls(client, m, part)
+            remote += rtt
+            server_op += op
+        if n < args.rounds - 1:  # the last server stays up for phase 3
+            stop_server(proc)
+    fig["inprocess_single"] = summarize(inproc)
+    fig["server_single"] = summarize(remote)
+    fig["server_single_op"] = summarize(server_op)
+    fig["transport_per_recall"] = summarize([a - b for a, b in zip(remote, server_op, strict=True)])
+    assert proc is not None
+    try:
         print(f"3/4 server, {args.clients} client processes", file=sys.stderr)
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
@@ -238,11 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         load["lost_writes"] = lost
         fig["server_load"] = load
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
+        stop_server(proc)
 
     print(f"4/4 in-process, {args.clients} threads", file=sys.stderr)
-    with AgentMemory(home, embedder=default_embedder()) as mem:
+    with AgentMemory(home, embedder=embedder(args.embed_threads)) as mem:
         boxes: list[dict[str, Any]] = []
 
         def run(k: int) -> None:
@@ -287,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {ops} | {rec['p50']:.2f} / {rec['p95']:.2f} / {rec['p99']:.2f} | {w} | {e} |"
         )
     print(f"\nHTTP cost per recall (p50 remote - p50 in-process): {fig['http_cost_p50_ms']:.2f} ms")
+    t, o = fig["transport_per_recall"], fig["server_single_op"]
+    print(f"same requests: server's own time p50 {o['p50']:.2f} ms, transport (round trip - "
+          f"server time) p50 / p95 {t['p50']:.2f} / {t['p95']:.2f} ms")  # fmt: skip
     print(f"recall p95 under load / single-client p95: {fig['load_p95_over_single_p95']:.2f}x")
     print(f"acknowledged writes under load: {lo['acknowledged_writes']}, lost: {lo['lost_writes']}")
     if args.json:
