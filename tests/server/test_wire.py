@@ -129,3 +129,22 @@ def test_errors_keep_class_and_fields_over_the_wire(exc: AgentMemError, status: 
 def test_a_non_agentmem_error_page_becomes_a_remote_error() -> None:
     err = error_from(502, None)
     assert type(err).__name__ == "RemoteError" and err.context["status"] == 502
+
+
+def test_client_all_is_pinned() -> None:
+    import agentmem.client
+
+    assert agentmem.client.__all__ == [
+        "AsyncClient",
+        "AsyncRemoteBoundMemory",
+        "AsyncRemoteKnowledge",
+        "AsyncRemoteState",
+        "Client",
+        "RemoteBoundMemory",
+        "RemoteKnowledge",
+        "RemoteState",
+        "connect",
+        "connect_async",
+    ]
+    assert agentmem.connect is agentmem.client.connect
+    assert agentmem.connect_async is agentmem.client.connect_async
