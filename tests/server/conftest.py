@@ -1,6 +1,7 @@
-"""Fixtures of the server tests: a real ``agentmem serve`` subprocess per test module.
+"""Fixtures of the server tests: a real ``agentmem serve`` subprocess.
 
-- ``server``: one server (module scope) on a fresh data dir, on a free loopback port.
+- ``server``: one server for the package's tests (a module that needs other settings defines
+  its own), on a fresh data dir, on a free loopback port.
 - ``tenant``: a fresh tenant id per test, so tests sharing a server never see each other.
 - ``connect_as(tenant, user=None, agent=None, admin=False)``: a new key and a connected
   :class:`agentmem.client.Client`, closed after the test.
@@ -19,7 +20,7 @@ import agentmem
 from agentmem.client import Client
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv = ServerProcess(tmp_path_factory.mktemp("served"), env={"AGENTMEM_RATE_LIMIT": "0"})
     srv.start()
