@@ -29,7 +29,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from agentmem import BoundMemory, ScopeError, ValidationError
+from agentmem import BoundMemoryProtocol, ScopeError, ValidationError
 
 from ._messages import store_messages
 from .tools import ReadToolOutputTool, RecallTool
@@ -59,7 +59,7 @@ class AgentMemMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        memory: BoundMemory,
+        memory: BoundMemoryProtocol,
         *,
         window: int = 20,
         record: bool = True,

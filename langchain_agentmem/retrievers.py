@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from agentmem import BoundMemory
+from agentmem import BoundMemoryProtocol
 
 from ._convert import hit_to_document
 
@@ -46,7 +46,7 @@ class AgentMemRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: BoundMemory
+    memory: BoundMemoryProtocol
     """The bound memory (``AgentMemory.bind``) whose identity every search uses."""
     k: int = Field(default=5, ge=1, le=20)
     """How many documents to return at most (the core's ``top_k``)."""

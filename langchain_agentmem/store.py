@@ -60,7 +60,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem import AgentMemory, BoundMemory, RecallHit, ValidationError
+from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
 from agentmem.models import MEMORY_TYPES
 
 _ENTRY_PREFIX = "item:"
@@ -239,7 +239,7 @@ class AgentMemStore(BaseStore):
 
     def __init__(
         self,
-        memory: AgentMemory,
+        memory: MemoryProtocol,
         *,
         tenant_id: str,
         user_position: int | None = None,
@@ -268,7 +268,7 @@ class AgentMemStore(BaseStore):
         self.memory_type = memory_type
         self.wait_for_index = wait_for_index
         # Binding validates tenant_id and store_id (printable, at most 256 characters).
-        self._registry: BoundMemory = memory.bind(
+        self._registry: BoundMemoryProtocol = memory.bind(
             tenant_id=tenant_id, agent_id=f"langgraph-store:{store_id}"
         )
 
@@ -279,7 +279,7 @@ class AgentMemStore(BaseStore):
 
         return _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
 
-    def _bind(self, owner: _Owner) -> BoundMemory:
+    def _bind(self, owner: _Owner) -> BoundMemoryProtocol:
         return self.memory.bind(
             tenant_id=self.tenant_id, user_id=owner.user_id, agent_id=owner.agent_id
         )

@@ -10,9 +10,9 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from agentmem import BoundMemoryProtocol
 from agentmem import validation as v
 from agentmem.errors import ValidationError
-from agentmem.memory import BoundMemory
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES, RecallHit
 
 #: Metadata keys a node's text is shown to an LLM with (the rest stay out of the prompt).
@@ -79,7 +79,7 @@ class AgentMemRetriever(BaseRetriever):
 
     def __init__(
         self,
-        memory: BoundMemory,
+        memory: BoundMemoryProtocol,
         *,
         similarity_top_k: int = 5,
         scope: str = "any",
@@ -91,7 +91,7 @@ class AgentMemRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if not isinstance(memory, BoundMemory):
+        if not isinstance(memory, BoundMemoryProtocol):
             raise ValidationError(
                 "memory", f"must be a BoundMemory (AgentMemory.bind), got {type(memory).__name__}"
             )

@@ -24,8 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("context",),
     ("write", "recall.api"),
     ("tiers", "derived", "maintenance"),
-    ("memory",),
-    ("tools", "evaluation", "bench", "server", "client", "cli", "__main__"),
+    ("memory", "protocols"),
+    ("tools", "wire", "evaluation", "bench", "server", "client", "cli", "__main__"),
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..maintenance.doctor import diagnose
+from ..maintenance.doctor import DoctorReport, diagnose
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
 
 
@@ -29,11 +29,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with open_memory(args, background=False, beside_writer=True) as mem:
         report = diagnose(mem.context)
         home = mem.home
+    return render(out, str(home), report)
+
+
+def render(out: Output, home: str, report: DoctorReport) -> int:
+    """Print a doctor report (of a data dir, or of a server's); the exit status it means."""
     if out.json:
-        out.result({"home": str(home), **to_jsonable(report)})
+        out.result({"home": home, **to_jsonable(report)})
     else:
         status = "[green]ok[/green]" if report.ok else "[red]drift found[/red]"
-        out.print(f"agentmem doctor: {markup(str(home))}: {status}")
+        out.print(f"agentmem doctor: {markup(home)}: {status}")
         out.print(
             f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
             f"vectors: {report.vectors}"

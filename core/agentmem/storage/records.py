@@ -8,7 +8,8 @@ left to do (:mod:`agentmem.storage.index_queue`).
 :class:`RecordStore` is the only way into the SQL: the ``memories`` table (with its payloads
 and vector partitions) through its own methods, the other tables through its attributes
 (:attr:`~RecordStore.sessions`, :attr:`~RecordStore.working`, :attr:`~RecordStore.agent_state`,
-:attr:`~RecordStore.meta`, :attr:`~RecordStore.ingest_log`, :attr:`~RecordStore.index`).
+:attr:`~RecordStore.meta`, :attr:`~RecordStore.ingest_log`, :attr:`~RecordStore.index`,
+:attr:`~RecordStore.api_keys`, :attr:`~RecordStore.activity`).
 Feature code calls these named operations and never writes SQL.
 """
 
@@ -21,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..models import MESSAGE_KINDS
+from .activity import ActivityLog
 from .agent_state import AgentStateTable
 from .database import Database, Transaction, chunks, marks
 from .index_queue import IndexQueue
+from .keys import ApiKeyTable
 from .meta import IngestLog, MetaTable
 from .rows import (
     BRIEF_COLUMNS,
@@ -116,6 +119,8 @@ class RecordStore:
         self.meta = MetaTable(self.db)
         self.ingest_log = IngestLog(self.db)
         self.index = IndexQueue(self.db)
+        self.api_keys = ApiKeyTable(self.db)
+        self.activity = ActivityLog(self.db)
 
     # -- raw access, for diagnostics and tests ---------------------------------------------
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

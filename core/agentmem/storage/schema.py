@@ -150,4 +150,19 @@ MIGRATIONS: list[str] = [
         updated_at TEXT NOT NULL
     );
     """,
+    # 6: API keys of the server (``agentmem keys``); only a hash of each secret is stored
+    """
+    CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        name TEXT,
+        admin INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    );
+    CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant_id);
+    """,
 ]
