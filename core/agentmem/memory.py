@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from .derived import answer as answer_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
-from .embeddings import Embedder
+from .embeddings import Embedder, ModelFilesWarning, model_files_problem
 from .errors import DataDirLockedError, StorageError
 from .llm.base import LLM, ChatTurn
 from .maintenance import reindex as reindex_op
@@ -120,6 +121,20 @@ def _release(home: Path, ctx: StoreContext, shared: bool) -> None:
         ctx.close()
 
 
+def _model_files_message(embedder: Embedder) -> str | None:
+    """What to say when the default embedder's model files are missing or the wrong size (a
+    cheap check; checksums are verified at first load), instead of letting every write fail
+    to embed quietly in the background."""
+    problem = model_files_problem(embedder)
+    if problem is None:
+        return None
+    return (
+        f"agentmem cannot embed with its default model: {problem}. Until this is fixed, "
+        f"writes get no vectors and recall matches by keywords only (degraded=True); "
+        f"afterwards `agentmem reindex` embeds what was written meanwhile"
+    )
+
+
 class AgentMemory:
     """A memory store on one data dir: SQLite records, Tantivy keywords, Chroma vectors.
 
@@ -178,6 +193,8 @@ class AgentMemory:
         home = Path(path).expanduser() if path is not None else default_home()
         resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
 
+        unusable: list[str] = []
+
         def opener() -> StoreContext:
             ctx = open_store(
                 home,
@@ -189,6 +206,10 @@ class AgentMemory:
                 allow_embedder_change=allow_embedder_change,
                 read_only=read_only,
             )
+            problem = _model_files_message(ctx.embedder)
+            if problem is not None:
+                ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
+                unusable.append(problem)
             if background and not read_only:
                 ctx.indexer.start()
                 ctx.indexer.notify()  # pick up work left by an earlier process
@@ -197,6 +218,8 @@ class AgentMemory:
         key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
+        for problem in unusable:  # said once, when the dir is opened (not when it is shared)
+            warnings.warn(problem, ModelFilesWarning, stacklevel=2)
         self._background = background
         self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 

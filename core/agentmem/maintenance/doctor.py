@@ -12,7 +12,9 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
 - **unreadable**: an index that cannot be opened or read (the problem is reported, not raised),
   and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
 
-The report also names the embedder recorded for the vectors (``embedder``; see
+The report also checks the default embedder's model files (``model_files``: presence, size
+and sha256; a problem names the ``pip`` command that fixes it and makes the report not ``ok``)
+and names the embedder recorded for the vectors (``embedder``; see
 :mod:`agentmem.storage.fingerprint`). A data dir older than that record holds vectors whose model
 was assumed when it was first opened: ``notes`` says so, without making the report not
 ``ok`` (``reindex`` re-embeds with a known embedder).
@@ -29,11 +31,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import StoreContext
+from ..embeddings import model_files_status
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
@@ -80,6 +84,9 @@ class DoctorReport:
     embedder: dict[str, Any] | None = None
     #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
     notes: list[str] = field(default_factory=list)
+    #: The embedder's model files (role, path, ok, size, sha256_verified, problem, fix), or
+    #: None for an embedder without files agentmem knows of (a custom one).
+    model_files: list[dict[str, Any]] | None = None
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
@@ -171,6 +178,12 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         if d.missing_keyword or d.missing_vectors or d.extra_vectors:
             drift.append(d)
 
+    # -- the embedder's model files -----------------------------------------------------------
+    files = model_files_status(ctx.embedder, verify_checksums=True)
+    for status in files or []:
+        if not status.ok:
+            problems.append(f"{status.problem}; fix: {status.fix}")
+
     kw_pending, vec_pending, failed = records.index.pending_counts()
     recorded = read_fingerprint(records)
     notes: list[str] = []
@@ -216,6 +229,7 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         samples=samples,
         embedder=None if recorded is None else recorded.to_dict(),
         notes=notes,
+        model_files=None if files is None else [dataclasses.asdict(s) for s in files],
     )
 
 
