@@ -637,12 +637,19 @@ class BoundMemory:
         return WorkingMemory(self._ctx, self.identity)
 
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
-        first when the prompt passes ``budget_ratio`` of ``model_window``. See
+        first when the prompt passes ``budget_ratio`` of ``model_window`` or the window holds
+        more than ``max_messages``. See
         :meth:`agentmem.tiers.working.WorkingMemory.context_messages`."""
-        return self.working.context_messages(model_window=model_window, budget_ratio=budget_ratio)
+        return self.working.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
 
     def compact(self, *, keep: int | None = None) -> CompactionResult:
         """Fold this session's window into its reference summary, keeping a short tail."""
