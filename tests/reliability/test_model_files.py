@@ -136,8 +136,22 @@ def test_doctor_reports_the_model_files(
     with pytest.warns(ModelFilesWarning):
         assert main(["--home", str(home), "doctor"]) == 1
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "model files unusable" in out
     assert "1,000 bytes, expected 466,247" in out and FIX in out
-    assert "agentmem reindex" not in out  # reindex cannot fix a file
+    assert "agentmem reindex" not in out  # nothing was written: only the file needs fixing
+
+    # rows written meanwhile failed to embed: fix the file, then reindex
+    with pytest.warns(ModelFilesWarning):
+        mem = make_memory(path=home, embedder=default_embedder(), background=False)
+    mem.bind(**IDENT).add_message("user", "My order 4711 arrived damaged")
+    mem.flush()
+    mem.close()
+    with pytest.warns(ModelFilesWarning):
+        assert main(["--home", str(home), "doctor"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "drift found" in out and "rows whose embedding failed: 1" in out
+    assert "fix the model files first" in out
+    assert "run `agentmem reindex` after that" in out
 
 
 def test_a_custom_embedder_has_no_model_files_to_report(make_memory, hash_embedder) -> None:

@@ -39,7 +39,21 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
     if out.json:
         out.result({"home": home, **to_jsonable(report)})
     else:
-        status = "[green]ok[/green]" if report.ok else "[red]drift found[/red]"
+        broken_files = _file_problems(report.model_files)
+        drift = report.problems != broken_files or any(
+            (
+                report.missing_keyword,
+                report.extra_keyword,
+                report.missing_vectors,
+                report.extra_vectors,
+                report.failed_vectors,
+                report.orphan_collections,
+            )
+        )
+        if report.ok:
+            status = "[green]ok[/green]"
+        else:
+            status = "[red]drift found[/red]" if drift else "[red]model files unusable[/red]"
         out.print(f"agentmem doctor: {markup(home)}: {status}")
         out.print(
             f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
@@ -69,8 +83,11 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
             out.print(f"  [yellow]note[/yellow]: {markup(note)}")
         for kind, ids in report.samples.items():
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
-        if not report.ok and report.problems != _file_problems(report.model_files):
-            out.print("  run `agentmem reindex` to rebuild both indexes from the records")
+        if broken_files:
+            out.print("  fix the model files first: run the pip command above")
+        if drift:
+            after = " after that" if broken_files else ""
+            out.print(f"  run `agentmem reindex`{after} to rebuild both indexes from the records")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
