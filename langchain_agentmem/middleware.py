@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from agentmem import BoundMemory, ScopeError, ValidationError
+from agentmem import BoundMemoryProtocol, ScopeError, ValidationError
 from agentmem.tools import check_memory
 
 from ._messages import store_messages
@@ -53,7 +53,8 @@ class AgentMemMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     window with the session's working memory, expose recall.
 
     Args:
-        memory: A memory bound with a ``session_id`` (``AgentMemory.bind``).
+        memory: A memory bound with a ``session_id`` (``AgentMemory.bind``, or the client of
+            :func:`agentmem.connect`).
         window: Most conversation messages in the prompt: past it, the oldest are folded
             into the reference summary until about half remain (never fewer than the core's
             tail of 4, ``AGENTMEM_WORKING_TAIL``). ``None`` (the default) uses the store's
@@ -82,7 +83,7 @@ class AgentMemMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        memory: BoundMemory,
+        memory: BoundMemoryProtocol,
         *,
         window: int | None = None,
         model_window: int | None = None,
@@ -167,7 +168,7 @@ class AgentMemMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """(the messages to show, the summary text for the system message or None)."""
         if not self.record:
             return list(messages), None
-        view = self.memory.working.prompt_view(
+        view = self.memory.prompt_view(
             model_window=self.model_window, budget_ratio=self.budget_ratio, max_messages=self.window
         )
         shown = {

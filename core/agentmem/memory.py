@@ -58,7 +58,7 @@ from .tiers import sessions as session_tiers
 from .tiers.agent_state import AgentState
 from .tiers.knowledge import Knowledge
 from .tiers.sessions import CloseResult, SessionDetail
-from .tiers.working import CompactionResult, WorkingMemory
+from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
@@ -648,6 +648,21 @@ class BoundMemory:
         more than ``max_messages``. See
         :meth:`agentmem.tiers.working.WorkingMemory.context_messages`."""
         return self.working.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What :meth:`context_messages` would send, as stored rows (pinned, reference summary,
+        shown window), after the same trips; for callers that build the prompt from their own
+        message objects (``AgentMemMiddleware``). See
+        :meth:`agentmem.tiers.working.WorkingMemory.prompt_view`."""
+        return self.working.prompt_view(
             model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
         )
 
