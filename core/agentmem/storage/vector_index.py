@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
+import shutil
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +27,10 @@ import numpy as np
 from ..errors import StorageError
 
 _PREFIX = "am_"
+#: The embedded Chroma store's SQLite file, and the name pattern of its segment directories
+#: (both Chroma internals, used only to compact the embedded store after an erasure).
+CHROMA_DB_FILE = "chroma.sqlite3"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def collection_name(tenant_id: str, partition: str) -> str:
@@ -62,24 +69,24 @@ class VectorIndex:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import chromadb
-                    from chromadb.config import Settings
+        client = self._client
+        if client is not None:
+            return client
+        with self._lock:  # one open at a time (and none while compact_files runs)
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings
 
-                    assert self.path is not None
-                    try:
-                        self.path.mkdir(parents=True, exist_ok=True)
-                        self._client = chromadb.PersistentClient(
-                            path=str(self.path),
-                            settings=Settings(anonymized_telemetry=False, allow_reset=True),
-                        )
-                    except Exception as exc:
-                        raise StorageError(
-                            f"cannot open vector index at {self.path}: {exc}"
-                        ) from exc
-        return self._client
+                assert self.path is not None
+                try:
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(
+                        path=str(self.path),
+                        settings=Settings(anonymized_telemetry=False, allow_reset=True),
+                    )
+                except Exception as exc:
+                    raise StorageError(f"cannot open vector index at {self.path}: {exc}") from exc
+            return self._client
 
     def _collection(self, name: str, *, create: bool) -> Any:
         col = self._collections.get(name)
@@ -207,6 +214,109 @@ class VectorIndex:
         except Exception as exc:
             if not _client_error(exc):
                 raise StorageError(f"cannot drop collection {collection}: {exc}") from exc
+
+    def rebuild(self, collection: str, keep: set[str]) -> int:
+        """Recreate ``collection`` with only its vectors of ``keep``; returns how many others
+        it held (now gone).
+
+        Deleting a vector from a Chroma collection leaves it in the HNSW files and the
+        collection's log until they are rewritten; a new collection holding copies of the
+        kept vectors leaves nothing of the others (the old files go with
+        :meth:`compact_files`). A missing collection is left missing.
+        """
+        col = self._collection(collection, create=False)
+        if col is None:
+            return 0
+        ids: list[str] = []
+        embeddings: list[Any] = []
+        metadatas: list[Any] = []
+        try:
+            offset = 0
+            total = 0
+            while True:
+                got = col.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+                batch = got["ids"]
+                total += len(batch)
+                for i, id_ in enumerate(batch):
+                    if id_ in keep:
+                        ids.append(id_)
+                        embeddings.append(got["embeddings"][i])
+                        metadatas.append(got["metadatas"][i])
+                if len(batch) < 5000:
+                    break
+                offset += len(batch)
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
+        self.drop(collection)
+        for start in range(0, len(ids), 1000):
+            self.upsert(
+                collection,
+                ids[start : start + 1000],
+                np.asarray(embeddings[start : start + 1000], dtype=np.float32),
+                metadatas[start : start + 1000],
+            )
+        return total - len(ids)
+
+    def compact_files(self) -> list[str]:
+        """Remove what the embedded store keeps of deleted vectors; returns what was done.
+
+        Chroma leaves the HNSW files of a dropped collection on disk and its SQLite file keeps
+        deleted rows in free pages. With the client closed, the SQLite file is rewritten
+        (``VACUUM``) and segment directories no segment refers to are deleted; the client is
+        opened again on next use. Nothing is done for a caller's client (a Chroma server
+        compacts its own storage).
+        """
+        if not self._owns_client or self.path is None:
+            return []
+        done: list[str] = []
+        with self._lock:
+            self._collections.clear()
+            self._missing.clear()
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+                self._client = None
+            db = self.path / CHROMA_DB_FILE
+            if not db.is_file():
+                return done
+            try:
+                conn = sqlite3.connect(db, timeout=30.0, isolation_level=None)
+                try:
+                    segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+                    conn.execute("VACUUM")
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot compact vector index at {self.path}: {exc}") from exc
+            done.append("vacuum")
+            for entry in self.orphan_segment_dirs(segments):
+                shutil.rmtree(entry)
+                done.append(f"removed {entry.name}")
+        return done
+
+    def orphan_segment_dirs(self, segments: set[str] | None = None) -> list[Path]:
+        """Segment directories of the embedded store that no segment refers to (left behind
+        by dropped collections)."""
+        if not self._owns_client or self.path is None or not self.path.is_dir():
+            return []
+        if segments is None:
+            db = self.path / CHROMA_DB_FILE
+            if not db.is_file():
+                return []
+            try:
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30.0)
+                try:
+                    segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise StorageError(f"vector index at {self.path} unreadable: {exc}") from exc
+        out = []
+        for entry in sorted(self.path.iterdir()):
+            if entry.is_dir() and _UUID.fullmatch(entry.name) and entry.name not in segments:
+                out.append(entry)
+        return out
 
     def close(self) -> None:
         self._collections.clear()
