@@ -28,6 +28,7 @@ from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -57,6 +58,7 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ErasureReceipt",
     "HttpReranker",
     "Identity",
     "IngestResult",

@@ -185,6 +185,7 @@ def test_all_is_pinned() -> None:
         "Embedder",
         "EmbedderMismatchError",
         "EmbeddingError",
+        "ErasureReceipt",
         "HttpReranker",
         "Identity",
         "IngestResult",

@@ -35,6 +35,7 @@ class RecallRequest:
     filters: Mapping[str, Any]
     include_superseded: bool = False
     tiers: tuple[str, ...] | None = None
+    target_agent: str | None = None
 
 
 def recall_request(
@@ -52,6 +53,7 @@ def recall_request(
     filters: Any = None,
     include_superseded: Any = False,
     tiers: Any = None,
+    target_agent: Any = None,
 ) -> RecallRequest:
     """Validate recall arguments for ``identity``; None means the configured default."""
     q = v.query(query)
@@ -72,6 +74,10 @@ def recall_request(
         )
     if scope != "any":
         scope_rules.require(identity, scope)
+    target = v.identity(target_agent, "target_agent")
+    tier_filter = v.choices(tiers, "tiers", TIERS)
+    if target is not None:
+        scope_rules.plan(identity, scope, tier_filter, target)  # raises ScopeError if refused
     return RecallRequest(
         query=q,
         top_k=k,
@@ -83,5 +89,6 @@ def recall_request(
         token_budget=config.token_budget if budget is None else budget,
         filters=flt,
         include_superseded=bool(include_superseded),
-        tiers=v.choices(tiers, "tiers", TIERS),
+        tiers=tier_filter,
+        target_agent=target,
     )
