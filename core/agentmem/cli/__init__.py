@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "derived_cmd",
     "tiers_cmd",
     "doctor_cmd",
+    "erase_cmd",
 )
 
 

@@ -142,17 +142,19 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
             else:
                 ctx.records.working.delete(tenant, partition, session_id)
 
-        # 3. keyword index, 4. vector index
-        ctx.indexer.rewrite_keywords()
-        done.compacted.append("keywords")
+        # 3. keyword index, 4. vector index (an erasure that found nothing skips the work)
+        if done.keyword_entries or after or resumed:
+            ctx.indexer.rewrite_keywords()
+            done.compacted.append("keywords")
         requeued = set(after) if ctx.settings.memory.vector_context > 0 else set()
         _clear_vectors(ctx, tenant, record.collections, requeued, done)
-        if ctx.vectors.compact_files():
+        if (done.dropped or done.rebuilt or resumed) and ctx.vectors.compact_files():
             done.compacted.append("vectors")
 
     # 5. records files
-    ctx.records.reclaim()
-    done.compacted.append("records")
+    if any(counts.values()) or resumed:
+        ctx.records.reclaim()
+        done.compacted.append("records")
     removed = {f"records.{t}": n for t, n in counts.items() if n}
     removed.update(
         keyword_entries=done.keyword_entries,
@@ -250,14 +252,11 @@ class ErasureCheck:
         )
 
 
-def leftovers(ctx: StoreContext) -> list[ErasureCheck]:
+def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
     """Check every logged erasure: nothing of the identity in the records, the keyword index
-    or the vector collections of its own partitions (``agentmem doctor``)."""
+    or the vector collections of its own partitions (``agentmem doctor``, which passes the
+    names of the vector collections it found)."""
     out: list[ErasureCheck] = []
-    try:
-        collections = set(ctx.vectors.collections())
-    except StorageError:
-        collections = set()  # the vector index is unreadable: doctor reports that itself
     for rec in ctx.records.erasure.all():
         subject = rec.subject
         owned = subject.owned_partitions()

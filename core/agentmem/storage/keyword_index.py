@@ -185,7 +185,12 @@ class KeywordIndex:
     def stored_entries(self, partition: str) -> int:
         """Entries under ``partition`` still in the files, live or deleted (a deleted entry
         stays until its segment is rewritten), of every tenant."""
-        return int(self._index.searcher().doc_freq("partition", partition))
+        return self.doc_freq("partition", partition)
+
+    def doc_freq(self, field: str, term: str) -> int:
+        """Entries in the files whose ``field`` holds ``term`` (an analyzed term for
+        ``content``), deleted ones included until their segment is rewritten."""
+        return int(self._index.searcher().doc_freq(field, term))
 
     def commit(self) -> None:
         with self._lock:
