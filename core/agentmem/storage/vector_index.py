@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import shutil
 import sqlite3
+import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -261,11 +263,13 @@ class VectorIndex:
     def compact_files(self) -> list[str]:
         """Remove what the embedded store keeps of deleted vectors; returns what was done.
 
-        Chroma leaves the HNSW files of a dropped collection on disk and its SQLite file keeps
-        deleted rows in free pages. With the client closed, the SQLite file is rewritten
-        (``VACUUM``) and segment directories no segment refers to are deleted; the client is
-        opened again on next use. Nothing is done for a caller's client (a Chroma server
-        compacts its own storage).
+        Chroma leaves the HNSW files of a dropped collection on disk, its SQLite file keeps
+        deleted rows in free pages, and its HNSW files carry whatever the writing process had
+        in memory in their unused capacity (:func:`scrub_hnsw_files`). With the client closed,
+        the SQLite file is rewritten (``VACUUM``), segment directories no segment refers to
+        are deleted and the unused capacity of the others is zeroed; the client is opened
+        again on next use. Nothing is done for a caller's client (a Chroma server compacts
+        its own storage).
         """
         if not self._owns_client or self.path is None:
             return []
@@ -293,7 +297,20 @@ class VectorIndex:
             for entry in self.orphan_segment_dirs(segments):
                 shutil.rmtree(entry)
                 done.append(f"removed {entry.name}")
+            for entry in sorted(self.path.iterdir()):
+                if entry.is_dir() and _UUID.fullmatch(entry.name) and scrub_hnsw_files(entry):
+                    done.append(f"scrubbed {entry.name}")
         return done
+
+    def unscrubbed_segment_dirs(self) -> list[Path]:
+        """Segment directories whose HNSW files hold bytes in their unused capacity."""
+        if not self._owns_client or self.path is None or not self.path.is_dir():
+            return []
+        return [
+            entry
+            for entry in sorted(self.path.iterdir())
+            if entry.is_dir() and _UUID.fullmatch(entry.name) and scrub_hnsw_files(entry, dry=True)
+        ]
 
     def orphan_segment_dirs(self, segments: set[str] | None = None) -> list[Path]:
         """Segment directories of the embedded store that no segment refers to (left behind
@@ -325,3 +342,56 @@ class VectorIndex:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
         self._client = None
+
+
+#: The header of a Chroma HNSW segment (``header.bin``, format version 1): hnswlib's index
+#: parameters (offsetLevel0, max_elements, cur_element_count, size_data_per_element,
+#: label_offset, offsetData, maxlevel, enterpoint, maxM, maxM0, M, mult, ef_construction).
+_HNSW_HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
+
+
+def scrub_hnsw_files(segment: Path, *, dry: bool = False) -> bool:
+    """Zero the unused capacity of a segment's HNSW files; True if it held any byte.
+
+    hnswlib allocates room for ``max_elements`` vectors without clearing it and Chroma
+    writes the whole allocation: the slots past ``cur_element_count`` in ``data_level0.bin``
+    (and their entries in ``length.bin``) hold whatever the writing process had in that
+    memory before: measured, fragments of other collections' records and of texts the
+    process had handled. Only the used elements are read back, so zeroing the rest changes
+    nothing Chroma sees. A header of another format is left alone (False). With ``dry``,
+    nothing is written.
+    """
+    header = segment / "header.bin"
+    try:
+        raw = header.read_bytes()
+    except OSError:
+        return False
+    if len(raw) != _HNSW_HEADER.size:
+        return False
+    version, _offset0, capacity, count, size, *_ = _HNSW_HEADER.unpack(raw)
+    if version != 1 or size <= 0 or count > capacity:
+        return False
+    found = False
+    for name, used, total in (
+        ("data_level0.bin", count * size, capacity * size),
+        ("length.bin", count * 4, capacity * 4),
+    ):
+        path = segment / name
+        try:
+            length = path.stat().st_size
+        except OSError:
+            continue
+        if length != total or length <= used:
+            continue
+        with open(path, "r+b") as f:
+            f.seek(used)
+            tail = f.read()
+            if not tail.strip(b"\0"):
+                continue
+            found = True
+            if not dry:
+                f.seek(used)
+                f.write(bytes(len(tail)))
+                f.flush()
+                os.fsync(f.fileno())
+    return found
