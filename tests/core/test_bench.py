@@ -13,8 +13,8 @@ import pytest
 
 from agentmem.bench import BenchSettings, iter_memories, memory_at, run_bench
 from agentmem.bench.corpus import QUERY_KINDS, unique_code
-from agentmem.bench.peers import PrecomputedEmbedder, peer_status
 from agentmem.bench.harness import embedding_rate, make_queries
+from agentmem.bench.peers import PrecomputedEmbedder, peer_status
 from agentmem.bench.stats import percentile, summarize
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
