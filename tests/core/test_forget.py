@@ -204,3 +204,31 @@ def test_forget_a_summary_does_not_bring_it_back(make_memory: MakeMemory) -> Non
     assert m.forget(summary_id)
     assert m.session_detail("s1").summary is None
     assert len(m.session_detail("s1").events) == 7  # the messages stay
+
+
+def test_a_data_dir_from_before_source_links_gets_them_at_open(make_memory: MakeMemory) -> None:
+    import sqlite3
+
+    mem = make_memory()
+    m, ingested, target = _conversation(mem)
+    m.close_session(summary_timeout=10)
+    mem.flush()
+    links = set(mem.records.read("SELECT tenant_id, memory_id, source_id FROM memory_sources"))
+    assert links and {i for _, i, _ in links} >= set(ingested.memory_ids)
+    home = mem.home
+    mem.close()
+    # what a data dir written before forgetting existed looks like (schema 5)
+    conn = sqlite3.connect(home / "records.sqlite3")
+    conn.execute("DROP TABLE memory_sources")
+    conn.execute("DROP TABLE erasures")
+    conn.execute("ALTER TABLE memories DROP COLUMN forgotten_at")
+    conn.execute("DELETE FROM schema_version WHERE version > 5")
+    conn.commit()
+    conn.close()
+
+    again = make_memory(path=home)
+    backfilled = again.records.read("SELECT tenant_id, memory_id, source_id FROM memory_sources")
+    assert set(backfilled) == links
+    m = again.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    assert m.forget(target)
+    assert rows_containing(again, CANARY) == 0
