@@ -257,8 +257,6 @@ def test_sigkill_during_erase(tmp_path: Path, spawn: Callable[..., object], dela
         if not logged:  # killed before the erasure was logged: nothing was erased yet
             assert "ERASED" not in lines
             mem.erase(tenant_id=TENANT, user_id="u-gone")
-        assert _files_with(home, ERASED_CANARY) == []
-        assert _files_with(home, KEPT_CANARY)
         kept = mem.bind(tenant_id=TENANT, user_id="u-kept", agent_id="a1", session_id="s-u-kept")
         assert len(kept.messages()) == 31
         assert kept.recall(KEPT_CANARY, min_score=0.0).items
@@ -266,3 +264,5 @@ def test_sigkill_during_erase(tmp_path: Path, spawn: Callable[..., object], dela
         assert not report.erasures, report.erasures
     finally:
         mem.close()
+    assert _files_with(home, ERASED_CANARY) == []
+    assert _files_with(home, KEPT_CANARY)

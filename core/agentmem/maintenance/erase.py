@@ -130,7 +130,9 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
         done.keyword_entries = ctx.keywords.entries(ids)
 
         # 2. records
-        counts = ctx.records.erasure.delete(record.id, subject, ids)
+        counts = ctx.records.erasure.delete(
+            record.id, subject, ids, [p for p, _ in record.collections]
+        )
         if after and ctx.settings.memory.vector_context > 0:
             ctx.records.index.requeue(after, vectors=True)
         for partition, session_id in shared_sessions:
@@ -257,7 +259,9 @@ def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
     or the vector collections of its own partitions (``agentmem doctor``, which passes the
     names of the vector collections it found)."""
     out: list[ErasureCheck] = []
-    for rec in ctx.records.erasure.all():
+    records = ctx.records.erasure.all()
+    found = ctx.records.erasure.leftovers([rec.subject for rec in records])
+    for rec, rows in zip(records, found, strict=True):
         subject = rec.subject
         owned = subject.owned_partitions()
         if subject.whole_tenant:
@@ -277,7 +281,7 @@ def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
                 agent_id=subject.agent_id,
                 status=rec.status,
                 completed_at=rec.completed_at,
-                records=ctx.records.erasure.leftovers(subject),
+                records=rows,
                 keyword_entries=kw,
                 collections=sorted(
                     c for p in owned if (c := collection_name(subject.tenant_id, p)) in collections

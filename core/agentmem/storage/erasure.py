@@ -237,9 +237,13 @@ class ErasureStore:
         erasure_id: str,
         subject: ErasureSubject,
         ids: Sequence[str],
+        partitions: Sequence[str] = (),
     ) -> dict[str, int]:
         """Delete the subject's rows, ``ids`` (rows derived from them) and every entry about
         them, in one transaction that also moves the erasure to ``compacting``.
+
+        Which of ``partitions`` (those the rows lived in) are left without rows loses its
+        ``partitions`` entry (the caller drops its vector collection).
 
         The working-memory state of the subject's own conversations goes too (the caller
         handles conversations it shares). Rows the subject wrote after the caller listed
@@ -286,12 +290,9 @@ class ErasureStore:
                         (tenant, *owned),
                     )
                     add("working_state", cur.rowcount)
-                # a partition left without rows loses its vector collection (the caller drops it)
                 empty = [
                     p
-                    for (p,) in tx.execute(
-                        "SELECT partition FROM partitions WHERE tenant_id = ?", (tenant,)
-                    ).fetchall()
+                    for p in partitions
                     if tx.execute(
                         "SELECT 1 FROM memories WHERE tenant_id = ? AND partition = ? LIMIT 1",
                         (tenant, p),
@@ -323,17 +324,43 @@ class ErasureStore:
         return total
 
     # -- checks (doctor) -----------------------------------------------------------------------
-    def leftovers(self, subject: ErasureSubject) -> dict[str, int]:
-        """Rows of ``subject`` still stored, per table (empty when nothing is left)."""
-        out: dict[str, int] = {}
+    def leftovers(self, subjects: Sequence[ErasureSubject]) -> list[dict[str, int]]:
+        """Rows of each subject still stored, per table (empty when nothing is left).
+
+        Each owner-keyed table is read once, grouped by owner, whatever the number of
+        subjects (``memories`` has no index by owner: one scan, not one per erasure).
+        """
+        owners: dict[str, dict[tuple[Any, ...], int]] = {}
         for table in (MEMORIES, *IDENTITY_TABLES):
-            where = subject.where(table)
-            if where is None:
-                continue
-            sql, params = where
-            n = int(self._db.read(f"SELECT COUNT(*) FROM {table.name} WHERE {sql}", params)[0][0])
-            if n:
-                out[table.name] = n
+            cols = [table.tenant_column, table.user_column or "NULL", table.agent_column or "NULL"]
+            owners[table.name] = {
+                (r[0], r[1], r[2]): int(r[3])
+                for r in self._db.read(
+                    f"SELECT {', '.join(cols)}, COUNT(*) FROM {table.name} GROUP BY 1, 2, 3"
+                )
+            }
+        out = []
+        for subject in subjects:
+            found: dict[str, int] = {}
+            for table in (MEMORIES, *IDENTITY_TABLES):
+                if subject.where(table) is None:
+                    continue
+                n = sum(
+                    count
+                    for (tenant, user, agent), count in owners[table.name].items()
+                    if tenant == subject.tenant_id
+                    and (subject.user_id is None or user == subject.user_id)
+                    and (subject.agent_id is None or agent == subject.agent_id)
+                )
+                if n:
+                    found[table.name] = n
+            found.update(self._other_leftovers(subject))
+            out.append(found)
+        return out
+
+    def _other_leftovers(self, subject: ErasureSubject) -> dict[str, int]:
+        """Rows of ``subject`` in the tables not keyed by owner."""
+        out: dict[str, int] = {}
         tenant = subject.tenant_id
         if subject.whole_tenant:
             for name in _TENANT_TABLES:

@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import struct
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,18 +52,27 @@ class VectorIndex:
     Args:
         path: Directory for an embedded ``PersistentClient`` (ignored when ``client`` is given).
         client: A caller-supplied Chroma client, e.g. ``chromadb.HttpClient(...)``.
+        read_only: Opened beside the process that writes to the data dir: :meth:`close`
+            leaves the files alone.
 
     Example:
         >>> vi = VectorIndex(tmp_path / "chroma")  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path | None = None, *, client: Any = None) -> None:
+    def __init__(
+        self, path: Path | None = None, *, client: Any = None, read_only: bool = False
+    ) -> None:
         self.path = path
+        #: Opened beside the writing process: never rewrites files (no scrub at close).
+        self.read_only = read_only
         self._client = client
         self._owns_client = client is None
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
+        #: When this index first opened its embedded client (segment files written since
+        #: are scrubbed at close).
+        self._opened_at: float | None = None
 
     @property
     def owns_client(self) -> bool:
@@ -82,6 +92,8 @@ class VectorIndex:
                 assert self.path is not None
                 try:
                     self.path.mkdir(parents=True, exist_ok=True)
+                    if self._opened_at is None:
+                        self._opened_at = time.time()
                     self._client = chromadb.PersistentClient(
                         path=str(self.path),
                         settings=Settings(anonymized_telemetry=False, allow_reset=True),
@@ -336,12 +348,25 @@ class VectorIndex:
         return out
 
     def close(self) -> None:
+        """Close the client; segment files the embedded store wrote meanwhile are scrubbed
+        (:func:`scrub_hnsw_files`: Chroma writes them whenever it loads a collection)."""
         self._collections.clear()
         self._missing.clear()
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
         self._client = None
+        if (
+            self._owns_client
+            and not self.read_only
+            and self.path is not None
+            and self._opened_at is not None
+        ):
+            since, self._opened_at = self._opened_at, None
+            with contextlib.suppress(OSError):
+                for entry in self.path.iterdir():
+                    if _UUID.fullmatch(entry.name) and _written_since(entry, since):
+                        scrub_hnsw_files(entry)
 
 
 #: The header of a Chroma HNSW segment (``header.bin``, format version 1): hnswlib's index
@@ -350,11 +375,17 @@ class VectorIndex:
 _HNSW_HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
 
 
+def _written_since(segment: Path, since: float) -> bool:
+    header = segment / "header.bin"
+    return header.is_file() and header.stat().st_mtime >= since - 1.0
+
+
 def scrub_hnsw_files(segment: Path, *, dry: bool = False) -> bool:
     """Zero the unused capacity of a segment's HNSW files; True if it held any byte.
 
     hnswlib allocates room for ``max_elements`` vectors without clearing it and Chroma
-    writes the whole allocation: the slots past ``cur_element_count`` in ``data_level0.bin``
+    writes the whole allocation (when a collection is created, and again whenever a process
+    loads it, a query included): the slots past ``cur_element_count`` in ``data_level0.bin``
     (and their entries in ``length.bin``) hold whatever the writing process had in that
     memory before: measured, fragments of other collections' records and of texts the
     process had handled. Only the used elements are read back, so zeroing the rest changes
