@@ -305,3 +305,34 @@ def test_cli_erase_prints_the_receipt_and_doctor_checks_it(
     assert status == 0 and "0 row(s) removed" in text
     assert run("erase", "--user", U1)[0] == 2  # no --tenant: refused
     assert run("erase", "--tenant", " ")[0] == 2
+
+
+def test_the_keyword_rewrite_indexes_rows_as_the_indexer_does(make_memory: MakeMemory) -> None:
+    """The rewrite builds each chat message's keyword context in one pass over the rows; the
+    indexer reads it with a query per message: the index must answer the same either way."""
+    from agentmem.storage.keyword_index import KeywordFilter
+
+    mem = make_memory(background=False)
+    tokens = [f"zqtok{i}" for i in range(12)]
+    for s in range(3):
+        m = mem.bind("acme", user_id="u1", agent_id="a1", session_id=f"s{s}")
+        for i, token in enumerate(tokens):
+            m.add_message("user", f"When did parcel {token} of session {s} arrive?")
+            m.add_message("assistant", "Yes, last Tuesday!" if i % 2 else f"Checking {i}.")
+            if i % 4 == 0:
+                m.add_tool_output(f"call-{i}", f"tracking {token} delivered")
+        m.close_session(summary_timeout=0)
+    mem.bind("acme", user_id="u2", session_id="x").add_message("user", "zqtok3 elsewhere")
+    mem.flush()
+    flt = KeywordFilter(tenant="acme", partitions=("conv:u:u1", "chunks:conv:u:u1", "conv:u:u2"))
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [
+            [(i, round(score, 4)) for i, score in mem.keywords.search([t, "tuesday"], flt, 50)]
+            for t in tokens
+        ]
+
+    before = answers()
+    assert any(len(a) > 3 for a in before)
+    assert mem.indexer.rewrite_keywords() == mem.records.count_live()
+    assert answers() == before

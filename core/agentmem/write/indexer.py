@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -221,15 +221,32 @@ class Indexer:
         rows it holds. Rows still queued for the keyword index are written too (the queue
         writes them again, harmlessly)."""
 
+        n = self.keyword_context
+
         def batches() -> Iterator[list[KeywordDoc]]:
-            rows: list[Row] = []
+            # the rows stream in insertion order, so each chat message's context (the live
+            # messages before it in its session, as _contexts reads them one query per
+            # message) is kept here as it goes: one pass instead of a query per message
+            recent: dict[tuple[str, str, str], deque[str]] = {}
+            docs: list[KeywordDoc] = []
             for row in self.records.iter_rows(live_only=True):
-                rows.append(row)
-                if len(rows) >= KEYWORD_BATCH:
-                    yield self._keyword_docs(rows)
-                    rows = []
-            if rows:
-                yield self._keyword_docs(rows)
+                item = row.item
+                context = ""
+                if n > 0 and item.kind == "chat_message" and item.session_id is not None:
+                    key = (item.tenant_id, row.partition, item.session_id)
+                    before = recent.get(key)
+                    if before:
+                        context = "\n".join(before)
+                    if row.tier is None:
+                        recent.setdefault(key, deque(maxlen=n)).append(
+                            row_text(row)[:CONTEXT_CHARS]
+                        )
+                docs.append(keyword_doc(row, context))
+                if len(docs) >= KEYWORD_BATCH:
+                    yield docs
+                    docs = []
+            if docs:
+                yield docs
 
         with self._kw_lock:
             return self.keywords.rewrite(batches())
