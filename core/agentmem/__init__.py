@@ -35,6 +35,7 @@ from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -67,6 +68,7 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ErasureReceipt",
     "HttpReranker",
     "Identity",
     "IngestResult",

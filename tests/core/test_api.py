@@ -187,6 +187,7 @@ def test_all_is_pinned() -> None:
         "Embedder",
         "EmbedderMismatchError",
         "EmbeddingError",
+        "ErasureReceipt",
         "HttpReranker",
         "Identity",
         "IngestResult",

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from ..maintenance.doctor import DoctorReport, diagnose
+from ..maintenance.erase import ErasureCheck
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
 
 
@@ -59,6 +60,14 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
                 out.print(f"  {label}: {n}")
         for name in report.orphan_collections:
             out.print(f"  collection {name} belongs to no partition")
+        if report.erasures_checked:
+            out.print(f"  erasures checked: {report.erasures_checked}")
+        for check in report.erasures:
+            out.print(f"  [red]erasure {check.erasure_id}[/red]: {markup(_erasure(check))}")
+        for name in report.orphan_vector_files:
+            out.print(f"  vector files of a dropped collection remain: {name}")
+        for table, n in report.orphan_rows.items():
+            out.print(f"  {table}: {n} entries of rows that no longer exist")
         for problem in report.problems:
             out.print(f"  [red]problem[/red]: {markup(problem)}")
         for note in report.notes:
@@ -66,8 +75,28 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
         for kind, ids in report.samples.items():
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
         if not report.ok:
+            if report.erasures:
+                out.print(
+                    "  run `agentmem erase` again for an identity with leftovers (it removes "
+                    "them and finishes an interrupted erasure)"
+                )
             out.print("  run `agentmem reindex` to rebuild both indexes from the records")
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _erasure(check: ErasureCheck) -> str:
+    who = f"tenant {check.tenant_id!r}"
+    if check.user_id is not None:
+        who += f", user {check.user_id!r}"
+    if check.agent_id is not None:
+        who += f", agent {check.agent_id!r}"
+    found = [f"{t} {n}" for t, n in check.records.items()]
+    if check.keyword_entries:
+        found.append(f"keyword entries {check.keyword_entries}")
+    if check.collections:
+        found.append(f"vector collections {len(check.collections)}")
+    state = "not finished" if check.status != "done" else "leftovers"
+    return f"{who}: {state}" + (f": {', '.join(found)}" if found else "")
 
 
 def _describe_embedder(recorded: dict[str, Any] | None) -> str:

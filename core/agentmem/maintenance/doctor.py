@@ -10,7 +10,14 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
 - **extra**: an indexed id that is not a live row of that partition (deleted, anonymized,
   unknown, or in a collection no partition maps to);
 - **unreadable**: an index that cannot be opened or read (the problem is reported, not raised),
-  and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
+  and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``);
+- **erasures**: every identity in the erasure log is checked (:func:`~agentmem.maintenance.
+  erase.leftovers`): no row of it in the records, no keyword entry under its own partitions
+  (live, or deleted but still in the files), no vector collection of them; an erasure a crash
+  interrupted is reported until it is finished (at the next open, or by erasing again);
+- **leftover files**: segment directories of the embedded Chroma store that no collection
+  uses (Chroma leaves them behind when a collection is dropped; ``reindex`` and ``erase``
+  delete them), and payloads or source links of rows that no longer exist.
 
 The report also names the embedder recorded for the vectors (``embedder``; see
 :mod:`agentmem.storage.fingerprint`). A data dir older than that record holds vectors whose model
@@ -34,9 +41,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import StoreContext
+from ..errors import StorageError
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
+from .erase import ErasureCheck, leftovers
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10
@@ -80,6 +89,14 @@ class DoctorReport:
     embedder: dict[str, Any] | None = None
     #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
     notes: list[str] = field(default_factory=list)
+    #: Logged erasures checked.
+    erasures_checked: int = 0
+    #: Erasures with something of their identity left, or not finished.
+    erasures: list[ErasureCheck] = field(default_factory=list)
+    #: Segment directories of the embedded Chroma store no collection uses.
+    orphan_vector_files: list[str] = field(default_factory=list)
+    #: Entries about rows that no longer exist, per table (payloads, source links).
+    orphan_rows: dict[str, int] = field(default_factory=dict)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
@@ -195,7 +212,26 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
     }
     if failed:
         samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE)
-    ok = not (problems or missing_kw or extra_kw or missing_vec or extra_vec or orphans or failed)
+    checks = leftovers(ctx, set(collections))
+    erasures = [c for c in checks if not c.ok]
+    orphan_files: list[str] = []
+    try:
+        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()]
+    except StorageError as exc:
+        problems.append(f"vector index files unreadable: {exc}")
+    orphan_rows = records.erasure.orphans()
+    ok = not (
+        problems
+        or missing_kw
+        or extra_kw
+        or missing_vec
+        or extra_vec
+        or orphans
+        or failed
+        or erasures
+        or orphan_files
+        or orphan_rows
+    )
     return DoctorReport(
         ok=ok,
         live_rows=len(live_ids),
@@ -216,6 +252,10 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         samples=samples,
         embedder=None if recorded is None else recorded.to_dict(),
         notes=notes,
+        erasures_checked=len(checks),
+        erasures=erasures,
+        orphan_vector_files=orphan_files,
+        orphan_rows=orphan_rows,
     )
 
 

@@ -145,7 +145,7 @@ class RecallEngine:
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
-        plans = scope_rules.plan(identity, req.scope, req.tiers)
+        plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
         if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
             weights = self.config.scope_weights
             plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
@@ -443,6 +443,8 @@ def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str])
         session_id=row.session_id,
         user_id=row.user_id,
         agent_id=row.agent_id,
+        tier=row.tier,
+        target_agent=req.target_agent,
     )
     if scope is None or scope not in wanted:
         return None

@@ -50,7 +50,7 @@ from .. import scopes as scope_rules
 from .. import validation as v
 from ..config import TierConfig
 from ..context import StoreContext
-from ..errors import ValidationError
+from ..errors import StorageError, ValidationError
 from ..models import Identity, MemoryItem
 from ..tokens import count_tokens
 
@@ -444,20 +444,7 @@ class WorkingMemory:
         )
 
     def _condense(self, summary: ReferenceSummary, llm: LLM) -> ReferenceSummary:
-        """A summary past ``reference_max_words`` rewritten shorter by the LLM (kept on error)."""
-        limit = self.config.reference_max_words
-        if len(summary.summary.split()) <= limit:
-            return summary
-        from ..llm.base import ChatTurn
-
-        try:
-            text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
-        except Exception as exc:
-            log.warning("reference summary not condensed: %s", exc)
-            return summary
-        if not isinstance(text, str) or not text.strip():
-            return summary
-        return replace(summary, summary=text.strip().removeprefix("System: "))
+        return _condense(summary, llm, self.config.reference_max_words)
 
     def _failed(
         self, state: _State, reason: str, window: int, exc: BaseException
@@ -556,6 +543,71 @@ class WorkingMemory:
                 len(window) - len(shown),
             )
         return head + [_message(item) for item in shown]
+
+
+def _condense(summary: ReferenceSummary, llm: LLM, limit: int) -> ReferenceSummary:
+    """A summary past ``limit`` words rewritten shorter by the LLM (kept on error)."""
+    if len(summary.summary.split()) <= limit:
+        return summary
+    from ..llm.base import ChatTurn
+
+    try:
+        text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
+    except Exception as exc:
+        log.warning("reference summary not condensed: %s", exc)
+        return summary
+    if not isinstance(text, str) or not text.strip():
+        return summary
+    return replace(summary, summary=text.strip().removeprefix("System: "))
+
+
+def rebuild_reference(
+    ctx: StoreContext, tenant_id: str, partition: str, session_id: str, *, attempts: int = 5
+) -> bool:
+    """Write a session's reference summary again from the rolled-off messages it still has.
+
+    Called after one of them was forgotten or erased: the old summary may quote it. The new
+    one is folded from scratch by the store's LLM; if that fails, the summary is left empty
+    (the error is recorded) rather than keep what it quoted. Window and counters stay.
+    Returns False when the session has no working-memory state.
+    """
+    for _ in range(attempts):
+        row = ctx.records.working.load(tenant_id, partition, session_id)
+        if row is None:
+            return False
+        rolled = [
+            r.item
+            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
+        ]
+        summary = ReferenceSummary()
+        error: str | None = None
+        if rolled:
+            llm: LLM = ctx.llm
+            try:
+                for start in range(0, len(rolled), MAX_DELTA_MESSAGES):
+                    batch = rolled[start : start + MAX_DELTA_MESSAGES]
+                    delta = llm.summary_delta(summary.summary, [_turn(i) for i in batch])
+                    summary = _condense(
+                        apply_delta(summary, delta), llm, ctx.settings.tiers.reference_max_words
+                    )
+            except Exception as exc:  # an LLM error or a malformed delta: no summary at all
+                summary = ReferenceSummary()
+                error = f"reference summary dropped, rebuild failed: {type(exc).__name__}: {exc}"
+                error = error[:500]
+                log.warning(json.dumps({"event": "working_rebuild_failed", "error": error}))
+        if ctx.records.working.rewrite_summary(
+            tenant_id,
+            partition,
+            session_id,
+            expected_version=row.version,
+            summary=summary.to_dict(),
+            error=error,
+        ):
+            return True
+    raise StorageError(
+        "the reference summary kept changing while it was rebuilt; retry", session_id=session_id
+    )
 
 
 def _message(item: MemoryItem) -> dict[str, str]:
