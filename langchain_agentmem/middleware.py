@@ -8,7 +8,7 @@ It does three things around the agent loop:
    is durable and recallable.
 2. **Trims the prompt** to the last ``window`` messages (the agent's state keeps all of
    them) and, when it trimmed, tells the model in the system message that earlier turns
-   are reachable with ``recall`` (seed 000's compressed mode).
+   are reachable with ``recall`` (compressed mode).
 3. **Exposes** the ``recall`` and ``read_tool_output`` tools, bound to the same memory.
 
 Example:

@@ -28,7 +28,7 @@ MEMORY_TYPES: tuple[str, ...] = (
 )
 SCOPES: tuple[str, ...] = ("session", "history", "user", "agent", "tenant", "knowledge")
 RECALL_SCOPES: tuple[str, ...] = (*SCOPES, "any")
-#: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
+#: Memory tiers that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
 TIERS: tuple[str, ...] = ("working", "mid_term", "long_term", "knowledge")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 #: Kinds of a session's transcript rows (messages and tool results).
@@ -169,7 +169,7 @@ class RecallResult:
         return len(self.items)
 
 
-# -- derived memories (issue 3) -----------------------------------------------------------------
+# -- derived memories -------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class IngestError:
     """One problem met by ``ingest``; nothing is silently dropped.
@@ -233,7 +233,7 @@ class IngestResult:
 
 @dataclass(frozen=True, slots=True)
 class AnswerResult:
-    """A grounded answer (seed 002 synthesis).
+    """A grounded answer.
 
     Example:
         >>> m.answer("where do I live?").text  # doctest: +SKIP

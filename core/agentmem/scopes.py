@@ -13,7 +13,7 @@ knowledge  agent-managed knowledge entries      ``knowledge`` (one per tenant; r
                                                 their agent)
 =========  ==================================  =======================================
 
-Session chunks written by ``close_session`` (issue 3 tiers) are ``session`` rows in the
+Session chunks written by ``close_session`` are ``session`` rows in the
 conversation's chunk partition ``chunks:<conversation partition>``: the same owner, but a
 separate partition (and Chroma collection), so default recall never searches them; only
 ``recall(tiers=...)`` naming ``mid_term`` or ``long_term`` does.
@@ -239,7 +239,7 @@ def visible_scope(
         return "history" if partition.removeprefix(CHUNK_PREFIX) == target_conv else None
     if scope == "tenant":
         return "tenant" if partition == "tenant" else None
-    if scope == "knowledge":  # readable by every identity of the tenant (seed 003)
+    if scope == "knowledge":  # readable by every identity of the tenant
         return "knowledge" if partition == KNOWLEDGE_PARTITION else None
     if scope == "user":
         ok = identity.user_id is not None and user_id == identity.user_id

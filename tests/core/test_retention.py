@@ -200,7 +200,7 @@ def test_retention_without_waiting_scrubs_later(make_memory: MakeMemory) -> None
     assert row(mem, gone.id)["partition"] == "anonymized"
 
 
-# -- agent state (seed 001) -----------------------------------------------------------------------
+# -- agent state -------------------------------------------------------------------------------
 
 
 def test_agent_state_roundtrip(make_memory: MakeMemory) -> None:

@@ -1,4 +1,4 @@
-"""Evaluation of recall quality: the seed-004 golden dataset (``agentmem eval --dataset``).
+"""Evaluation of recall quality: the golden dataset (``agentmem eval --dataset``).
 
 Example:
     >>> from agentmem.evaluation import load_dataset, run_golden

@@ -1,11 +1,11 @@
-"""Working memory (seed 003 tier 1, seed 000 "compressed mode"): what a model sees of a session.
+"""Working memory (the first memory tier): what a model sees of a session.
 
 A session's working memory is
 
 - **pinned messages**: ``system`` messages and messages stored with ``metadata={"pinned":
   true}`` (system prompt, identity files). Never compacted, always first in the prompt.
 - **the window**: the session's other messages and tool outputs that have not rolled off.
-- **the reference summary** (seed 003): a structured document (``summary``, ``facts``
+- **the reference summary**: a structured document (``summary``, ``facts``
   ``[{key, value, source_event}]``, ``referenced_sessions``, ``referenced_events``) of what
   rolled off, updated only through the LLM's structured deltas (``summary_delta``).
 
@@ -14,8 +14,8 @@ never folds pinned messages or the latest user message (the one being answered).
 
 - automatically in :meth:`WorkingMemory.context_messages`: when pinned + summary + window pass
   ``budget_ratio`` (80%) of the model window, everything but a short tail (``working_tail``,
-  4 messages, seed 000) rolls off; older content is then reached through ``recall``. When the
-  window holds more than ``working_max_messages`` (50, seed 003), the oldest roll off until
+  4 messages) rolls off (compressed mode); older content is then reached through ``recall``. When the
+  window holds more than ``working_max_messages`` (50), the oldest roll off until
   half remain.
 - manually with :meth:`WorkingMemory.compact` (``BoundMemory.compact``).
 
@@ -27,7 +27,7 @@ prompt is still over budget then, :meth:`~WorkingMemory.context_messages` trims 
 
 **Persistence**: the state (summary, window boundary, counters) is a row of the records store's
 ``working_state`` table; the window itself is rebuilt from the session's messages, so a
-restarted process sees the same working memory (seed 003 crash recovery).
+restarted process sees the same working memory.
 
 Example:
     >>> m = mem.bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
@@ -84,7 +84,7 @@ class ReferenceFact:
 
 @dataclass(frozen=True, slots=True)
 class ReferenceSummary:
-    """The structured summary of what rolled off a session's window (seed 003).
+    """The structured summary of what rolled off a session's window.
 
     Example:
         >>> ReferenceSummary(summary="User plans a trip.").to_dict()["summary"]
@@ -486,7 +486,7 @@ class WorkingMemory:
             model_window: The model's context window in tokens (default from
                 :class:`~agentmem.tiers.sessions.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
             budget_ratio: Share of the model window the prompt may fill before compaction
-                trips (seed 000: 0.8).
+                trips (default 0.8).
 
         Returns:
             ``{"role", "content"}`` dicts (tool results also carry ``tool_call_id`` when it
