@@ -28,7 +28,7 @@ from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
-from .index_text import CONTEXT_CHARS, keyword_doc, row_text, vector_metadata
+from .index_text import CONTEXT_CHARS, keyword_doc, row_text, vector_metadata, vector_text
 
 log = logging.getLogger("agentmem.write.indexer")
 
@@ -323,7 +323,7 @@ class Indexer:
         ctx = self._contexts([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
-            text = row_text(row)
+            text = vector_text(row)
             texts.append(f"{ctx[row.item.id]}\n{text}" if row.item.id in ctx else text)
         vectors = None
         error: BaseException | None = None
