@@ -36,6 +36,7 @@ from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -68,6 +69,7 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ErasureReceipt",
     "HttpReranker",
     "Identity",
     "IngestResult",

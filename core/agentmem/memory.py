@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
@@ -30,18 +31,21 @@ from . import validation as v
 from .config import MemoryConfig, Settings, TierConfig, default_home
 from .context import StoreContext, open_store
 from .derived import answer as answer_op
+from .derived import forget as forget_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
 from .embeddings import Embedder, ModelFilesWarning, model_files_problem
 from .errors import DataDirLockedError, StorageError
 from .llm.base import LLM, ChatTurn
+from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op
 from .maintenance import stats as stats_op
 from .maintenance.stats import Stats
 from .models import (
     KINDS,
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -62,6 +66,8 @@ from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
+
+log = logging.getLogger("agentmem")
 
 
 # -- one open context per data dir and process ---------------------------------------------------
@@ -133,6 +139,14 @@ def _model_files_message(embedder: Embedder) -> str | None:
         f"writes get no vectors and recall matches by keywords only (degraded=True); "
         f"afterwards `agentmem reindex` embeds what was written meanwhile"
     )
+
+
+def _finish_erasures(ctx: StoreContext) -> None:
+    """Finish the erasures a crash interrupted (before anything else uses the store)."""
+    try:
+        erase_op.resume_unfinished(ctx)
+    except Exception as exc:  # the store stays usable; doctor reports the erasure unfinished
+        log.error("an interrupted erasure could not be finished at open: %s", exc)
 
 
 class AgentMemory:
@@ -210,6 +224,8 @@ class AgentMemory:
             if problem is not None:
                 ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
                 unusable.append(problem)
+            if not read_only:
+                _finish_erasures(ctx)
             if background and not read_only:
                 ctx.indexer.start()
                 ctx.indexer.notify()  # pick up work left by an earlier process
@@ -386,6 +402,34 @@ class AgentMemory:
         """
         return supersession.judge_pending(self._live(), limit=limit)
 
+    def erase(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> ErasureReceipt:
+        """Erase a whole tenant, or everything of one user and/or agent of a tenant, from
+        every store: records, derived rows, payloads, sessions, working and agent state, both
+        indexes, and the space the databases keep after a delete (see
+        :mod:`agentmem.maintenance.erase`). Irreversible.
+
+        Args:
+            tenant_id: The tenant; alone, the whole tenant is erased.
+            user_id: Erase the rows this user owns in the tenant.
+            agent_id: Erase the rows this agent owns (with ``user_id``: the rows of that
+                user with that agent).
+
+        Returns:
+            What was removed from each store. Erasing again finds nothing and removes
+            nothing; an erasure interrupted by a crash is finished at the next open.
+
+        Example:
+            >>> mem.erase(tenant_id="acme", user_id="u1").records["memories"]  # doctest: +SKIP
+            42
+        """
+        return erase_op.erase(self._live(), tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
+
     def retention(
         self,
         *,
@@ -548,8 +592,12 @@ class BoundMemory:
         return memories.remember_many(self._ctx, self.identity, items)
 
     def forget(self, memory_id: str) -> bool:
-        """Soft-delete a record visible to this identity; False if there is none."""
-        return memories.forget(self._ctx, self.identity, memory_id)
+        """Delete a record visible to this identity, irreversibly, from every store at once,
+        with what was derived from it (memories extracted from it, the chunks and summary of
+        its session, rebuilt without it; its working-memory summary). A tombstone of ids,
+        kind and times stays. False if there is none. See :mod:`agentmem.derived.forget`.
+        """
+        return forget_op.forget(self._ctx, self.identity, memory_id)
 
     def get(self, memory_id: str) -> MemoryItem:
         """A live record visible to this identity, by id."""
@@ -570,6 +618,7 @@ class BoundMemory:
         filters: Mapping[str, Any] | None = None,
         include_superseded: bool = False,
         tiers: Iterable[str] | str | None = None,
+        target_agent: str | None = None,
     ) -> RecallResult:
         """Hybrid (keyword + vector) recall within this identity's scopes.
 
@@ -590,6 +639,10 @@ class BoundMemory:
             filters: Equality filters on the caller's stored metadata; identity keys are
                 rejected (identity comes only from :meth:`AgentMemory.bind`).
             include_superseded: Audit callers only: include superseded memories.
+            target_agent: Read another agent of the tenant instead (this memory must be bound
+                to an agent and no user): its closed sessions' chunks and summaries
+                (``scope="history"``) and its knowledge (``scope="knowledge"``); never its
+                working memory, a user's rows or another tenant.
             tiers: Only rows of these tiers (working, mid_term, long_term, knowledge); the
                 default searches messages, memories, documents, knowledge and session
                 summaries, but not session chunks (see :mod:`agentmem.tiers.sessions`).
@@ -608,6 +661,7 @@ class BoundMemory:
             filters=filters,
             include_superseded=include_superseded,
             tiers=tiers,
+            target_agent=target_agent,
         )
 
     # -- derived memories --------------------------------------------------------------------
@@ -680,9 +734,15 @@ class BoundMemory:
             self._ctx, self.identity, summary_timeout=summary_timeout
         )
 
-    def session_detail(self, session_id: str) -> SessionDetail:
-        """The full events (and summary) of one session of this conversation, any tier."""
-        return session_tiers.session_detail(self._ctx, self.identity, session_id)
+    def session_detail(self, session_id: str, *, target_agent: str | None = None) -> SessionDetail:
+        """The full events (and summary) of one session of this conversation, any tier.
+
+        With ``target_agent`` (this memory bound to an agent and no user), one of that
+        agent's closed sessions instead: its events up to the last close and its summary.
+        """
+        return session_tiers.session_detail(
+            self._ctx, self.identity, session_id, target_agent=target_agent
+        )
 
     def sessions(self) -> list[str]:
         """Session ids of this conversation with live messages, oldest first."""

@@ -20,7 +20,15 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .llm.base import ChatTurn
-from .models import AnswerResult, Identity, IngestResult, MemoryItem, RecallResult, RememberResult
+from .models import (
+    AnswerResult,
+    ErasureReceipt,
+    Identity,
+    IngestResult,
+    MemoryItem,
+    RecallResult,
+    RememberResult,
+)
 from .tiers.agent_state import StateEntry
 from .tiers.knowledge import KnowledgeEntry, UpsertResult
 from .tiers.sessions import CloseResult, SessionDetail
@@ -199,6 +207,10 @@ class MemoryProtocol(Protocol):
     ) -> BoundMemoryProtocol: ...
 
     def flush(self, timeout: float | None = None) -> bool: ...
+
+    def erase(
+        self, *, tenant_id: str, user_id: str | None = None, agent_id: str | None = None
+    ) -> ErasureReceipt: ...
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The public API of the core engine (issue 2), end to end on the real stores.
+"""The public API of the core engine, end to end on the real stores.
 
 Real SQLite, real Tantivy, real embedded Chroma and the default int8 MiniLM embedder; every
 data dir lives under ``tmp_path``.
@@ -189,6 +189,7 @@ def test_all_is_pinned() -> None:
         "Embedder",
         "EmbedderMismatchError",
         "EmbeddingError",
+        "ErasureReceipt",
         "HttpReranker",
         "Identity",
         "IngestResult",

@@ -19,7 +19,14 @@ PKG = "agentmem"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "models", "config", "validation", "tokens", "chunking"),
     ("storage", "embeddings", "rerank", "llm", "scopes"),
-    ("write.index_text", "write.indexer", "recall.ranking", "recall.request", "recall.pending"),
+    (
+        "write.index_text",
+        "write.keys",
+        "write.indexer",
+        "recall.ranking",
+        "recall.request",
+        "recall.pending",
+    ),
     ("recall.engine",),
     ("context",),
     ("write", "recall.api"),

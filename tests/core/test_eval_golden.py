@@ -846,7 +846,7 @@ def test_project_dataset_composition() -> None:
 
 @pytest.mark.slow
 def test_project_dataset_meets_the_issue_2_bar(shared_embedder: CachedEmbedder) -> None:
-    """Issue 2's bar (stricter than seed 004's blocking thresholds)."""
+    """The project's own bar (stricter than the dataset's blocking thresholds)."""
     report = run_golden(load_dataset(GOLDEN), embedder=shared_embedder)
     recall = report.recall_at_k or 0.0
     precision = report.precision_at_k or 0.0

@@ -1,4 +1,4 @@
-"""Working memory (issue 3 tier 1): window, reference summary, compaction, persistence.
+"""Working memory: window, reference summary, compaction, persistence.
 
 Real stores on ``tmp_path`` with the offline LLM; the LLM failure modes (an error, a malformed
 delta) come from a small test implementation of the LLM protocol.

@@ -112,3 +112,18 @@ def test_stats_doctor_export_against_a_server(
     assert main(["--url", server.url, "--api-key", admin, "recall", "x"]) == 2
     assert "--url" in capsys.readouterr().err
     assert main(["--url", server.url, "stats"]) == 2  # no key
+
+
+def test_erase_against_a_running_server(
+    server: ServerProcess, tenant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin_key = server.create_key(tenant, admin=True)
+    with agentmem.connect(server.url, api_key=admin_key) as client:
+        client.bind(user_id="u-gone").remember("A fact of the user who leaves")
+        client.bind(user_id="u-stays").remember("A fact of the user who stays")
+    argv = ["--url", server.url, "--api-key", admin_key, "erase", "--tenant", tenant]
+    assert main([*argv, "--user", "u-gone", "--json"]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    assert receipt["user_id"] == "u-gone" and receipt["records"]["memories"] == 1
+    assert main([*argv[:-1], tenant + "-x", "--user", "u-gone"]) == 1  # not the key's tenant
+    assert "cannot erase tenant" in capsys.readouterr().err

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "doctor_cmd",
     "keys_cmd",
     "serve_cmd",
+    "erase_cmd",
 )
 
 

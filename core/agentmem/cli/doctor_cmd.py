@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..maintenance.doctor import DoctorReport, diagnose
+from ..maintenance.erase import ErasureCheck
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
 
 
@@ -48,6 +49,9 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
                 report.extra_vectors,
                 report.failed_vectors,
                 report.orphan_collections,
+                report.erasures,
+                report.orphan_vector_files,
+                report.orphan_rows,
             )
         )
         if report.ok:
@@ -77,6 +81,14 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
                 out.print(f"  {label}: {n}")
         for name in report.orphan_collections:
             out.print(f"  collection {name} belongs to no partition")
+        if report.erasures_checked:
+            out.print(f"  erasures checked: {report.erasures_checked}")
+        for check in report.erasures:
+            out.print(f"  [red]erasure {check.erasure_id}[/red]: {markup(_erasure(check))}")
+        for name in report.orphan_vector_files:
+            out.print(f"  vector files of a dropped collection remain: {name}")
+        for table, n in report.orphan_rows.items():
+            out.print(f"  {table}: {n} entries of rows that no longer exist")
         for problem in report.problems:
             out.print(f"  [red]problem[/red]: {markup(problem)}")
         for note in report.notes:
@@ -85,6 +97,11 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
         if broken_files:
             out.print("  fix the model files first: run the pip command above")
+        if report.erasures:
+            out.print(
+                "  run `agentmem erase` again for an identity with leftovers (it removes "
+                "them and finishes an interrupted erasure)"
+            )
         if drift:
             after = " after that" if broken_files else ""
             out.print(f"  run `agentmem reindex`{after} to rebuild both indexes from the records")
@@ -100,6 +117,21 @@ def _describe_files(files: list[dict[str, Any]]) -> str:
 
 def _file_problems(files: list[dict[str, Any]] | None) -> list[str]:
     return [f"{f['problem']}; fix: {f['fix']}" for f in files or [] if not f["ok"]]
+
+
+def _erasure(check: ErasureCheck) -> str:
+    who = f"tenant {check.tenant_id!r}"
+    if check.user_id is not None:
+        who += f", user {check.user_id!r}"
+    if check.agent_id is not None:
+        who += f", agent {check.agent_id!r}"
+    found = [f"{t} {n}" for t, n in check.records.items()]
+    if check.keyword_entries:
+        found.append(f"keyword entries {check.keyword_entries}")
+    if check.collections:
+        found.append(f"vector collections {len(check.collections)}")
+    state = "not finished" if check.status != "done" else "leftovers"
+    return f"{who}: {state}" + (f": {', '.join(found)}" if found else "")
 
 
 def _describe_embedder(recorded: dict[str, Any] | None) -> str:

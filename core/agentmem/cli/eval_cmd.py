@@ -1,10 +1,10 @@
 """``agentmem eval``: measure recall quality on a benchmark.
 
 ``agentmem eval --dataset FILE|golden [--json] [--out DIR] [--mlflow [DIR]] [--workdir DIR]``
-runs a seed-004 golden dataset (see :mod:`agentmem.evaluation.golden`; ``golden`` names the
-one that ships with agentmem, :func:`agentmem.evaluation.golden_dataset_path`) in a fresh
-temporary store and prints Recall@5, Precision@5, latency p50/p95, token budget compliance,
-cross-user and cross-tenant safety and a table of the cases that missed. Exit status: 0 when every
+runs a golden dataset (see :mod:`agentmem.evaluation.golden`; ``golden`` names the one that
+ships with agentmem, :func:`agentmem.evaluation.golden_dataset_path`) in a fresh temporary
+store and prints Recall@5, Precision@5, latency p50/p95, token budget compliance, cross-user and
+cross-tenant safety and a table of the cases that missed. Exit status: 0 when every
 blocking threshold holds, 1 when one fails (the breakdown says which), 2 for a dataset
 that is not valid (every problem is listed with its JSON path).
 
@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
         help="evaluate recall quality on a golden dataset",
         description=(
             "Run a benchmark in a fresh temporary store and report retrieval quality. "
-            "With --dataset: a seed-004 golden dataset; exits 1 when Recall@5 < 0.8, "
+            "With --dataset: a golden dataset; exits 1 when Recall@5 < 0.8, "
             "Precision@5 < 0.7, any cross-user or cross-tenant item comes back, or any "
             "recall exceeds its token budget."
         ),

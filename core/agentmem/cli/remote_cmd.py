@@ -1,4 +1,4 @@
-"""``agentmem --url URL --api-key KEY stats|doctor|export|mcp``: the same commands against a
+"""``agentmem --url URL --api-key KEY stats|doctor|export|erase|mcp``: the same commands against a
 running server instead of a data dir.
 
 With ``--url`` (or ``$AGENTMEM_URL``) these commands talk to ``agentmem serve`` with the key of
@@ -8,10 +8,11 @@ With ``--url`` (or ``$AGENTMEM_URL``) these commands talk to ``agentmem serve`` 
 stats    the served store's counts plus the server's background jobs (last run, outcome)
 doctor   the served store's doctor report (exit 1 on drift, as on a data dir)
 export   the key's tenant as import-ready JSON Lines (``-o FILE`` or stdout)
+erase    erase the key's tenant, or a user/agent of it (``--tenant`` must be the key's)
 mcp      serve the MCP tools over stdio for an identity of the key's tenant
 =======  ===================================================================================
 
-``stats``, ``doctor`` and ``export`` need an admin key (``agentmem keys create --admin``);
+``stats``, ``doctor``, ``export`` and ``erase`` need an admin key (``agentmem keys create --admin``);
 ``mcp`` takes any key (a pinned key gives its user/agent). Other commands work on a data dir
 only; given ``--url`` they stop with a message saying so.
 """
@@ -42,6 +43,7 @@ from ._common import (
     to_jsonable,
 )
 from .doctor_cmd import render as render_doctor
+from .erase_cmd import describe_receipt, erase_identity
 from .mcp_cmd import merge_identity_flags
 
 #: Environment variables of the global ``--url`` and ``--api-key`` flags.
@@ -205,7 +207,18 @@ def remote_mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@command
+def remote_erase(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    tenant, user, agent = erase_identity(args)
+    with _client(args) as client:
+        receipt = client.erase(tenant_id=tenant, user_id=user, agent_id=agent)
+    out.result(to_jsonable(receipt), text=describe_receipt(receipt))
+    return EXIT_OK
+
+
 REMOTE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "erase": remote_erase,
     "stats": remote_stats,
     "doctor": remote_doctor,
     "export": remote_export,

@@ -15,7 +15,7 @@ import httpx
 import orjson
 
 from .. import validation as v
-from ..errors import AgentMemError, RateLimitError, RemoteError, ValidationError
+from ..errors import AgentMemError, AuthError, RateLimitError, RemoteError, ValidationError
 from ..models import Identity
 from ..server.keys import ApiKey, resolve_identity
 from ..wire.codec import decode, orjson_default
@@ -76,6 +76,19 @@ def bind_identity(
         user_id=user_id,
         agent_id=agent_id,
         session_id=session_id,
+    )
+
+
+def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str | None) -> bytes:
+    """The body of an erase, checked here as the server checks it: the tenant is the key's."""
+    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    if tenant != key.tenant_id:
+        raise AuthError(
+            f"this key belongs to tenant {key.tenant_id!r}; it cannot erase tenant {tenant!r}",
+            reason="forbidden",
+        )
+    return orjson.dumps(
+        {"user_id": v.identity(user_id, "user_id"), "agent_id": v.identity(agent_id, "agent_id")}
     )
 
 

@@ -29,7 +29,15 @@ from ..errors import AgentMemError, RemoteError
 from ..llm.base import ChatTurn
 from ..maintenance.doctor import DoctorReport
 from ..maintenance.stats import Stats
-from ..models import AnswerResult, Identity, IngestResult, MemoryItem, RecallResult, RememberResult
+from ..models import (
+    AnswerResult,
+    ErasureReceipt,
+    Identity,
+    IngestResult,
+    MemoryItem,
+    RecallResult,
+    RememberResult,
+)
 from ..server.keys import ApiKey
 from ..tiers.agent_state import StateEntry
 from ..tiers.knowledge import KnowledgeEntry, UpsertResult
@@ -177,6 +185,16 @@ class AsyncClient:
         data = w.payload(await self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
+
+    async def erase(
+        self, *, tenant_id: str, user_id: str | None = None, agent_id: str | None = None
+    ) -> ErasureReceipt:
+        """Erase the key's tenant, or a user and/or agent of it (an admin key; see
+        :meth:`agentmem.AgentMemory.erase`)."""
+        body = w.erase_body(await self.whoami(), tenant_id, user_id, agent_id)
+        data = w.payload(await self.request("POST", "/v1/admin/erase", content=body))
+        receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
+        return receipt
 
     async def export(self, *, kinds: Iterable[str] | None = None) -> AsyncIterator[dict[str, Any]]:
         """The key's tenant as import-ready records, streamed (an admin key)."""

@@ -25,7 +25,15 @@ from ..errors import AgentMemError, RemoteError
 from ..llm.base import ChatTurn
 from ..maintenance.doctor import DoctorReport
 from ..maintenance.stats import Stats
-from ..models import AnswerResult, Identity, IngestResult, MemoryItem, RecallResult, RememberResult
+from ..models import (
+    AnswerResult,
+    ErasureReceipt,
+    Identity,
+    IngestResult,
+    MemoryItem,
+    RecallResult,
+    RememberResult,
+)
 from ..server.keys import ApiKey
 from ..tiers.agent_state import StateEntry
 from ..tiers.knowledge import KnowledgeEntry, UpsertResult
@@ -170,6 +178,16 @@ class Client:
         data = w.payload(self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
+
+    def erase(
+        self, *, tenant_id: str, user_id: str | None = None, agent_id: str | None = None
+    ) -> ErasureReceipt:
+        """Erase the key's tenant, or a user and/or agent of it, from every store of the
+        served data dir (an admin key; see :meth:`agentmem.AgentMemory.erase`)."""
+        body = w.erase_body(self.whoami(), tenant_id, user_id, agent_id)
+        data = w.payload(self.request("POST", "/v1/admin/erase", content=body))
+        receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
+        return receipt
 
     def export(self, *, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """The key's tenant as import-ready records (the lines of ``agentmem export``; an

@@ -1,4 +1,4 @@
-"""Evaluation of recall quality: the seed-004 golden dataset (``agentmem eval --dataset``).
+"""Evaluation of recall quality: the golden dataset (``agentmem eval --dataset``).
 
 The project's golden dataset ships with the package: :func:`golden_dataset_path` (or
 ``agentmem eval --dataset golden``).

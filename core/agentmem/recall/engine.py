@@ -145,7 +145,7 @@ class RecallEngine:
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
-        plans = scope_rules.plan(identity, req.scope, req.tiers)
+        plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
         if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
             weights = self.config.scope_weights
             plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
@@ -370,8 +370,10 @@ class RecallEngine:
                 c.id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
                 if c.id_miss == 1.0:
                     # The words around an identifier say nothing when the identifier itself
-                    # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?").
+                    # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
+                    # neither does the meaning of the whole, which those words dominate.
                     c.coverage = 0.0
+                    c.cos = 0.0
             speaker = row.speaker or speaker_in_content(row.content)
             if query_terms and speaker is not None:
                 if speaker not in named:
@@ -394,15 +396,23 @@ def identifier_terms(terms: Sequence[str]) -> list[str]:
     """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
     ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
     Years and one- or two-digit numbers are left out: they are mostly dates and counts,
-    which text states in many ways."""
+    which text states in many ways; so are ordinals and clock times."""
     out = []
     for t in terms:
         if not any(ch.isdigit() for ch in t):
             continue
         if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
             continue
+        if _NOT_IDENTIFIER.fullmatch(t):
+            continue
         out.append(t)
     return out
+
+
+#: Terms mixing letters and digits that are dates and times, not names: ordinals ("21st"),
+#: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
+#: "21t09").
+_NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
 
 
 def _context_features(
@@ -443,6 +453,8 @@ def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str])
         session_id=row.session_id,
         user_id=row.user_id,
         agent_id=row.agent_id,
+        tier=row.tier,
+        target_agent=req.target_agent,
     )
     if scope is None or scope not in wanted:
         return None

@@ -15,6 +15,7 @@ route                          does
 ``GET /v1/admin/stats``        store stats, background jobs, server info (admin key)
 ``GET /v1/admin/doctor``       the ``agentmem doctor`` report (admin key)
 ``GET /v1/admin/export``       the key's tenant as import-ready JSON Lines (admin key)
+``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
 ``/mcp``                       MCP over streamable HTTP (:mod:`.mcp_http`)
 ``GET /docs``, ``/openapi.json``  the API documentation (with a key, like every route)
 =============================  ==========================================================
@@ -60,6 +61,9 @@ MAX_FLUSH_SECONDS = 300.0
 
 FlushTimeout = Annotated[float | None, Body(embed=True, ge=0, le=MAX_FLUSH_SECONDS)]
 ExportKinds = Annotated[list[str] | None, Query(description="Only these kinds (repeat).")]
+EraseTarget = Annotated[
+    str | None, Body(embed=True, description="Erase this user/agent of the tenant (neither: all).")
+]
 
 
 def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
@@ -182,6 +186,16 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return StreamingResponse(
             _jsonl(store, key.tenant_id, kinds), media_type="application/x-ndjson"
         )
+
+    @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
+    async def erase(
+        key: Principal, user_id: EraseTarget = None, agent_id: EraseTarget = None
+    ) -> Response:
+        require_admin(key)
+        receipt = await run_in_threadpool(
+            store.erase, tenant_id=key.tenant_id, user_id=user_id, agent_id=agent_id
+        )
+        return json_response({"receipt": receipt})
 
     app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)

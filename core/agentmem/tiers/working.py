@@ -1,11 +1,11 @@
-"""Working memory (seed 003 tier 1, seed 000 "compressed mode"): what a model sees of a session.
+"""Working memory (the first memory tier): what a model sees of a session.
 
 A session's working memory is
 
 - **pinned messages**: ``system`` messages and messages stored with ``metadata={"pinned":
   true}`` (system prompt, identity files). Never compacted, always first in the prompt.
 - **the window**: the session's other messages and tool outputs that have not rolled off.
-- **the reference summary** (seed 003): a structured document (``summary``, ``facts``
+- **the reference summary**: a structured document (``summary``, ``facts``
   ``[{key, value, source_event}]``, ``referenced_sessions``, ``referenced_events``) of what
   rolled off, updated only through the LLM's structured deltas (``summary_delta``).
 
@@ -14,8 +14,8 @@ never folds pinned messages or the latest user message (the one being answered).
 
 - automatically in :meth:`WorkingMemory.context_messages`: when pinned + summary + window pass
   ``budget_ratio`` (80%) of the model window, everything but a short tail (``working_tail``,
-  4 messages, seed 000) rolls off; older content is then reached through ``recall``. When the
-  window holds more than ``working_max_messages`` (50, seed 003), the oldest roll off until
+  4 messages) rolls off (compressed mode); older content is then reached through ``recall``. When the
+  window holds more than ``working_max_messages`` (50), the oldest roll off until
   half remain.
 - manually with :meth:`WorkingMemory.compact` (``BoundMemory.compact``).
 
@@ -27,7 +27,7 @@ prompt is still over budget then, :meth:`~WorkingMemory.context_messages` trims 
 
 **Persistence**: the state (summary, window boundary, counters) is a row of the records store's
 ``working_state`` table; the window itself is rebuilt from the session's messages, so a
-restarted process sees the same working memory (seed 003 crash recovery).
+restarted process sees the same working memory.
 
 Example:
     >>> m = mem.bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
@@ -50,7 +50,7 @@ from .. import scopes as scope_rules
 from .. import validation as v
 from ..config import TierConfig
 from ..context import StoreContext
-from ..errors import ValidationError
+from ..errors import StorageError, ValidationError
 from ..models import Identity, MemoryItem
 from ..tokens import count_tokens
 
@@ -84,7 +84,7 @@ class ReferenceFact:
 
 @dataclass(frozen=True, slots=True)
 class ReferenceSummary:
-    """The structured summary of what rolled off a session's window (seed 003).
+    """The structured summary of what rolled off a session's window.
 
     Example:
         >>> ReferenceSummary(summary="User plans a trip.").to_dict()["summary"]
@@ -466,20 +466,7 @@ class WorkingMemory:
         )
 
     def _condense(self, summary: ReferenceSummary, llm: LLM) -> ReferenceSummary:
-        """A summary past ``reference_max_words`` rewritten shorter by the LLM (kept on error)."""
-        limit = self.config.reference_max_words
-        if len(summary.summary.split()) <= limit:
-            return summary
-        from ..llm.base import ChatTurn
-
-        try:
-            text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
-        except Exception as exc:
-            log.warning("reference summary not condensed: %s", exc)
-            return summary
-        if not isinstance(text, str) or not text.strip():
-            return summary
-        return replace(summary, summary=text.strip().removeprefix("System: "))
+        return _condense(summary, llm, self.config.reference_max_words)
 
     def _failed(
         self, state: _State, reason: str, window: int, exc: BaseException
@@ -525,7 +512,7 @@ class WorkingMemory:
             model_window: The model's context window in tokens (default from
                 :class:`~agentmem.tiers.sessions.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
             budget_ratio: Share of the model window the prompt may fill before compaction
-                trips (seed 000: 0.8).
+                trips (default 0.8).
             max_messages: Window messages past which the oldest roll off until half remain
                 (default ``working_max_messages`` of the tier config, 50).
 
@@ -608,6 +595,71 @@ class WorkingMemory:
             left_out=len(window) - len(shown),
             compaction=result,
         )
+
+
+def _condense(summary: ReferenceSummary, llm: LLM, limit: int) -> ReferenceSummary:
+    """A summary past ``limit`` words rewritten shorter by the LLM (kept on error)."""
+    if len(summary.summary.split()) <= limit:
+        return summary
+    from ..llm.base import ChatTurn
+
+    try:
+        text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
+    except Exception as exc:
+        log.warning("reference summary not condensed: %s", exc)
+        return summary
+    if not isinstance(text, str) or not text.strip():
+        return summary
+    return replace(summary, summary=text.strip().removeprefix("System: "))
+
+
+def rebuild_reference(
+    ctx: StoreContext, tenant_id: str, partition: str, session_id: str, *, attempts: int = 5
+) -> bool:
+    """Write a session's reference summary again from the rolled-off messages it still has.
+
+    Called after one of them was forgotten or erased: the old summary may quote it. The new
+    one is folded from scratch by the store's LLM; if that fails, the summary is left empty
+    (the error is recorded) rather than keep what it quoted. Window and counters stay.
+    Returns False when the session has no working-memory state.
+    """
+    for _ in range(attempts):
+        row = ctx.records.working.load(tenant_id, partition, session_id)
+        if row is None:
+            return False
+        rolled = [
+            r.item
+            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
+        ]
+        summary = ReferenceSummary()
+        error: str | None = None
+        if rolled:
+            llm: LLM = ctx.llm
+            try:
+                for start in range(0, len(rolled), MAX_DELTA_MESSAGES):
+                    batch = rolled[start : start + MAX_DELTA_MESSAGES]
+                    delta = llm.summary_delta(summary.summary, [_turn(i) for i in batch])
+                    summary = _condense(
+                        apply_delta(summary, delta), llm, ctx.settings.tiers.reference_max_words
+                    )
+            except Exception as exc:  # an LLM error or a malformed delta: no summary at all
+                summary = ReferenceSummary()
+                error = f"reference summary dropped, rebuild failed: {type(exc).__name__}: {exc}"
+                error = error[:500]
+                log.warning(json.dumps({"event": "working_rebuild_failed", "error": error}))
+        if ctx.records.working.rewrite_summary(
+            tenant_id,
+            partition,
+            session_id,
+            expected_version=row.version,
+            summary=summary.to_dict(),
+            error=error,
+        ):
+            return True
+    raise StorageError(
+        "the reference summary kept changing while it was rebuilt; retry", session_id=session_id
+    )
 
 
 def _message(item: MemoryItem) -> dict[str, str]:
