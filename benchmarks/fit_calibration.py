@@ -30,7 +30,7 @@ candidates); and the weights, which ``--write`` puts into ``core/agentmem/recall
 
 Usage:
     python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
-        [--dataset eval/memory_golden_dataset.json] [--cases eval/calibration_cases.json]
+        [--dataset golden|FILE] [--cases eval/calibration_cases.json]
         [--folds 5] [--l2 1.0] [--fit-ranking] [--embed-cache DIR] [--write]
 
 ``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
@@ -54,7 +54,7 @@ import numpy as np
 from agentmem import AgentMemory
 from agentmem.config import MAX_TOP_K
 from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
-from agentmem.evaluation import locomo
+from agentmem.evaluation import dataset_path, locomo
 from agentmem.evaluation.golden import bind_case, load_dataset, write_case
 from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, RANK_WEIGHTS
 from agentmem.recall.request import RecallRequest
@@ -447,7 +447,9 @@ def write_weights(block: str, path: Path = RANKING_PY) -> None:
 
 def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="eval/memory_golden_dataset.json")
+    parser.add_argument(
+        "--dataset", default="golden", help="golden dataset JSON, or 'golden' (the bundled one)"
+    )
     parser.add_argument("--cases", default="eval/calibration_cases.json")
     parser.add_argument(
         "--locomo", default=None, help="LoCoMo file for the ranking and its figures"
@@ -467,7 +469,7 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
     args = parser.parse_args(argv)
 
     emb = embedder(args.embed_cache)
-    labelled = collect_labelled(args.dataset, emb)
+    labelled = collect_labelled(str(dataset_path(args.dataset)), emb)
     if args.cases:
         labelled += collect_labelled(args.cases, emb)
     loc = collect_locomo(args.locomo, emb) if args.locomo else []

@@ -62,6 +62,7 @@ from langgraph.store.base import (
 
 from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
 from agentmem.models import MEMORY_TYPES
+from agentmem.tools.memory_shape import check_store
 
 _ENTRY_PREFIX = "item:"
 _SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
@@ -249,6 +250,7 @@ class AgentMemStore(BaseStore):
         memory_type: str = "note",
         wait_for_index: bool = False,
     ) -> None:
+        memory = check_store(memory, "AgentMemStore", why="it binds per namespace")
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
             if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
                 raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")

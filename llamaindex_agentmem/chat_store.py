@@ -10,8 +10,9 @@ from llama_index.core.storage.chat_store import BaseChatStore
 
 from agentmem import BoundMemoryProtocol, MemoryProtocol
 from agentmem import validation as v
-from agentmem.errors import NotFoundError, ValidationError
+from agentmem.errors import NotFoundError
 from agentmem.models import MemoryItem
+from agentmem.tools.memory_shape import check_store
 
 from ._messages import from_item, to_agentmem
 
@@ -60,8 +61,7 @@ class AgentMemChatStore(BaseChatStore):
         agent_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(memory, MemoryProtocol):
-            raise ValidationError("memory", f"must be an AgentMemory, got {type(memory).__name__}")
+        check_store(memory, "AgentMemChatStore", why="it binds one session per chat-store key")
         fields: dict[str, Any] = {
             "tenant_id": v.identity(tenant_id, "tenant_id", required=True),
             "user_id": v.identity(user_id, "user_id"),

@@ -13,6 +13,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from agentmem import BoundMemoryProtocol
 from agentmem import validation as v
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
+from agentmem.tools import check_memory
 from agentmem.tools.render import drop_lowest_scored, fit_to_budget, format_hits
 
 from ._messages import message_text, to_agentmem
@@ -75,10 +76,8 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
 
     @field_validator("memory", mode="before")
     @classmethod
-    def _check_memory(cls, value: Any) -> BoundMemoryProtocol:
-        if not isinstance(value, BoundMemoryProtocol):
-            raise ValueError(f"must be a BoundMemory (AgentMemory.bind), got {type(value)}")
-        return value
+    def _check_memory(cls, value: Any) -> Any:
+        return check_memory(value, cls.__name__)
 
     @field_validator("similarity_top_k")
     @classmethod

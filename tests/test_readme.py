@@ -6,15 +6,14 @@ a loopback port, with ``AGENTMEM_URL`` and ``AGENTMEM_API_KEY`` set as its text 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _agentmem_server import ServerProcess
+from _readme import README, python_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+BLOCKS = python_blocks()
 
 
 def test_readme_has_core_langchain_and_llamaindex_examples() -> None:

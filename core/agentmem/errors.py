@@ -9,6 +9,7 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     ├── StorageError         the records store (SQLite) or an index failed
     │   └── DataDirLockedError   another process holds the data dir
     ├── EmbeddingError       the embedder failed or its model files are wrong
+    │   └── ModelFilesError  its model files are missing, corrupt or unloadable (reinstall)
     ├── ConfigError          the store was opened with settings its data dir cannot use
     │   └── EmbedderMismatchError   an embedder other than the one that made its vectors
     ├── RerankError          a reranker failed (recall catches it: fail-open)
@@ -77,6 +78,14 @@ class DataDirLockedError(StorageError):
 
 class EmbeddingError(AgentMemError):
     """The embedder failed, or its model files are missing or do not match their checksum."""
+
+
+class ModelFilesError(EmbeddingError):
+    """The embedder's model files are missing, fail their checksum or cannot be loaded.
+
+    Retrying does not help; reinstalling does. The message names the file and the fix (the
+    exact ``pip`` command), also in ``context["fix"]``.
+    """
 
 
 class ConfigError(AgentMemError):
@@ -159,6 +168,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "LLMError",
+    "ModelFilesError",
     "NotFoundError",
     "RateLimitError",
     "RemoteError",

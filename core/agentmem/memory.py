@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from .derived import forget as forget_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
-from .embeddings import Embedder
+from .embeddings import Embedder, ModelFilesWarning, model_files_problem
 from .errors import DataDirLockedError, StorageError
 from .llm.base import LLM, ChatTurn
 from .maintenance import erase as erase_op
@@ -61,7 +62,7 @@ from .tiers import sessions as session_tiers
 from .tiers.agent_state import AgentState
 from .tiers.knowledge import Knowledge
 from .tiers.sessions import CloseResult, SessionDetail
-from .tiers.working import CompactionResult, WorkingMemory
+from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
@@ -124,6 +125,20 @@ def _release(home: Path, ctx: StoreContext, shared: bool) -> None:
                 del _open[real]
     if last:
         ctx.close()
+
+
+def _model_files_message(embedder: Embedder) -> str | None:
+    """What to say when the default embedder's model files are missing or the wrong size (a
+    cheap check; checksums are verified at first load), instead of letting every write fail
+    to embed quietly in the background."""
+    problem = model_files_problem(embedder)
+    if problem is None:
+        return None
+    return (
+        f"agentmem cannot embed with its default model: {problem}. Until this is fixed, "
+        f"writes get no vectors and recall matches by keywords only (degraded=True); "
+        f"afterwards `agentmem reindex` embeds what was written meanwhile"
+    )
 
 
 def _finish_erasures(ctx: StoreContext) -> None:
@@ -192,6 +207,8 @@ class AgentMemory:
         home = Path(path).expanduser() if path is not None else default_home()
         resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
 
+        unusable: list[str] = []
+
         def opener() -> StoreContext:
             ctx = open_store(
                 home,
@@ -203,6 +220,10 @@ class AgentMemory:
                 allow_embedder_change=allow_embedder_change,
                 read_only=read_only,
             )
+            problem = _model_files_message(ctx.embedder)
+            if problem is not None:
+                ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
+                unusable.append(problem)
             if not read_only:
                 _finish_erasures(ctx)
             if background and not read_only:
@@ -213,6 +234,8 @@ class AgentMemory:
         key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
+        for problem in unusable:  # said once, when the dir is opened (not when it is shared)
+            warnings.warn(problem, ModelFilesWarning, stacklevel=2)
         self._background = background
         self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 
@@ -668,12 +691,34 @@ class BoundMemory:
         return WorkingMemory(self._ctx, self.identity)
 
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
-        first when the prompt passes ``budget_ratio`` of ``model_window``. See
+        first when the prompt passes ``budget_ratio`` of ``model_window`` or the window holds
+        more than ``max_messages``. See
         :meth:`agentmem.tiers.working.WorkingMemory.context_messages`."""
-        return self.working.context_messages(model_window=model_window, budget_ratio=budget_ratio)
+        return self.working.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What :meth:`context_messages` would send, as stored rows (pinned, reference summary,
+        shown window), after the same trips; for callers that build the prompt from their own
+        message objects (``AgentMemMiddleware``). See
+        :meth:`agentmem.tiers.working.WorkingMemory.prompt_view`."""
+        return self.working.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
 
     def compact(self, *, keep: int | None = None) -> CompactionResult:
         """Fold this session's window into its reference summary, keeping a short tail."""

@@ -32,7 +32,7 @@ from .models import (
 from .tiers.agent_state import StateEntry
 from .tiers.knowledge import KnowledgeEntry, UpsertResult
 from .tiers.sessions import CloseResult, SessionDetail
-from .tiers.working import CompactionResult
+from .tiers.working import CompactionResult, PromptView
 
 
 class KnowledgeProtocol(Protocol):
@@ -164,8 +164,20 @@ class BoundMemoryProtocol(Protocol):
     def answer(self, question: str, *, top_k: int = 5) -> AnswerResult: ...
 
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]: ...
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView: ...
 
     def compact(self, *, keep: int | None = None) -> CompactionResult: ...
 

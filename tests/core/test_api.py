@@ -25,7 +25,9 @@ from agentmem import (
     AgentMemory,
     BoundMemory,
     DataDirLockedError,
+    EmbeddingError,
     MemoryItem,
+    ModelFilesError,
     NotFoundError,
     RecallHit,
     RecallResult,
@@ -197,6 +199,7 @@ def test_all_is_pinned() -> None:
         "MemoryConfig",
         "MemoryItem",
         "MemoryProtocol",
+        "ModelFilesError",
         "NotFoundError",
         "OfflineLLM",
         "OnnxCrossEncoderReranker",
@@ -228,6 +231,7 @@ def test_error_tree() -> None:
     assert issubclass(NotFoundError, AgentMemError)
     assert issubclass(StorageError, AgentMemError)
     assert issubclass(DataDirLockedError, StorageError)
+    assert issubclass(ModelFilesError, EmbeddingError)
     # no built-in is shadowed
     import builtins
 

@@ -14,10 +14,12 @@ import pytest
 from _agentmem_server import ServerProcess
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatResult
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from pydantic import Field
 
 import agentmem
 from agentmem.client import Client, RemoteBoundMemory
@@ -41,6 +43,16 @@ class ScriptedModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
         return self
+
+
+class RecordingModel(ScriptedModel):
+    """A scripted model that also keeps every prompt it was sent."""
+
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.prompts.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
 
 
 @pytest.fixture
@@ -82,6 +94,26 @@ def test_langchain_agent_middleware(client: Client, remote: RemoteBoundMemory) -
     out = agent.invoke({"messages": [HumanMessage("Do I have allergies?")]})
     assert isinstance(out["messages"][2], ToolMessage)
     assert next(m.content for m in remote.messages()) == "Do I have allergies?"
+
+
+def test_langchain_agent_middleware_folds_a_long_loop_remotely(remote: RemoteBoundMemory) -> None:
+    """The working memory runs on the server (prompt_view): past the window the older
+    messages are folded into the summary, and every call still sees the question."""
+    calls = [
+        AIMessage("", tool_calls=[{"name": "recall", "args": {"query": f"q{i}"}, "id": f"c{i}"}])
+        for i in range(6)
+    ]
+    model = RecordingModel(messages=iter([*calls, AIMessage("Done.")]))
+    agent = create_agent(model, tools=[], middleware=[AgentMemMiddleware(remote, window=4)])
+    question = "Which of my orders are late?"
+    out = agent.invoke({"messages": [HumanMessage(question)]})
+    assert out["messages"][-1].content == "Done."
+    assert len(model.prompts) == 7
+    for prompt in model.prompts:
+        assert any(isinstance(m, HumanMessage) and m.content == question for m in prompt)
+    last = model.prompts[-1]
+    assert "Summary of earlier messages" in str(last[0].content)
+    assert len(last) < len(out["messages"])
 
 
 def test_langgraph_store_on_a_client(client: Client, tenant: str) -> None:

@@ -30,7 +30,7 @@ from agentmem import (
 from agentmem.client import RemoteBoundMemory
 from agentmem.models import IngestError
 from agentmem.server.routes import args_model
-from agentmem.tiers.working import CompactionResult, ReferenceFact, ReferenceSummary
+from agentmem.tiers.working import CompactionResult, PromptView, ReferenceFact, ReferenceSummary
 from agentmem.wire import OPS, decode, encode, error_body, error_from, status_of
 from agentmem.wire.codec import orjson_default
 
@@ -60,6 +60,16 @@ def _item(**kw: Any) -> MemoryItem:
             CompactionResult,
             CompactionResult(
                 True, "manual", ("a",), 3, ReferenceSummary("s", (ReferenceFact("k", "v", "e"),))
+            ),
+        ),
+        (
+            PromptView,
+            PromptView(
+                (_item(role="system"),),
+                ReferenceSummary("s"),
+                (_item(id="m2", role="user"),),
+                left_out=1,
+                compaction=CompactionResult(True, "budget", ("a",), 1, ReferenceSummary("s")),
             ),
         ),
         (list[MemoryItem], [_item(), _item(id="m2")]),

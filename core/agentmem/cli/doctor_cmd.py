@@ -1,14 +1,16 @@
 """``agentmem doctor``: check the records against the keyword index and the vector collections.
 
-Prints what :func:`agentmem.maintenance.doctor.diagnose` found (``--json``: the report as JSON) and exits
-1 when there is drift, an unreadable index or rows whose embedding failed; ``agentmem
-reindex`` repairs all of them. Opening the data dir does not start the background indexer, so
+Prints what :func:`agentmem.maintenance.doctor.diagnose` found (``--json``: the report as
+JSON) and exits 1 when there is drift, an unreadable index, rows whose embedding failed
+(``agentmem reindex`` repairs all of them) or unusable model files (the report names the
+``pip`` command). Opening the data dir does not start the background indexer, so
 the report shows the indexes as they are on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..maintenance.doctor import DoctorReport, diagnose
@@ -38,13 +40,32 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
     if out.json:
         out.result({"home": home, **to_jsonable(report)})
     else:
-        status = "[green]ok[/green]" if report.ok else "[red]drift found[/red]"
+        broken_files = _file_problems(report.model_files)
+        drift = report.problems != broken_files or any(
+            (
+                report.missing_keyword,
+                report.extra_keyword,
+                report.missing_vectors,
+                report.extra_vectors,
+                report.failed_vectors,
+                report.orphan_collections,
+                report.erasures,
+                report.orphan_vector_files,
+                report.orphan_rows,
+            )
+        )
+        if report.ok:
+            status = "[green]ok[/green]"
+        else:
+            status = "[red]drift found[/red]" if drift else "[red]model files unusable[/red]"
         out.print(f"agentmem doctor: {markup(home)}: {status}")
         out.print(
             f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
             f"vectors: {report.vectors}"
         )
         out.print(f"  embedder: {markup(_describe_embedder(report.embedder))}")
+        if report.model_files is not None:
+            out.print(f"  model files: {markup(_describe_files(report.model_files))}")
         for label, n in (
             ("missing keyword docs", report.missing_keyword),
             ("  of which flagged indexed (stale)", report.stale_keyword),
@@ -74,14 +95,28 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
             out.print(f"  [yellow]note[/yellow]: {markup(note)}")
         for kind, ids in report.samples.items():
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
-        if not report.ok:
-            if report.erasures:
-                out.print(
-                    "  run `agentmem erase` again for an identity with leftovers (it removes "
-                    "them and finishes an interrupted erasure)"
-                )
-            out.print("  run `agentmem reindex` to rebuild both indexes from the records")
+        if broken_files:
+            out.print("  fix the model files first: run the pip command above")
+        if report.erasures:
+            out.print(
+                "  run `agentmem erase` again for an identity with leftovers (it removes "
+                "them and finishes an interrupted erasure)"
+            )
+        if drift:
+            after = " after that" if broken_files else ""
+            out.print(f"  run `agentmem reindex`{after} to rebuild both indexes from the records")
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _describe_files(files: list[dict[str, Any]]) -> str:
+    if all(f["ok"] for f in files):
+        names = ", ".join(Path(f["path"]).name for f in files)
+        return f"ok ({names}; sizes and sha256 verified)"
+    return "; ".join(f"{f['role']} broken" for f in files if not f["ok"]) + " (see problems)"
+
+
+def _file_problems(files: list[dict[str, Any]] | None) -> list[str]:
+    return [f"{f['problem']}; fix: {f['fix']}" for f in files or [] if not f["ok"]]
 
 
 def _erasure(check: ErasureCheck) -> str:

@@ -38,7 +38,7 @@ from ..server.keys import ApiKey
 from ..tiers.agent_state import StateEntry
 from ..tiers.knowledge import KnowledgeEntry, UpsertResult
 from ..tiers.sessions import CloseResult, SessionDetail
-from ..tiers.working import CompactionResult
+from ..tiers.working import CompactionResult, PromptView
 from ..wire.codec import decode
 from . import _wire as w
 
@@ -477,12 +477,36 @@ class RemoteBoundMemory:
 
     # -- tiers -------------------------------------------------------------------------------
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """See :meth:`agentmem.BoundMemory.context_messages`."""
-        args: dict[str, Any] = {"model_window": model_window, "budget_ratio": budget_ratio}
+        args: dict[str, Any] = {
+            "model_window": model_window,
+            "budget_ratio": budget_ratio,
+            "max_messages": max_messages,
+        }
         messages: list[dict[str, str]] = self._call("context_messages", args)
         return messages
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """See :meth:`agentmem.BoundMemory.prompt_view`."""
+        args: dict[str, Any] = {
+            "model_window": model_window,
+            "budget_ratio": budget_ratio,
+            "max_messages": max_messages,
+        }
+        view: PromptView = self._call("prompt_view", args)
+        return view
 
     def compact(self, *, keep: int | None = None) -> CompactionResult:
         """See :meth:`agentmem.BoundMemory.compact`."""

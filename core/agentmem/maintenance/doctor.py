@@ -19,7 +19,9 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
   uses (Chroma leaves them behind when a collection is dropped; ``reindex`` and ``erase``
   delete them), and payloads or source links of rows that no longer exist.
 
-The report also names the embedder recorded for the vectors (``embedder``; see
+The report also checks the default embedder's model files (``model_files``: presence, size
+and sha256; a problem names the ``pip`` command that fixes it and makes the report not ``ok``)
+and names the embedder recorded for the vectors (``embedder``; see
 :mod:`agentmem.storage.fingerprint`). A data dir older than that record holds vectors whose model
 was assumed when it was first opened: ``notes`` says so, without making the report not
 ``ok`` (``reindex`` re-embeds with a known embedder).
@@ -36,11 +38,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import StoreContext
+from ..embeddings import model_files_status
 from ..errors import StorageError
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
@@ -89,6 +93,9 @@ class DoctorReport:
     embedder: dict[str, Any] | None = None
     #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
     notes: list[str] = field(default_factory=list)
+    #: The embedder's model files (role, path, ok, size, sha256_verified, problem, fix), or
+    #: None for an embedder without files agentmem knows of (a custom one).
+    model_files: list[dict[str, Any]] | None = None
     #: Logged erasures checked.
     erasures_checked: int = 0
     #: Erasures with something of their identity left, or not finished.
@@ -188,6 +195,12 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         if d.missing_keyword or d.missing_vectors or d.extra_vectors:
             drift.append(d)
 
+    # -- the embedder's model files -----------------------------------------------------------
+    files = model_files_status(ctx.embedder, verify_checksums=True)
+    for status in files or []:
+        if not status.ok:
+            problems.append(f"{status.problem}; fix: {status.fix}")
+
     kw_pending, vec_pending, failed = records.index.pending_counts()
     recorded = read_fingerprint(records)
     notes: list[str] = []
@@ -252,6 +265,7 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         samples=samples,
         embedder=None if recorded is None else recorded.to_dict(),
         notes=notes,
+        model_files=None if files is None else [dataclasses.asdict(s) for s in files],
         erasures_checked=len(checks),
         erasures=erasures,
         orphan_vector_files=orphan_files,

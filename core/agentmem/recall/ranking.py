@@ -32,7 +32,7 @@
 3. **Calibration**: ``score = sigmoid(BIAS + WEIGHTS . features)`` over
    :data:`CALIBRATION_FEATURES`, a logistic regression fitted by
    ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
-   (``eval/memory_golden_dataset.json`` and ``eval/calibration_cases.json``: facts,
+   (the golden set, ``--dataset golden``, and ``eval/calibration_cases.json``: facts,
    preferences, chat turns, tool outputs, document chunks), cross-validated by case, plus
    the LoCoMo evidence turns as positives weighing a fifth of the labelled positives; the
    script reports the calibration per kind. A query unrelated to every memory lands below

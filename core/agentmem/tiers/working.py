@@ -278,6 +278,28 @@ class WorkingSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptView:
+    """What a prompt of a session holds (:meth:`WorkingMemory.prompt_view`), in order:
+    pinned messages, the reference summary (when not empty) and the shown window.
+
+    Attributes:
+        pinned: System and pinned messages.
+        summary: The reference summary of what rolled off.
+        window: The window messages shown, oldest first (never without the latest user
+            message).
+        left_out: Window messages left out of this view because the prompt was still over
+            budget after compaction (the stored window keeps them).
+        compaction: The compaction this call ran, if one tripped.
+    """
+
+    pinned: tuple[MemoryItem, ...]
+    summary: ReferenceSummary
+    window: tuple[MemoryItem, ...]
+    left_out: int = 0
+    compaction: CompactionResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _State:
     summary: ReferenceSummary
     boundary: int = 0
@@ -477,7 +499,11 @@ class WorkingMemory:
 
     # -- the prompt ----------------------------------------------------------------------------
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """The messages to send to a model: pinned messages, the reference summary (a system
         message) and the window, compacting first when the budget or the window size trips.
@@ -487,27 +513,51 @@ class WorkingMemory:
                 :class:`~agentmem.tiers.sessions.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
             budget_ratio: Share of the model window the prompt may fill before compaction
                 trips (default 0.8).
+            max_messages: Window messages past which the oldest roll off until half remain
+                (default ``working_max_messages`` of the tier config, 50).
 
         Returns:
             ``{"role", "content"}`` dicts (tool results also carry ``tool_call_id`` when it
             was stored), in prompt order.
         """
+        view = self.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+        head = [_message(item) for item in view.pinned]
+        if not view.summary.empty:
+            head.append({"role": "system", "content": view.summary.render()})
+        return head + [_message(item) for item in view.window]
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What a prompt of this session holds, as stored rows: compacts first when the
+        budget or the window size trips, exactly as :meth:`context_messages` (which renders
+        this view), for callers that build the prompt from their own message objects.
+
+        Args: as :meth:`context_messages`.
+        """
         window_tokens = self._model_window(model_window)
         ratio = v.unit_float(budget_ratio, "budget_ratio")
         if ratio is None or ratio <= 0:
             raise ValidationError("budget_ratio", "must be in (0, 1]")
+        cfg = self.config
+        limit = v.positive_int(max_messages, "max_messages")
+        limit = cfg.working_max_messages if limit is None else limit
         budget = int(window_tokens * ratio)
         snap = self.snapshot()
-        cfg = self.config
         result: CompactionResult | None = None
         if snap.tokens.total > budget:
             result = self.compact(keep=cfg.working_tail, reason="budget")
-        elif len(snap.window) > cfg.working_max_messages:
-            keep = max(cfg.working_max_messages // 2, cfg.working_tail)
-            result = self.compact(keep=keep, reason="window_full")
+        elif len(snap.window) > limit:
+            result = self.compact(keep=max(limit // 2, cfg.working_tail), reason="window_full")
         if result is not None and result.rolled_off:
             snap = self.snapshot()
-        return self._render(snap, budget)
+        return self._view(snap, budget, result)
 
     def _model_window(self, model_window: int | None) -> int:
         override = self.config.model_window_override
@@ -517,12 +567,8 @@ class WorkingMemory:
         return value if value is not None else self.config.model_window
 
     @staticmethod
-    def _render(snap: WorkingSnapshot, budget: int) -> list[dict[str, str]]:
-        head = [_message(item) for item in snap.pinned]
-        used = snap.tokens.pinned
-        if not snap.summary.empty:
-            head.append({"role": "system", "content": snap.summary.render()})
-            used += snap.tokens.summary
+    def _view(snap: WorkingSnapshot, budget: int, result: CompactionResult | None) -> PromptView:
+        used = snap.tokens.pinned + (0 if snap.summary.empty else snap.tokens.summary)
         window = list(snap.window)
         sizes = [message_tokens(item) for item in window]
         # over budget even now (a failed compaction, or a huge tail): trim the view only
@@ -542,7 +588,13 @@ class WorkingMemory:
                 "of the prompt view",
                 len(window) - len(shown),
             )
-        return head + [_message(item) for item in shown]
+        return PromptView(
+            pinned=snap.pinned,
+            summary=snap.summary,
+            window=tuple(shown),
+            left_out=len(window) - len(shown),
+            compaction=result,
+        )
 
 
 def _condense(summary: ReferenceSummary, llm: LLM, limit: int) -> ReferenceSummary:

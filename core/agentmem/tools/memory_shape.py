@@ -7,7 +7,7 @@ and on the remote bound memory of :func:`agentmem.connect` alike.
 
 from __future__ import annotations
 
-from ..protocols import BoundMemoryProtocol
+from ..protocols import BoundMemoryProtocol, MemoryProtocol
 
 #: Methods whose absence means "not a bound memory" (an ``AgentMemory`` has none of them).
 _REQUIRED = ("recall", "remember", "read_tool_output", "get", "forget")
@@ -33,4 +33,17 @@ def check_memory(memory: object, caller: str) -> BoundMemoryProtocol:
     return memory  # type: ignore[return-value]
 
 
-__all__ = ["check_memory"]
+def check_store(memory: object, caller: str, *, why: str) -> MemoryProtocol:
+    """``memory`` if it is a memory to bind (an :class:`agentmem.AgentMemory` or the client of
+    :func:`agentmem.connect`), else a TypeError naming what was passed; for the adapters that
+    bind an identity per call (the LangGraph store, the LlamaIndex chat store).
+    """
+    if isinstance(memory, MemoryProtocol):
+        return memory
+    hint = ""
+    if isinstance(memory, BoundMemoryProtocol):
+        hint = "; pass memory.store" if hasattr(type(memory), "store") else "; pass its client"
+    raise TypeError(f"{caller} expects an AgentMemory ({why}), got {type(memory).__name__}{hint}")
+
+
+__all__ = ["check_memory", "check_store"]

@@ -26,7 +26,8 @@ from ..tiers.agent_state import AgentState
 from ..tiers.knowledge import Knowledge
 
 #: Methods of BoundMemory served remotely (every operation of the embedded API but the
-#: ``working`` view, whose snapshot is reached through ``context_messages`` and ``compact``).
+#: ``working`` view, whose snapshot is reached through ``context_messages``, ``prompt_view``
+#: and ``compact``).
 BOUND_OPS: tuple[str, ...] = (
     "add_message",
     "add_messages",
@@ -44,6 +45,7 @@ BOUND_OPS: tuple[str, ...] = (
     "history",
     "answer",
     "context_messages",
+    "prompt_view",
     "compact",
     "close_session",
     "session_detail",

@@ -10,7 +10,9 @@ A write commits its row to SQLite and returns. This worker then
 The records carry the pending flags, so a crash at any point only means the work is done
 again on the next start (both index writes are idempotent by id). Embedding failures retry
 with exponential backoff; after the last retry the rows are flagged (``vec_pending = failed``,
-``embed_error``) and stay keyword-searchable; ``reindex`` retries them.
+``embed_error``) and stay keyword-searchable; ``reindex`` retries them. Unusable model files
+(:class:`~agentmem.errors.ModelFilesError`) are not retried, since only a reinstall fixes
+them: the rows are flagged at once and the problem is logged once (:attr:`Indexer.unavailable`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from ..embeddings import Embedder
-from ..errors import AgentMemError
+from ..errors import AgentMemError, ModelFilesError
 from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
@@ -132,6 +134,9 @@ class Indexer:
             _Worker("agentmem-embedder", self._vector_step, self),
         ]
         self.embedded_total = 0
+        #: Why the embedder cannot run (its model files are unusable), once known; set by the
+        #: store when its open-time check already reported it, so it is said only once.
+        self.unavailable: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -331,6 +336,16 @@ class Indexer:
             try:
                 vectors = self.embedder.embed_documents(texts)
                 break
+            except ModelFilesError as exc:  # retrying cannot fix a missing or corrupt file
+                error = exc
+                if self.unavailable is None:
+                    self.unavailable = str(exc)
+                    log.error(
+                        "cannot embed: %s. Rows stay keyword-searchable without vectors and "
+                        "recall is degraded; after the fix, `agentmem reindex` embeds them",
+                        exc,
+                    )
+                break
             except Exception as exc:
                 error = exc
                 if attempt < self.retries:
@@ -345,7 +360,8 @@ class Indexer:
                     )
                     self._sleep(delay)
         if vectors is None:
-            log.error("embedding batch of %d failed permanently: %s", len(texts), error)
+            if not isinstance(error, ModelFilesError):
+                log.error("embedding batch of %d failed permanently: %s", len(texts), error)
             self.records.index.mark_vector_failed([seq for seq, _ in live], f"{error}")
             return
         if self.before_first_vectors is not None:
