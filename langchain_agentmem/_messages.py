@@ -26,7 +26,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agentmem import BoundMemory, MemoryItem, NotFoundError, ValidationError
+from agentmem import BoundMemoryProtocol, MemoryItem, NotFoundError, ValidationError
 
 _ROLE_ALIASES = {
     "human": "user",
@@ -106,7 +106,7 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     return ChatRow(role=role, content=text, metadata=meta)
 
 
-def _full_content(memory: BoundMemory, item: MemoryItem) -> str:
+def _full_content(memory: BoundMemoryProtocol, item: MemoryItem) -> str:
     """The whole stored text of ``item`` (its recallable copy may be capped or elided)."""
     ref = item.source_ref
     if ref is None:
@@ -120,7 +120,7 @@ def _full_content(memory: BoundMemory, item: MemoryItem) -> str:
         return item.content
 
 
-def item_to_message(memory: BoundMemory, item: MemoryItem) -> BaseMessage:
+def item_to_message(memory: BoundMemoryProtocol, item: MemoryItem) -> BaseMessage:
     """The LangChain message for a stored session row."""
     meta = item.metadata
     content: Any = meta["lc_content"] if "lc_content" in meta else _full_content(memory, item)
@@ -151,7 +151,7 @@ def item_to_message(memory: BoundMemory, item: MemoryItem) -> BaseMessage:
     return HumanMessage(content=content, id=msg_id, name=name)
 
 
-def store_messages(memory: BoundMemory, messages: Sequence[BaseMessage]) -> None:
+def store_messages(memory: BoundMemoryProtocol, messages: Sequence[BaseMessage]) -> None:
     """Store ``messages`` in order: every run of chat messages in one ``add_messages`` call,
     every ``ToolMessage`` with ``add_tool_output`` (the core's bulk call has no tool form).
 
@@ -173,7 +173,7 @@ def store_messages(memory: BoundMemory, messages: Sequence[BaseMessage]) -> None
         memory.add_messages(run)
 
 
-def load_messages(memory: BoundMemory, window: int | None) -> list[BaseMessage]:
+def load_messages(memory: BoundMemoryProtocol, window: int | None) -> list[BaseMessage]:
     """The session's messages, oldest first; with ``window``, the last ``window`` of them
     less any leading tool results whose calling AI message fell outside the window."""
     items = memory.messages(limit=window)

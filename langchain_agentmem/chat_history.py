@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from agentmem import BoundMemory, ScopeError, ValidationError
+from agentmem import BoundMemoryProtocol, ScopeError, ValidationError
+from agentmem.tools import check_memory
 
 from ._messages import load_messages, store_messages
 
@@ -44,7 +45,8 @@ class AgentMemChatMessageHistory(BaseChatMessageHistory):
         ... )
     """
 
-    def __init__(self, *, memory: BoundMemory, window: int | None = None) -> None:
+    def __init__(self, *, memory: BoundMemoryProtocol, window: int | None = None) -> None:
+        check_memory(memory, "AgentMemChatMessageHistory")
         if memory.session_id is None:
             raise ScopeError(
                 "memory",

@@ -11,9 +11,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
-from agentmem import BoundMemory
+from agentmem import BoundMemoryProtocol
+from agentmem.tools import check_memory
 
 from ._convert import hit_to_document
 
@@ -46,7 +47,7 @@ class AgentMemRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: BoundMemory
+    memory: BoundMemoryProtocol
     """The bound memory (``AgentMemory.bind``) whose identity every search uses."""
     k: int = Field(default=5, ge=1, le=20)
     """How many documents to return at most (the core's ``top_k``)."""
@@ -64,6 +65,11 @@ class AgentMemRetriever(BaseRetriever):
     """Use the store's reranker, if one is configured (fail-open)."""
     token_budget: int | None = Field(default=None, ge=1)
     """Max tokens of returned content; ``None`` uses the store's configured default."""
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _check_memory(cls, value: Any) -> Any:
+        return check_memory(value, cls.__name__)
 
     def _search(self, query: str, overrides: dict[str, Any]) -> list[Document]:
         unknown = set(overrides) - _OVERRIDABLE

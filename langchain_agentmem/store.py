@@ -60,8 +60,9 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem import AgentMemory, BoundMemory, RecallHit, ValidationError
+from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
 from agentmem.models import MEMORY_TYPES
+from agentmem.tools.memory_shape import check_store
 
 _ENTRY_PREFIX = "item:"
 _SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
@@ -239,7 +240,7 @@ class AgentMemStore(BaseStore):
 
     def __init__(
         self,
-        memory: AgentMemory,
+        memory: MemoryProtocol,
         *,
         tenant_id: str,
         user_position: int | None = None,
@@ -249,6 +250,7 @@ class AgentMemStore(BaseStore):
         memory_type: str = "note",
         wait_for_index: bool = False,
     ) -> None:
+        memory = check_store(memory, "AgentMemStore", why="it binds per namespace")
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
             if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
                 raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")
@@ -268,7 +270,7 @@ class AgentMemStore(BaseStore):
         self.memory_type = memory_type
         self.wait_for_index = wait_for_index
         # Binding validates tenant_id and store_id (printable, at most 256 characters).
-        self._registry: BoundMemory = memory.bind(
+        self._registry: BoundMemoryProtocol = memory.bind(
             tenant_id=tenant_id, agent_id=f"langgraph-store:{store_id}"
         )
 
@@ -279,7 +281,7 @@ class AgentMemStore(BaseStore):
 
         return _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
 
-    def _bind(self, owner: _Owner) -> BoundMemory:
+    def _bind(self, owner: _Owner) -> BoundMemoryProtocol:
         return self.memory.bind(
             tenant_id=self.tenant_id, user_id=owner.user_id, agent_id=owner.agent_id
         )

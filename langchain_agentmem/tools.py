@@ -32,10 +32,9 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import ConfigDict, SkipValidation, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from agentmem import AgentMemError
+from agentmem import AgentMemError, BoundMemoryProtocol
 from agentmem.tools import (
     SPECS,
-    ToolMemory,
     ToolOptions,
     ToolSpec,
     arguments_error,
@@ -92,7 +91,7 @@ class AgentMemTool(BaseTool):
     # Filled from ``spec`` when not given (BaseTool requires them).
     name: str = ""
     description: str = ""
-    memory: Annotated[ToolMemory, SkipValidation]
+    memory: Annotated[BoundMemoryProtocol, SkipValidation]
     """The bound memory whose identity every call uses."""
     spec: Annotated[ToolSpec, SkipValidation]
     """The core tool this wraps."""
@@ -320,7 +319,9 @@ TOOL_CLASSES: dict[str, type[AgentMemTool]] = {
 }
 
 
-def create_memory_tools(memory: ToolMemory, include: Include = "core") -> list[AgentMemTool]:
+def create_memory_tools(
+    memory: BoundMemoryProtocol, include: Include = "core"
+) -> list[AgentMemTool]:
     """The memory tools for an agent, bound to ``memory``.
 
     Args:

@@ -8,10 +8,11 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store import BaseChatStore
 
+from agentmem import BoundMemoryProtocol, MemoryProtocol
 from agentmem import validation as v
-from agentmem.errors import NotFoundError, ValidationError
-from agentmem.memory import AgentMemory, BoundMemory
+from agentmem.errors import NotFoundError
 from agentmem.models import MemoryItem
+from agentmem.tools.memory_shape import check_store
 
 from ._messages import from_item, to_agentmem
 
@@ -49,19 +50,18 @@ class AgentMemChatStore(BaseChatStore):
     tenant_id: str = Field(description="Tenant every key belongs to.")
     user_id: str | None = Field(default=None, description="User owning the sessions.")
     agent_id: str | None = Field(default=None, description="Agent owning the sessions.")
-    _store: AgentMemory = PrivateAttr()
+    _store: MemoryProtocol = PrivateAttr()
 
     def __init__(
         self,
-        memory: AgentMemory,
+        memory: MemoryProtocol,
         tenant_id: str,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(memory, AgentMemory):
-            raise ValidationError("memory", f"must be an AgentMemory, got {type(memory).__name__}")
+        check_store(memory, "AgentMemChatStore", why="it binds one session per chat-store key")
         fields: dict[str, Any] = {
             "tenant_id": v.identity(tenant_id, "tenant_id", required=True),
             "user_id": v.identity(user_id, "user_id"),
@@ -75,15 +75,15 @@ class AgentMemChatStore(BaseChatStore):
         return "AgentMemChatStore"
 
     @property
-    def memory(self) -> AgentMemory:
+    def memory(self) -> MemoryProtocol:
         """The underlying :class:`~agentmem.AgentMemory`."""
         return self._store
 
-    def session(self, key: str) -> BoundMemory:
+    def session(self, key: str) -> BoundMemoryProtocol:
         """The bound memory of chat-store key ``key`` (its session id)."""
         return self._store.bind(self.tenant_id, self.user_id, self.agent_id, session_id=key)
 
-    def _to_message(self, bound: BoundMemory, item: MemoryItem) -> ChatMessage:
+    def _to_message(self, bound: BoundMemoryProtocol, item: MemoryItem) -> ChatMessage:
         full: str | None = None
         if item.source_ref is not None:
             try:

@@ -10,9 +10,10 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, field_validator, model_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
+from agentmem import BoundMemoryProtocol
 from agentmem import validation as v
-from agentmem.memory import BoundMemory
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
+from agentmem.tools import check_memory
 from agentmem.tools.render import drop_lowest_scored, fit_to_budget, format_hits
 
 from ._messages import message_text, to_agentmem
@@ -52,7 +53,7 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
         >>> chat = Memory.from_defaults(session_id="s1", memory_blocks=[block])  # doctest: +SKIP
     """
 
-    memory: BoundMemory = Field(exclude=True, description="The bound agentmem memory.")
+    memory: BoundMemoryProtocol = Field(exclude=True, description="The bound agentmem memory.")
     name: str = Field(default="agentmem", description="The name of the memory block.")
     description: str | None = Field(
         default="Memories recalled from agentmem for the latest messages.",
@@ -75,10 +76,8 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
 
     @field_validator("memory", mode="before")
     @classmethod
-    def _check_memory(cls, value: Any) -> BoundMemory:
-        if not isinstance(value, BoundMemory):
-            raise ValueError(f"must be a BoundMemory (AgentMemory.bind), got {type(value)}")
-        return value
+    def _check_memory(cls, value: Any) -> Any:
+        return check_memory(value, cls.__name__)
 
     @field_validator("similarity_top_k")
     @classmethod

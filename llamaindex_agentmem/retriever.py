@@ -10,10 +10,11 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from agentmem import BoundMemoryProtocol
 from agentmem import validation as v
 from agentmem.errors import ValidationError
-from agentmem.memory import BoundMemory
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES, RecallHit
+from agentmem.tools import check_memory
 
 #: Metadata keys a node's text is shown to an LLM with (the rest stay out of the prompt).
 LLM_METADATA_KEYS = ("kind", "memory_type", "event_time")
@@ -79,7 +80,7 @@ class AgentMemRetriever(BaseRetriever):
 
     def __init__(
         self,
-        memory: BoundMemory,
+        memory: BoundMemoryProtocol,
         *,
         similarity_top_k: int = 5,
         scope: str = "any",
@@ -91,10 +92,7 @@ class AgentMemRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if not isinstance(memory, BoundMemory):
-            raise ValidationError(
-                "memory", f"must be a BoundMemory (AgentMemory.bind), got {type(memory).__name__}"
-            )
+        check_memory(memory, "AgentMemRetriever")
         self.memory = memory
         self.similarity_top_k = v.top_k(similarity_top_k, "similarity_top_k")
         self.scope = v.choice(scope, "scope", RECALL_SCOPES)

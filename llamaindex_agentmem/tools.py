@@ -21,8 +21,9 @@ from typing import Any
 
 from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
 
+from agentmem import BoundMemoryProtocol
 from agentmem.errors import AgentMemError
-from agentmem.tools import ToolMemory, ToolResult, ToolSpec, check_memory, error_message, run_tool
+from agentmem.tools import ToolResult, ToolSpec, check_memory, error_message, run_tool
 from agentmem.tools import args as core_args
 from agentmem.tools.render import error_text
 from agentmem.tools.specs import Include, select
@@ -41,7 +42,7 @@ class AgentMemFunctionTool(FunctionTool):
         memory: The bound memory every call acts for.
     """
 
-    def __init__(self, spec: ToolSpec, memory: ToolMemory) -> None:
+    def __init__(self, spec: ToolSpec, memory: BoundMemoryProtocol) -> None:
         self.spec = spec
         self.memory = memory
 
@@ -90,7 +91,9 @@ class AgentMemFunctionTool(FunctionTool):
         return self._output(args, kwargs, outcome)
 
 
-def create_memory_tools(memory: ToolMemory, include: Include = "core") -> list[FunctionTool]:
+def create_memory_tools(
+    memory: BoundMemoryProtocol, include: Include = "core"
+) -> list[FunctionTool]:
     """The memory tools for an agent, bound to ``memory``, as ``FunctionTool`` s.
 
     Args:

@@ -2,7 +2,8 @@
 
 The notebooks are committed without outputs; this test checks that too, then runs each one
 with nbclient in a fresh kernel whose working directory is ``notebooks/`` (as Jupyter's) and
-whose ``AGENTMEM_HOME`` points at a temporary directory.
+whose ``AGENTMEM_HOME`` points at a temporary directory. The notebooks promise to leave nothing
+behind: the kernel's ``TMPDIR`` is a directory of its own, which must be empty afterwards.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from nbclient import NotebookClient
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+#: What dependencies keep in the temp dir for every process that uses them (shared and reused,
+#: not a notebook's data): onnxruntime's session file (written on import) and tiktoken's cache
+#: of the encoding file.
+DEPENDENCY_CACHES = {".ses", "data-gym-cache"}
 
 
 def test_there_are_notebooks() -> None:
@@ -35,15 +40,20 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 
 @pytest.fixture
-def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernel inherits this environment: a private AGENTMEM_HOME and no Jupyter config."""
+def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The kernel inherits this environment: a private AGENTMEM_HOME, a private TMPDIR (which
+    is returned) and no Jupyter config."""
     home = tmp_path / "agentmem-home"
     home.mkdir()
     monkeypatch.setenv("AGENTMEM_HOME", str(home))
+    kernel_tmp = tmp_path / "kernel-tmp"
+    kernel_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(kernel_tmp))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONWARNINGS", "ignore")  # kernel-side warnings are not test failures
+    return kernel_tmp
 
 
 def _python3_kernel_uses_this_interpreter() -> None:
@@ -55,7 +65,7 @@ def _python3_kernel_uses_this_interpreter() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path: Path, kernel_env: None) -> None:
+def test_notebook_runs(path: Path, kernel_env: Path) -> None:
     _python3_kernel_uses_this_interpreter()
     before = set(os.listdir(NOTEBOOKS_DIR))
     nb = nbformat.read(path, as_version=4)
@@ -80,3 +90,5 @@ def test_notebook_runs(path: Path, kernel_env: None) -> None:
     assert executable == sys.executable, f"kernel ran {executable}, not {sys.executable}"
     leftovers = sorted(set(os.listdir(NOTEBOOKS_DIR)) - before)
     assert not leftovers, f"{path.name} wrote into notebooks/: {leftovers}"
+    left_in_tmp = sorted(set(os.listdir(kernel_env)) - DEPENDENCY_CACHES)
+    assert not left_in_tmp, f"{path.name} left temporary files behind: {left_in_tmp}"

@@ -5,20 +5,28 @@ Example:
     >>> mem = AgentMemory("./memdata")  # doctest: +SKIP
     >>> m = mem.bind(tenant_id="acme", user_id="u1", session_id="s1")  # doctest: +SKIP
     >>> m.remember("I prefer uv over pip", memory_type="preference")  # doctest: +SKIP
+
+Many processes share one memory through ``agentmem serve``; :func:`connect` returns a client
+of the same shape (``agentmem.connect(url, api_key=...).bind(user_id="u1")``).
 """
 
 from __future__ import annotations
 
+from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from .errors import (
     AgentMemError,
+    AuthError,
     ConfigError,
     DataDirLockedError,
     EmbedderMismatchError,
     EmbeddingError,
     LLMError,
+    ModelFilesError,
     NotFoundError,
+    RateLimitError,
+    RemoteError,
     RerankError,
     ScopeError,
     StorageError,
@@ -28,6 +36,7 @@ from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -37,6 +46,7 @@ from .models import (
     RememberResult,
     RetentionResult,
 )
+from .protocols import BoundMemoryProtocol, MemoryProtocol
 from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
 from .tiers.knowledge import KnowledgeEntry
 from .tiers.sessions import CloseResult
@@ -49,7 +59,9 @@ __all__ = [
     "AgentMemory",
     "AnswerResult",
     "AnthropicLLM",
+    "AuthError",
     "BoundMemory",
+    "BoundMemoryProtocol",
     "CachedEmbedder",
     "CloseResult",
     "ConfigError",
@@ -57,6 +69,7 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ErasureReceipt",
     "HttpReranker",
     "Identity",
     "IngestResult",
@@ -65,13 +78,17 @@ __all__ = [
     "LLMError",
     "MemoryConfig",
     "MemoryItem",
+    "MemoryProtocol",
+    "ModelFilesError",
     "NotFoundError",
     "OfflineLLM",
     "OnnxCrossEncoderReranker",
     "OnnxMiniLMEmbedder",
+    "RateLimitError",
     "RecallHit",
     "RecallResult",
     "RememberResult",
+    "RemoteError",
     "RerankError",
     "Reranker",
     "RetentionResult",
@@ -81,4 +98,6 @@ __all__ = [
     "TierConfig",
     "ValidationError",
     "__version__",
+    "connect",
+    "connect_async",
 ]

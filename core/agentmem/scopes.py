@@ -13,7 +13,7 @@ knowledge  agent-managed knowledge entries      ``knowledge`` (one per tenant; r
                                                 their agent)
 =========  ==================================  =======================================
 
-Session chunks written by ``close_session`` (issue 3 tiers) are ``session`` rows in the
+Session chunks written by ``close_session`` are ``session`` rows in the
 conversation's chunk partition ``chunks:<conversation partition>``: the same owner, but a
 separate partition (and Chroma collection), so default recall never searches them; only
 ``recall(tiers=...)`` naming ``mid_term`` or ``long_term`` does.
@@ -23,6 +23,13 @@ Recall scopes are views over those rows: ``session`` is this session's conversat
 tenant (readable by all, written only by the owning agent), and ``any`` all six.
 :func:`visible_scope` is the single gate every recalled row passes: it re-checks the row's
 tenant and owner against the bound identity, whatever the indexes returned.
+
+**Cross-agent reads** (``target_agent``): an agent bound without a user may read another
+agent's closed sessions (their chunks and summaries: the mid-term and long-term tiers;
+``session_detail`` also their messages up to the last close) and that agent's knowledge.
+Never its working memory (an open session), never a user's conversation, never another
+tenant: :func:`visible_scope` with ``target_agent`` admits only rows of the target's own
+conversations (``conv:a:<agent>``, no user) that carry a tier, and knowledge of that agent.
 """
 
 from __future__ import annotations
@@ -112,13 +119,36 @@ class ScopePlan:
     not_session: str | None = None
 
 
-def plan(identity: Identity, scope: str, tiers: tuple[str, ...] | None = None) -> list[ScopePlan]:
+def cross_agent_partition(identity: Identity, target_agent: str) -> str:
+    """The conversation partition of ``target_agent`` that ``identity`` reads from.
+
+    Raises:
+        ScopeError: ``identity`` is not an agent bound without a user.
+    """
+    if identity.agent_id is None or identity.user_id is not None:
+        raise ScopeError(
+            "target_agent",
+            "cross-agent reads are for an agent bound without a user (bind agent_id= and "
+            "no user_id); a user's conversations are never read across agents",
+        )
+    return f"conv:a:{target_agent}"
+
+
+def plan(
+    identity: Identity,
+    scope: str,
+    tiers: tuple[str, ...] | None = None,
+    target_agent: str | None = None,
+) -> list[ScopePlan]:
     """Partitions and filters for a recall ``scope`` (``any`` skips scopes it cannot serve).
 
-    With ``tiers`` (issue 3), only the partitions that can hold rows of those tiers are
-    planned, plus the conversation's chunk partition when ``mid_term`` or ``long_term`` is
-    asked for; :func:`row_tier` then admits the rows of the wanted tiers only.
+    With ``tiers``, only the partitions that can hold rows of those tiers are planned, plus
+    the conversation's chunk partition when ``mid_term`` or ``long_term`` is asked for;
+    :func:`row_tier` then admits the rows of the wanted tiers only. With ``target_agent``,
+    the plan covers that agent's closed sessions (``history``) and knowledge only.
     """
+    if target_agent is not None:
+        return _plan_target(identity, scope, tiers, target_agent)
     plans = _plan(identity, scope)
     if tiers is None:
         return plans
@@ -133,6 +163,27 @@ def plan(identity: Identity, scope: str, tiers: tuple[str, ...] | None = None) -
             if p.scope in ("session", "history")
         )
     return out
+
+
+def _plan_target(
+    identity: Identity, scope: str, tiers: tuple[str, ...] | None, target: str
+) -> list[ScopePlan]:
+    conv = cross_agent_partition(identity, target)
+    if scope not in ("any", "history", "knowledge"):
+        raise ScopeError(
+            "scope",
+            "with target_agent, scope is 'any', 'history' (the agent's closed sessions) or "
+            f"'knowledge' (its knowledge), not {scope!r}",
+        )
+    wanted = set(tiers) if tiers is not None else {*_CHUNK_TIERS, "knowledge"}
+    if "working" in wanted:
+        raise ScopeError("tiers", "working memory is readable by its own session only")
+    plans: list[ScopePlan] = []
+    if scope != "knowledge" and wanted & _CHUNK_TIERS:
+        plans += [ScopePlan("history", conv), ScopePlan("history", chunk_partition(conv))]
+    if scope != "history" and "knowledge" in wanted:
+        plans.append(ScopePlan("knowledge", KNOWLEDGE_PARTITION))
+    return plans
 
 
 def _plan(identity: Identity, scope: str) -> list[ScopePlan]:
@@ -165,13 +216,30 @@ def visible_scope(
     session_id: str | None,
     user_id: str | None,
     agent_id: str | None,
+    tier: str | None = None,
+    target_agent: str | None = None,
 ) -> str | None:
-    """The recall scope under which ``identity`` may see a row, or None if it may not."""
+    """The recall scope under which ``identity`` may see a row, or None if it may not.
+
+    With ``target_agent`` (a cross-agent read), only that agent's knowledge and the tiered
+    rows (``tier``: chunks, summaries) of its own conversations are visible.
+    """
     if tenant_id != identity.tenant_id:
         return None
+    if target_agent is not None:
+        if identity.agent_id is None or identity.user_id is not None:
+            return None
+        if agent_id != target_agent:
+            return None
+        if scope == "knowledge":
+            return "knowledge" if partition == KNOWLEDGE_PARTITION else None
+        target_conv = f"conv:a:{target_agent}"
+        if scope != "session" or user_id is not None or tier is None:
+            return None
+        return "history" if partition.removeprefix(CHUNK_PREFIX) == target_conv else None
     if scope == "tenant":
         return "tenant" if partition == "tenant" else None
-    if scope == "knowledge":  # readable by every identity of the tenant (seed 003)
+    if scope == "knowledge":  # readable by every identity of the tenant
         return "knowledge" if partition == KNOWLEDGE_PARTITION else None
     if scope == "user":
         ok = identity.user_id is not None and user_id == identity.user_id
@@ -199,7 +267,7 @@ def visible_scope(
     return None
 
 
-def visible_row(identity: Identity, row: Row) -> str | None:
+def visible_row(identity: Identity, row: Row, target_agent: str | None = None) -> str | None:
     """:func:`visible_scope` of a stored row."""
     item = row.item
     return visible_scope(
@@ -210,6 +278,27 @@ def visible_row(identity: Identity, row: Row) -> str | None:
         session_id=item.session_id,
         user_id=item.user_id,
         agent_id=item.agent_id,
+        tier=row.tier,
+        target_agent=target_agent,
+    )
+
+
+def cross_agent_message(identity: Identity, row: Row, target_agent: str) -> bool:
+    """True if ``row`` is a live message of ``target_agent``'s own conversation (no user)
+    in ``identity``'s tenant, and ``identity`` is an agent bound without a user. Whether its
+    session is closed (readable) is the caller's check."""
+    item = row.item
+    return (
+        identity.agent_id is not None
+        and identity.user_id is None
+        and item.tenant_id == identity.tenant_id
+        and item.scope == "session"
+        and row.partition == f"conv:a:{target_agent}"
+        and row.tier is None
+        and item.user_id is None
+        and item.agent_id == target_agent
+        and item.deleted_at is None
+        and item.anonymized_at is None
     )
 
 

@@ -68,7 +68,7 @@ def identity(value: Any, field: str, *, required: bool = False) -> str | None:
 
 
 def query(value: Any, field: str = "query") -> str:
-    """A search query; longer than 8192 characters is truncated with a warning (seed 004)."""
+    """A search query; longer than 8192 characters is truncated with a warning."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if not value.strip():

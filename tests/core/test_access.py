@@ -1,4 +1,4 @@
-"""Access tracking (seed 001 AccessTracker): recall counts hits without a write per hit."""
+"""Access tracking: recall counts hits without a write per hit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The public API of the core engine (issue 2), end to end on the real stores.
+"""The public API of the core engine, end to end on the real stores.
 
 Real SQLite, real Tantivy, real embedded Chroma and the default int8 MiniLM embedder; every
 data dir lives under ``tmp_path``.
@@ -25,7 +25,9 @@ from agentmem import (
     AgentMemory,
     BoundMemory,
     DataDirLockedError,
+    EmbeddingError,
     MemoryItem,
+    ModelFilesError,
     NotFoundError,
     RecallHit,
     RecallResult,
@@ -177,7 +179,9 @@ def test_all_is_pinned() -> None:
         "AgentMemory",
         "AnswerResult",
         "AnthropicLLM",
+        "AuthError",
         "BoundMemory",
+        "BoundMemoryProtocol",
         "CachedEmbedder",
         "CloseResult",
         "ConfigError",
@@ -185,6 +189,7 @@ def test_all_is_pinned() -> None:
         "Embedder",
         "EmbedderMismatchError",
         "EmbeddingError",
+        "ErasureReceipt",
         "HttpReranker",
         "Identity",
         "IngestResult",
@@ -193,13 +198,17 @@ def test_all_is_pinned() -> None:
         "LLMError",
         "MemoryConfig",
         "MemoryItem",
+        "MemoryProtocol",
+        "ModelFilesError",
         "NotFoundError",
         "OfflineLLM",
         "OnnxCrossEncoderReranker",
         "OnnxMiniLMEmbedder",
+        "RateLimitError",
         "RecallHit",
         "RecallResult",
         "RememberResult",
+        "RemoteError",
         "RerankError",
         "Reranker",
         "RetentionResult",
@@ -209,6 +218,8 @@ def test_all_is_pinned() -> None:
         "TierConfig",
         "ValidationError",
         "__version__",
+        "connect",
+        "connect_async",
     ]
     for name in agentmem.__all__:
         assert hasattr(agentmem, name), name
@@ -220,6 +231,7 @@ def test_error_tree() -> None:
     assert issubclass(NotFoundError, AgentMemError)
     assert issubclass(StorageError, AgentMemError)
     assert issubclass(DataDirLockedError, StorageError)
+    assert issubclass(ModelFilesError, EmbeddingError)
     # no built-in is shadowed
     import builtins
 

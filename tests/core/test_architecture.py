@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("storage", "embeddings", "rerank", "llm", "scopes"),
     (
         "write.index_text",
+        "write.keys",
         "write.indexer",
         "recall.ranking",
         "recall.request",
@@ -32,8 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("context",),
     ("write", "recall.api"),
     ("tiers", "derived", "maintenance"),
-    ("memory",),
-    ("tools", "evaluation", "bench", "server", "client", "cli", "__main__"),
+    ("memory", "protocols"),
+    ("tools", "wire", "evaluation", "bench", "server", "client", "cli", "__main__"),
 ]
 
 

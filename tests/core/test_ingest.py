@@ -1,4 +1,4 @@
-"""Tests for ``BoundMemory.ingest`` / ``answer`` and their CLI commands (seed 002).
+"""Tests for ``BoundMemory.ingest`` / ``answer`` and their CLI commands.
 
 Real stores under ``tmp_path``, the shared real embedder and the offline LLM (the default
 without an API key); a scripted LLM only where a failure has to be provoked.

@@ -1,4 +1,4 @@
-"""Identity isolation: tenants, users, agents and sessions (issue 2, "Tenant isolation is
+"""Identity isolation: tenants, users, agents and sessions ("Tenant isolation is
 unconditional").
 
 Every owner below writes rows that share words with every other owner's rows, so a leak would

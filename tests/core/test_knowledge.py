@@ -1,6 +1,6 @@
-"""Knowledge (issue 3 tier 4): upsert by key, get, delete, list, recall, and access control.
+"""Knowledge (the fourth tier): upsert by key, get, delete, list, recall, and access control.
 
-Seed 003's access table: knowledge is written only by its own agent and read by any agent
+The access rules: knowledge is written only by its own agent and read by any agent
 (here: any identity) of the tenant; never across tenants.
 """
 

@@ -235,6 +235,28 @@ def test_ingestion_fidelity(shared_embedder: CachedEmbedder, make_memory, tmp_pa
     assert other.messages() == []
 
 
+def test_close_sessions_writes_summaries_as_an_application_would(
+    shared_embedder: CachedEmbedder,
+    make_memory,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "store"
+    report = run_locomo(
+        DATA, modes=["hybrid"], close_sessions=True, home=home, embedder=shared_embedder
+    )
+    assert report.summary["settings"]["close_sessions"] is True
+    mem = make_memory(path=home)
+    m = mem.bind(locomo.TENANT, user_id="syn-1", session_id=locomo.QUERY_SESSION)
+    details = [m.session_detail(sid) for sid in m.sessions()]
+    assert details and all(d.tier is not None for d in details)  # every session was closed
+    assert all(d.summary for d in details)  # the offline summariser wrote one each
+    # without the option nothing is closed
+    plain = run_locomo(DATA, modes=["hybrid"], home=tmp_path / "plain", embedder=shared_embedder)
+    assert plain.summary["settings"]["close_sessions"] is False
+    again = make_memory(path=tmp_path / "plain").bind(locomo.TENANT, user_id="syn-1")
+    assert all(again.session_detail(sid).tier is None for sid in again.sessions())
+
+
 def test_limit_and_samples(shared_embedder: CachedEmbedder) -> None:
     report = run_locomo(DATA, modes=["keyword"], samples=["syn-2"], embedder=shared_embedder)
     assert report.summary["questions"]["scored"] == 1 and report.summary["turns"] == 2

@@ -164,7 +164,9 @@ def test_peer_hits_are_scored_with_the_same_scorer(
     assert cats["1"]["recall@5"] == 1.0 and cats["2"]["recall@5"] == 0.0
     assert cats["4"]["recall@5"] == pytest.approx(0.5) and cats["4"]["name"] == "single-hop"
     assert cats["4"]["ndcg@10"] == pytest.approx((inv_log2(9) + inv_log2(2)) / 2, abs=1e-4)
-    assert res["latency_ms"]["p50"] > 0
+    # measured, not asserted: the fake peer answers in microseconds, which round to 0.00 ms
+    assert set(res["latency_ms"]) == {"p50", "p95", "mean"}
+    assert all(value >= 0 for value in res["latency_ms"].values())
 
     # hybrid minus peer Recall@10, overall and per category
     hybrid = s["modes"]["hybrid"]

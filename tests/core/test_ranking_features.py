@@ -144,6 +144,8 @@ def test_identifier_terms_are_codes_not_dates_or_counts() -> None:
     assert identifier_terms(["inv", "2024", "0387", "amount"]) == ["0387"]  # a year is not one
     assert identifier_terms(["commit", "9f3c2ab"]) == ["9f3c2ab"]
     assert identifier_terms(["db", "replica", "07", "18", "5"]) == []  # short numbers: counts
+    # ordinals, clock times and the joint of an ISO timestamp are dates, not names
+    assert identifier_terms(["the", "21st", "3rd", "9am", "10pm", "21t09", "k8s"]) == ["k8s"]
 
 
 def test_a_memory_naming_another_identifier_is_penalised(make_memory: Any) -> None:
@@ -157,11 +159,23 @@ def test_a_memory_naming_another_identifier_is_penalised(make_memory: Any) -> No
     assert feats["OPS-4471: rotate the TLS certificate on the edge load balancer"][ID_MISS] == 0.0
     other = feats["OPS-4470 was closed as a duplicate of the DNS TTL ticket"]
     assert other[ID_MISS] == 1.0 and other[FEATURE_NAMES.index("coverage")] == 0.0
+    assert other[FEATURE_NAMES.index("cos")] == 0.0  # its meaning is about another ticket
     # a row that names no identifier of its own is not about another ticket
     policy = feats.get("Ticket policy: duplicates are closed within a day.")
     assert policy is None or policy[ID_MISS] == 0.0
     # an unknown ticket: every candidate names another one, nothing clears the cut-off
     assert m.recall("what's the status of OPS-9932?").items == []
+
+
+def test_an_unknown_invoice_returns_nothing_however_alike_the_others(make_memory: Any) -> None:
+    mem = make_memory()
+    m = mem.bind("t", user_id="u")
+    paid = m.remember("Invoice INV-2024-0412 for 3,100 EUR was paid on 2 May")
+    m.remember("Invoice INV-2024-0415 is overdue")
+    m.remember("Invoices are sent on the first working day")
+    mem.flush()
+    assert m.recall("is INV-2024-0498 paid?").items == []
+    assert m.recall("is INV-2024-0412 paid?").items[0].id == paid.id
 
 
 def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> None:

@@ -43,7 +43,8 @@ def row(mem: AgentMemory, memory_id: str) -> dict[str, Any]:
 
 
 def populate(mem: AgentMemory) -> dict[str, str]:
-    """A deleted message with a payload, a superseded fact, and live rows; indexed."""
+    """A soft-deleted message and tool output (with a payload), a superseded fact, and live
+    rows; indexed. (``forget`` is no soft delete: it leaves a tombstone at once.)"""
     m = mem.bind("acme", user_id="u1", session_id="s1")
     ids = {
         "tool": m.add_tool_output("call-1", "secret payload " * 300).id,
@@ -52,8 +53,7 @@ def populate(mem: AgentMemory) -> dict[str, str]:
         "live": m.remember("I like tea").id,
         "msg": m.add_message("user", "my passport number is X123").id,
     }
-    m.forget(ids["tool"])
-    m.forget(ids["msg"])
+    assert m.clear_session() == 2  # soft-deletes the tool output and the message
     mem.flush()
     return ids
 
@@ -175,9 +175,9 @@ def test_policy_from_env() -> None:
 def test_batches_and_tenant_filter(make_memory: MakeMemory) -> None:
     mem = make_memory()
     for tenant in ("acme", "beta"):
-        m = mem.bind(tenant, user_id="u1")
+        kb = mem.bind(tenant, agent_id="a1").knowledge
         for i in range(5):
-            m.forget(m.remember(f"fact {i}").id)
+            assert kb.delete(kb.upsert(f"fact {i}").id)  # a soft delete
     policy = RetentionPolicy(batch_size=2)
     result = run_retention(mem.context, policy, now=now_utc() + LATER, tenant_id="acme")
     assert result.soft_deleted == 5
@@ -188,19 +188,19 @@ def test_batches_and_tenant_filter(make_memory: MakeMemory) -> None:
 
 def test_retention_without_waiting_scrubs_later(make_memory: MakeMemory) -> None:
     mem = make_memory(background=False)
-    m = mem.bind("acme", user_id="u1")
-    gone = m.remember("I live in Berlin")
+    kb = mem.bind("acme", agent_id="a1").knowledge
+    gone = kb.upsert("Our office is in Berlin")
     mem.flush()
-    m.forget(gone.id)
+    assert kb.delete(gone.id)  # a soft delete
     result = run_retention(mem.context, RetentionPolicy(), now=now_utc() + LATER, wait=False)
     assert result.scrubbed == 0
-    assert row(mem, gone.id)["partition"] == "user:u1"  # index entries not yet removed
+    assert row(mem, gone.id)["partition"] == "knowledge"  # index entries not yet removed
     mem.flush()
     assert mem.retention(now=now_utc() + LATER).scrubbed == 1
     assert row(mem, gone.id)["partition"] == "anonymized"
 
 
-# -- agent state (seed 001) -----------------------------------------------------------------------
+# -- agent state -------------------------------------------------------------------------------
 
 
 def test_agent_state_roundtrip(make_memory: MakeMemory) -> None:

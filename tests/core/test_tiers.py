@@ -1,4 +1,4 @@
-"""Session tiers (issue 3): close_session, mid-term chunks, long-term summaries, session_detail.
+"""Session tiers: close_session, mid-term chunks, long-term summaries, session_detail.
 
 Real stores on ``tmp_path`` (SQLite, Tantivy, Chroma, the shared embedder) and the offline LLM;
 slow and failing summarisers are small implementations of the LLM protocol.
@@ -147,7 +147,7 @@ def test_long_term_summaries_are_embedded_and_recallable(
     for s in ("s0", "s1"):
         (sid,) = summary_ids(twelve, s)
         assert sid in embedded
-    # mid-term summaries are keyword-only (seed 003: embedded on promotion)
+    # mid-term summaries are keyword-only (embedded when their session goes long-term)
     assert not set(summary_ids(twelve, "s5")) & embedded
     # long-term summaries also come back in default recall (one row per session)
     default = reader.recall("sourdough rye starter", min_score=0.0, top_k=10)

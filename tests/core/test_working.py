@@ -1,4 +1,4 @@
-"""Working memory (issue 3 tier 1): window, reference summary, compaction, persistence.
+"""Working memory: window, reference summary, compaction, persistence.
 
 Real stores on ``tmp_path`` with the offline LLM; the LLM failure modes (an error, a malformed
 delta) come from a small test implementation of the LLM protocol.
@@ -129,6 +129,26 @@ def test_full_window_rolls_off_oldest_until_half_remain(make_memory: MakeMemory)
     snap = m.working.snapshot()
     assert [i.id for i in snap.window] == [i.id for i in m.messages()[-5:]]
     assert snap.trips == 0 and snap.compactions == 1  # a full window is not a budget trip
+
+
+def test_prompt_view_with_a_per_call_message_limit(mem: AgentMemory) -> None:
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    conversation(m, exchanges=6)  # 12 compactable messages; the store's limit is 50
+    assert m.working.prompt_view(model_window=100_000).compaction is None
+    view = m.working.prompt_view(model_window=100_000, max_messages=8)
+    assert view.compaction is not None and view.compaction.reason == "window_full"
+    assert [i.id for i in view.window] == [i.id for i in m.messages()[-4:]]  # keep max(4, tail)
+    assert [i.role for i in view.pinned] == ["system", "user"]
+    assert not view.summary.empty and view.left_out == 0
+    # context_messages renders the same view (no second compaction: the window is short now)
+    msgs = m.context_messages(model_window=100_000, max_messages=8)
+    assert [x["content"] for x in msgs] == [
+        *(i.content for i in view.pinned),
+        view.summary.render(),
+        *(i.content for i in view.window),
+    ]
+    with pytest.raises(ValidationError):
+        m.working.prompt_view(max_messages=0)
 
 
 def test_manual_compact_and_nothing_left_to_compact(mem: AgentMemory, llm: SwitchableLLM) -> None:

@@ -3,7 +3,8 @@
 1. A hand-rolled tool loop (what every agent framework does): the model calls
    ``remember_fact`` in one session and ``recall`` in a later one.
 2. ``langchain.agents.create_agent`` with :class:`AgentMemMiddleware`: messages recorded,
-   prompt trimmed to the window, recall exposed and used.
+   the prompt kept in the model's window by the session's working memory (the question and
+   whole tool exchanges always shown), recall exposed and used.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatResult
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, tool
 from pydantic import Field
 
 from agentmem import AgentMemory, BoundMemory
+from agentmem.tiers.sessions import TierConfig
+from agentmem.tiers.working import SUMMARY_HEADER
 from langchain_agentmem import ADVISORY_HEADER, AgentMemMiddleware, create_memory_tools
 
 
@@ -127,7 +130,30 @@ def prior_turns(n: int) -> list[BaseMessage]:
     return out
 
 
-def test_middleware_records_trims_and_exposes_recall(mem: AgentMemory) -> None:
+@tool
+def lookup_order(order_id: int) -> str:
+    """Look up an order by its number."""
+    return f"order {order_id}: shipped with DHL, tracking {order_id * 7}"
+
+
+def lookups(n: int, final: str = "All your orders have shipped.") -> ScriptedToolModel:
+    """A model that looks up ``n`` orders, one tool call per model call, then answers."""
+    replies = [tool_call("lookup_order", {"order_id": 4700 + i}, f"c{i}") for i in range(n)]
+    return scripted(*replies, AIMessage(final))
+
+
+def assert_valid_prompt(prompt: list[BaseMessage], question: str) -> None:
+    """The current question is there, and every tool result follows the call that made it."""
+    assert [m.content for m in prompt if isinstance(m, HumanMessage)][-1] == question
+    calls: set[str] = set()
+    for m in prompt:
+        if isinstance(m, AIMessage):
+            calls.update(str(c["id"]) for c in m.tool_calls)
+        if isinstance(m, ToolMessage):
+            assert m.tool_call_id in calls, f"tool result {m.tool_call_id} without its call"
+
+
+def test_middleware_records_folds_and_exposes_recall(mem: AgentMemory) -> None:
     m = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
     m.add_message("user", "Earlier today: my order 4711 has a cracked screen")
     mem.flush()
@@ -146,10 +172,16 @@ def test_middleware_records_trims_and_exposes_recall(mem: AgentMemory) -> None:
     first_prompt = model.prompts[0]
     assert isinstance(first_prompt[0], SystemMessage)
     system_text = str(first_prompt[0].content)
-    assert system_text.startswith("You are a support agent.")
-    assert "not shown here" in system_text and "call the recall tool" in system_text
-    assert len(first_prompt) - 1 == 3  # the window, after the system message
-    assert first_prompt[-1].content == "What was wrong with 4711?"
+    assert system_text.startswith("You are a support agent.\n\n")
+    # more than 3 messages: the older ones were folded into the session's reference summary,
+    # which joins the system message; a tail of 4 stays, ending with the question
+    assert SUMMARY_HEADER in system_text and "call recall" in system_text
+    assert system_text.split(SUMMARY_HEADER, 1)[1].strip()  # the summary itself follows
+    assert m.working.snapshot().compactions >= 1
+    assert [x.content for x in first_prompt[1:]] == [
+        *(x.content for x in history[-3:]),
+        "What was wrong with 4711?",
+    ]
     # the recall ran against agentmem and its result reached the model
     tool_msg = next(x for x in result["messages"] if isinstance(x, ToolMessage))
     assert "cracked screen" in str(tool_msg.content)
@@ -171,6 +203,67 @@ def test_middleware_records_trims_and_exposes_recall(mem: AgentMemory) -> None:
     agent2 = create_agent(model2, tools=[], middleware=[middleware])
     agent2.invoke({"messages": [*result["messages"], HumanMessage("Thanks!")]})
     assert len(m.messages()) == len(stored) + 2
+    assert_valid_prompt(model2.prompts[0], "Thanks!")
+
+
+@pytest.mark.parametrize("window", [20, 2])
+def test_a_long_tool_loop_never_loses_the_question(mem: AgentMemory, window: int) -> None:
+    """A turn with 12 tool calls: every model call sees the user's question and whole tool
+    exchanges (the sliding window showed the last call 21 messages and no question, or with
+    window=2 only a notice, one tool call and one result)."""
+    m = mem.bind("acme", user_id="u1", session_id=f"s-{window}")
+    model = lookups(12)
+    question = "Where are my orders 4700 to 4711?"
+    agent = create_agent(
+        model,
+        tools=[lookup_order],
+        system_prompt="You are a support agent.",
+        middleware=[AgentMemMiddleware(m, window=window)],
+    )
+    result = agent.invoke({"messages": [HumanMessage(question)]})
+    assert result["messages"][-1].content == "All your orders have shipped."
+    assert len(model.prompts) == 13
+    for prompt in model.prompts:
+        assert_valid_prompt(prompt, question)
+    last = model.prompts[-1]
+    assert len(last) < len(result["messages"])  # the prompt stays bounded
+    assert "Summary of earlier messages" in str(last[0].content)
+    assert last[1].content == question  # the turn's start, right after the system message
+    assert isinstance(last[-1], ToolMessage) and "4711" in str(last[-1].content)
+
+
+def test_the_prompt_only_grows_until_the_budget_trips(mem: AgentMemory) -> None:
+    """Compressed mode: each call's prompt extends the previous one (a stable prefix for
+    prompt caches) until the conversation passes 80% of the model window; then the older part
+    is folded into the summary and a tail stays, with the question."""
+    m = mem.bind("acme", user_id="u1", session_id="s-budget")
+    model = lookups(12)
+    question = "Where are my orders?"
+    history = prior_turns(12)  # 24 messages: a sliding window of 20 would move every call
+    agent = create_agent(
+        model,
+        tools=[lookup_order],
+        system_prompt="You are a support agent.",
+        middleware=[AgentMemMiddleware(m, model_window=600)],
+    )
+    agent.invoke({"messages": [*history, HumanMessage(question)]})
+    prompts = model.prompts
+    trips = [
+        n for n in range(1, len(prompts)) if prompts[n][0].content != prompts[n - 1][0].content
+    ]
+    assert len(trips) >= 1, "the budget never tripped"
+    first_trip = trips[0]
+    for n in range(1, first_trip):  # before the trip: the previous prompt is a prefix
+        previous, current = prompts[n - 1], prompts[n]
+        assert [x.content for x in current[: len(previous)]] == [x.content for x in previous]
+        assert len(current) == len(previous) + 2
+    assert len(prompts[0]) == 1 + len(history) + 1  # system + everything: it fits
+    tripped = prompts[first_trip]
+    assert "Summary of earlier messages" in str(tripped[0].content)
+    assert len(tripped) < len(prompts[first_trip - 1])
+    assert m.working.snapshot().trips >= 1
+    for prompt in prompts:
+        assert_valid_prompt(prompt, question)
 
 
 def test_middleware_leaves_short_prompts_alone(mem: AgentMemory) -> None:
@@ -185,15 +278,34 @@ def test_middleware_leaves_short_prompts_alone(mem: AgentMemory) -> None:
     assert [i.content for i in m.messages()] == ["Hello", "Hi!"]
 
 
-def test_trim_drops_orphaned_tool_results(mem: AgentMemory) -> None:
+def test_trim_keeps_the_question_and_whole_tool_exchanges(make_memory: Any) -> None:
+    mem = make_memory(tier_config=TierConfig(working_tail=3))
     middleware = AgentMemMiddleware(mem.bind("acme", session_id="s1"), window=2)
+
+    def call(n: int) -> AIMessage:
+        return AIMessage(
+            "", id=f"ai{n}", tool_calls=[{"name": "recall", "args": {}, "id": f"c{n}"}]
+        )
+
     messages: list[Any] = [
-        HumanMessage("q"),
-        AIMessage("", tool_calls=[{"name": "recall", "args": {"query": "x"}, "id": "c1"}]),
-        ToolMessage("r", tool_call_id="c1"),
-        AIMessage("done"),
+        HumanMessage("hello", id="h0"),
+        AIMessage("hi", id="a0"),
+        HumanMessage("q", id="h1"),
+        call(1),
+        ToolMessage("r1", tool_call_id="c1", id="t1"),
+        call(2),
+        ToolMessage("r2", tool_call_id="c2", id="t2"),
+        call(3),
+        ToolMessage("r3", tool_call_id="c3", id="t3"),
     ]
-    assert middleware.trim(messages) == [messages[3]]
+    middleware.before_model({"messages": messages}, None)  # type: ignore[arg-type]
+    kept = middleware.trim(messages)
+    # folded: the earlier exchange and the first tool round; kept: the question, and the tail
+    # of 3 (t2, ai3, t3) widened to the call that t2 answers
+    assert [x.id for x in kept] == ["h1", "ai2", "t2", "ai3", "t3"]
+    # without recording there is no working memory to fold into: nothing is removed
+    plain = AgentMemMiddleware(mem.bind("acme", session_id="s2"), window=2, record=False)
+    assert plain.trim(messages) == messages
 
 
 @pytest.mark.asyncio
@@ -205,12 +317,14 @@ async def test_middleware_async_agent(mem: AgentMemory) -> None:
     agent = create_agent(model, tools=[], middleware=[AgentMemMiddleware(m, window=4)])
     result = await agent.ainvoke({"messages": [*prior_turns(3), HumanMessage("Refunds?")]})
     assert result["messages"][-1].content == "Nothing yet."
-    assert len(model.prompts[0]) == 1 + 4  # trim notice system message + window
+    assert len(model.prompts[0]) == 1 + 4  # summary system message + a tail of 4
+    assert model.prompts[0][-1].content == "Refunds?"
     assert len(m.messages()) == len(result["messages"])
 
 
-def test_middleware_needs_a_session(mem: AgentMemory, bound: BoundMemory) -> None:
+def test_middleware_checks_its_arguments(mem: AgentMemory, bound: BoundMemory) -> None:
     with pytest.raises(ValueError, match="session_id"):
         AgentMemMiddleware(mem.bind("acme", user_id="u1"))
-    with pytest.raises(ValueError):
-        AgentMemMiddleware(bound, window=0)
+    for bad in ({"window": 0}, {"model_window": -1}, {"budget_ratio": 0.0}, {"window": True}):
+        with pytest.raises(ValueError):
+            AgentMemMiddleware(bound, **bad)

@@ -189,7 +189,7 @@ def test_read_tool_output_of_another_session_is_not_found(mem: AgentMemory) -> N
     assert "secret result" not in str(msg.content)
 
 
-# -- seed 001 set ---------------------------------------------------------------------------
+# -- memory store set ---------------------------------------------------------------------------
 def test_store_and_search_memory(mem: AgentMemory, bound: BoundMemory) -> None:
     store = StoreMemoryTool(memory=bound)
     out = invoke_json(

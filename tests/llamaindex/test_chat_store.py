@@ -200,7 +200,7 @@ def test_invalid_keys_are_rejected(store: AgentMemChatStore, key: str) -> None:
 def test_constructor_validates(mem: AgentMemory) -> None:
     with pytest.raises(ValidationError, match="tenant_id"):
         AgentMemChatStore(mem, "")
-    with pytest.raises(ValidationError, match="AgentMemory"):
+    with pytest.raises(TypeError, match="AgentMemory"):
         AgentMemChatStore(mem.bind("acme"), "acme")  # type: ignore[arg-type]
     assert AgentMemChatStore.class_name() == "AgentMemChatStore"
     assert AgentMemChatStore(mem, "acme").memory is mem

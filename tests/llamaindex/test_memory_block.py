@@ -215,7 +215,7 @@ def test_priority_decides_whether_memory_truncates_the_block(
 
 
 def test_block_rejects_bad_configuration(mem: AgentMemory, bound: BoundMemory) -> None:
-    with pytest.raises(ValueError, match="BoundMemory"):
+    with pytest.raises(TypeError, match="BoundMemory"):
         AgentMemMemoryBlock(memory=mem)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="scope"):
         AgentMemMemoryBlock(memory=bound, scope="galaxy")

@@ -153,7 +153,7 @@ def test_bad_arguments_fail_at_construction(
 
 
 def test_memory_must_be_bound(mem: AgentMemory) -> None:
-    with pytest.raises(ValidationError, match="BoundMemory"):
+    with pytest.raises(TypeError, match="BoundMemory"):
         AgentMemRetriever(mem)  # type: ignore[arg-type]
 
 

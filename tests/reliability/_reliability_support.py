@@ -120,6 +120,36 @@ def _writer(home: str, run: int, mode: str) -> None:
             time.sleep(0.05)
 
 
+#: The canary of the user the ``eraser`` subprocess erases, and of the one it keeps.
+ERASED_CANARY, KEPT_CANARY = "zqxgonecanary", "wvkkeptcanary"
+
+
+def _eraser(home: str) -> None:
+    """Fill two users (each with a canary in every kind of row), then erase the first one;
+    prints FILLED, ERASING, ERASED (killed somewhere in between by the test)."""
+    from agentmem import AgentMemory, OfflineLLM
+
+    mem = AgentMemory(home, embedder=HashEmbedder(), llm=OfflineLLM(), background=False)
+    for user, canary in (("u-gone", ERASED_CANARY), ("u-kept", KEPT_CANARY)):
+        m = mem.bind(tenant_id=TENANT, user_id=user, agent_id="a1", session_id=f"s-{user}")
+        for i in range(30):
+            m.add_message("user", f"message {i} with {canary} about the harbour lighthouse")
+        m.add_tool_output("call-1", f"{canary} " + "tool payload " * 5_000)
+        m.remember(f"the code is {canary}")
+        m.add_document(f"document of {canary}. " * 30, source_ref=f"doc-{user}")
+        m.close_session(summary_timeout=5)
+        mem.flush()
+    out = sys.stdout
+    out.write("FILLED\nERASING\n")
+    out.flush()
+    mem.erase(tenant_id=TENANT, user_id="u-gone")
+    out.write("ERASED\n")
+    out.flush()
+    time.sleep(60)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "writer":
         _writer(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "eraser":
+        _eraser(sys.argv[2])

@@ -129,12 +129,16 @@ def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
 
 
 def _make_legacy(home: Path) -> None:
-    """Turn a dir into one written before fingerprints existed (schema 4, no meta table)."""
+    """Turn a dir into one written before fingerprints existed (schema 4: no meta table, and
+    none of what later migrations added)."""
     conn = sqlite3.connect(home / "records.sqlite3")
     try:
         conn.execute("DROP TABLE meta")
-        for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 6
+        for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+        conn.execute("DROP TABLE erasures")
+        conn.execute("DROP TABLE memory_sources")
+        conn.execute("ALTER TABLE memories DROP COLUMN forgotten_at")
         conn.execute("DELETE FROM schema_version WHERE version > 4")
         conn.commit()
     finally:

@@ -1,4 +1,4 @@
-"""Failure behaviour of the core (seed 003 embedding pipeline, seed 004 fail-closed records).
+"""Failure behaviour of the core: the embedding pipeline (fail open) and the records store (fail closed).
 
 - An embedder that fails a few times, then works: the batch is retried with exponential
   backoff and embedded; nothing is flagged.

@@ -3,12 +3,14 @@
 A module-scoped store holds rows of two tenants, two users and two agents in every scope,
 all sharing the words "harbour lighthouse secret" so any query can reach any of them. Then:
 
-- **recall with random identities, queries, kinds, scopes, filters, top_k and budgets**
-  (unicode, NUL, lone surrogates, huge strings, query syntax ``" : ( * AND``): it raises only
-  ``AgentMemError`` subclasses; every returned row passes an oracle written here independently
-  of ``scopes.visible_scope`` (same tenant; a user-scope row of the same user; an agent-scope
-  row of the same agent; a session row of the same conversation); never more than ``top_k``
-  items nor more tokens than the budget; a rejected call changes no stored data.
+- **recall with random identities, queries, kinds, scopes, filters, top_k, budgets and
+  cross-agent targets** (unicode, NUL, lone surrogates, huge strings, query syntax
+  ``" : ( * AND``): it raises only ``AgentMemError`` subclasses; every returned row passes an
+  oracle written here independently of ``scopes.visible_scope`` (same tenant; a user-scope row
+  of the same user; an agent-scope row of the same agent; a session row of the same
+  conversation; with ``target_agent``, only that agent's knowledge and the chunks and
+  summaries of its own closed conversations, for an agent bound without a user); never more
+  than ``top_k`` items nor more tokens than the budget; a rejected call changes no stored data.
 - **writes with random identities, contents, metadata, scopes and types**: either rejected
   with an ``AgentMemError`` and the records unchanged (row count + hash of every row), or the
   stored row carries exactly the bound identity, whatever the metadata says.
@@ -162,18 +164,34 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentMemory]:
             mem.bind(tenant_id=t, agent_id="a1", session_id="s2").add_message(
                 "user", f"{SHARED} message of agent-only conversation {t}/a1"
             )
+        for a in AGENTS:
+            closed = mem.bind(tenant_id=t, agent_id=a, session_id=f"closed-{a}")
+            closed.add_message("user", f"{SHARED} closed session of agent {t}/{a}")
+            closed.close_session(summary_timeout=0)
+            closed.add_message("user", f"{SHARED} working message after the close {t}/{a}")
+            closed.knowledge.upsert(f"{SHARED} knowledge of agent {t}/{a}")
     mem.flush()
     yield mem
     mem.close()
 
 
-def assert_may_see(mem: AgentMemory, ident: Identity, hit_id: str) -> None:
+def assert_may_see(
+    mem: AgentMemory, ident: Identity, hit_id: str, target_agent: str | None = None
+) -> None:
     """The isolation oracle (independent of scopes.visible_scope)."""
     row = mem.records.get(hit_id)
     assert row is not None
     item = row.item
     assert item.tenant_id == ident.tenant_id, "row of another tenant"
     assert item.deleted_at is None
+    if target_agent is not None:
+        assert ident.agent_id is not None and ident.user_id is None, "not an agent alone"
+        assert item.agent_id == target_agent and item.user_id is None, "not the target's row"
+        if item.scope == "knowledge":
+            return
+        assert item.scope == "session" and row.tier is not None, "the target's working memory"
+        assert row.partition.removeprefix("chunks:") == f"conv:a:{target_agent}"
+        return
     if item.scope == "user":
         assert ident.user_id is not None and item.user_id == ident.user_id, "another user's row"
     elif item.scope == "agent":
@@ -185,7 +203,8 @@ def assert_may_see(mem: AgentMemory, ident: Identity, hit_id: str) -> None:
             own = f"conv:a:{ident.agent_id}"
         else:  # a session bound with neither user nor agent: its own conversation
             own = f"conv:s:{ident.session_id}"
-        assert row.partition == own, "another conversation's message"
+        # a session chunk lives in its conversation's chunk partition
+        assert row.partition.removeprefix("chunks:") == own, "another conversation's message"
     else:
         assert item.scope in ("tenant", "knowledge")
 
@@ -231,9 +250,10 @@ def test_random_identities_bind_exactly_or_are_rejected(world: AgentMemory, t, u
     budget=mostly(
         st.sampled_from([None, 3, 16, 40, 400]) | st.integers(1, 400), st.sampled_from([0, -5])
     ),
+    target=st.sampled_from([None] * 14 + ["a1", "a2"]),
 )
 def test_recall_never_leaks_and_stays_in_bounds(
-    world: AgentMemory, t, u, a, s, query, kinds, scope, filters, top_k, budget
+    world: AgentMemory, t, u, a, s, query, kinds, scope, filters, top_k, budget, target
 ) -> None:
     m = _bind(world, t, u, a, s)
     if m is None:
@@ -249,20 +269,68 @@ def test_recall_never_leaks_and_stays_in_bounds(
             top_k=top_k,
             token_budget=budget,
             min_score=0.0,
+            target_agent=target,
         )
     except AgentMemError:
         event("recall rejected")
         assert snapshot(world.home) == before  # a rejected call changes nothing
         return
     event("recall returned rows" if result.items else "recall returned nothing")
+    if target is not None and result.items:
+        event("cross-agent recall returned rows")
     assert len(result.items) <= top_k
     limit = world.config.token_budget if budget is None else budget
     assert result.token_count <= limit
     assert sum(count_tokens(h.content) for h in result.items) <= limit
     for hit in result.items:
-        assert_may_see(world, m.identity, hit.id)
+        assert_may_see(world, m.identity, hit.id, target)
         if filters:
             assert all(hit.metadata.get(k) == v for k, v in filters.items())
+
+
+@SETTINGS
+@given(
+    t=tenant_s,
+    u=mostly(st.none(), user_s),
+    a=mostly(st.sampled_from(AGENTS), agent_s),
+    s=session_s,
+    target=mostly(st.sampled_from(AGENTS), ident_value),
+    query=mostly(st.text(max_size=30).map(lambda x: f"{SHARED} {x}"), hostile_text),
+    scope=mostly(
+        st.sampled_from(["any", "any", "history", "knowledge"]),
+        st.sampled_from(["session", "user", "agent", "tenant", "everyone"]),
+    ),
+    tiers=mostly(
+        st.sampled_from([None, None, "mid_term", "long_term", "knowledge", ["mid_term"]]),
+        st.sampled_from(["working", ["working", "knowledge"], "bogus"]),
+    ),
+)
+def test_cross_agent_recall_reads_only_the_targets_closed_sessions_and_knowledge(
+    world: AgentMemory, t, u, a, s, target, query, scope, tiers
+) -> None:
+    m = _bind(world, t, u, a, s)
+    if m is None:
+        event("bind rejected")
+        return
+    before = snapshot(world.home)
+    try:
+        result = m.recall(
+            query, scope=scope, tiers=tiers, target_agent=target, top_k=20, min_score=0.0
+        )
+    except AgentMemError:
+        event("cross-agent recall rejected")
+        assert snapshot(world.home) == before
+        return
+    event("cross-agent recall returned rows" if result.items else "cross-agent recall: nothing")
+    for hit in result.items:
+        assert_may_see(world, m.identity, hit.id, target)
+    try:
+        detail = m.session_detail(f"closed-{target}", target_agent=target)
+    except AgentMemError:
+        return
+    for item in detail.events:  # the closed session's messages, never the later ones
+        assert item.agent_id == target and item.user_id is None and item.tenant_id == t
+        assert "after the close" not in item.content
 
 
 @SETTINGS

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentMemError
+from ._common import CliError
+from .remote_cmd import add_flags, remote_command
 
 #: Modules (relative to this package) that register commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -26,6 +28,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "derived_cmd",
     "tiers_cmd",
     "doctor_cmd",
+    "keys_cmd",
+    "serve_cmd",
+    "erase_cmd",
 )
 
 
@@ -43,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", default=None, help="session id ($AGENTMEM_SESSION)")
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    add_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
@@ -69,7 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        func = remote_command(args) or args.func
+    except CliError as exc:
+        print(f"agentmem: error: {exc}", file=sys.stderr)
+        return exc.status
+    try:
+        return int(func(args) or 0)
     except AgentMemError as exc:
         print(f"agentmem: error: {exc}", file=sys.stderr)
         return 1

@@ -1,17 +1,20 @@
 """``agentmem doctor``: check the records against the keyword index and the vector collections.
 
-Prints what :func:`agentmem.maintenance.doctor.diagnose` found (``--json``: the report as JSON) and exits
-1 when there is drift, an unreadable index or rows whose embedding failed; ``agentmem
-reindex`` repairs all of them. Opening the data dir does not start the background indexer, so
+Prints what :func:`agentmem.maintenance.doctor.diagnose` found (``--json``: the report as
+JSON) and exits 1 when there is drift, an unreadable index, rows whose embedding failed
+(``agentmem reindex`` repairs all of them) or unusable model files (the report names the
+``pip`` command). Opening the data dir does not start the background indexer, so
 the report shows the indexes as they are on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-from ..maintenance.doctor import diagnose
+from ..maintenance.doctor import DoctorReport, diagnose
+from ..maintenance.erase import ErasureCheck
 from ._common import EXIT_FAILED, EXIT_OK, Output, command, markup, open_memory, to_jsonable
 
 
@@ -29,16 +32,40 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     with open_memory(args, background=False, beside_writer=True) as mem:
         report = diagnose(mem.context)
         home = mem.home
+    return render(out, str(home), report)
+
+
+def render(out: Output, home: str, report: DoctorReport) -> int:
+    """Print a doctor report (of a data dir, or of a server's); the exit status it means."""
     if out.json:
-        out.result({"home": str(home), **to_jsonable(report)})
+        out.result({"home": home, **to_jsonable(report)})
     else:
-        status = "[green]ok[/green]" if report.ok else "[red]drift found[/red]"
-        out.print(f"agentmem doctor: {markup(str(home))}: {status}")
+        broken_files = _file_problems(report.model_files)
+        drift = report.problems != broken_files or any(
+            (
+                report.missing_keyword,
+                report.extra_keyword,
+                report.missing_vectors,
+                report.extra_vectors,
+                report.failed_vectors,
+                report.orphan_collections,
+                report.erasures,
+                report.orphan_vector_files,
+                report.orphan_rows,
+            )
+        )
+        if report.ok:
+            status = "[green]ok[/green]"
+        else:
+            status = "[red]drift found[/red]" if drift else "[red]model files unusable[/red]"
+        out.print(f"agentmem doctor: {markup(home)}: {status}")
         out.print(
             f"  records: {report.live_rows} live; keyword docs: {report.keyword_docs}; "
             f"vectors: {report.vectors}"
         )
         out.print(f"  embedder: {markup(_describe_embedder(report.embedder))}")
+        if report.model_files is not None:
+            out.print(f"  model files: {markup(_describe_files(report.model_files))}")
         for label, n in (
             ("missing keyword docs", report.missing_keyword),
             ("  of which flagged indexed (stale)", report.stale_keyword),
@@ -54,15 +81,57 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 out.print(f"  {label}: {n}")
         for name in report.orphan_collections:
             out.print(f"  collection {name} belongs to no partition")
+        if report.erasures_checked:
+            out.print(f"  erasures checked: {report.erasures_checked}")
+        for check in report.erasures:
+            out.print(f"  [red]erasure {check.erasure_id}[/red]: {markup(_erasure(check))}")
+        for name in report.orphan_vector_files:
+            out.print(f"  vector files of a dropped collection remain: {name}")
+        for table, n in report.orphan_rows.items():
+            out.print(f"  {table}: {n} entries of rows that no longer exist")
         for problem in report.problems:
             out.print(f"  [red]problem[/red]: {markup(problem)}")
         for note in report.notes:
             out.print(f"  [yellow]note[/yellow]: {markup(note)}")
         for kind, ids in report.samples.items():
             out.print(f"  e.g. {kind}: {', '.join(ids)}")
-        if not report.ok:
-            out.print("  run `agentmem reindex` to rebuild both indexes from the records")
+        if broken_files:
+            out.print("  fix the model files first: run the pip command above")
+        if report.erasures:
+            out.print(
+                "  run `agentmem erase` again for an identity with leftovers (it removes "
+                "them and finishes an interrupted erasure)"
+            )
+        if drift:
+            after = " after that" if broken_files else ""
+            out.print(f"  run `agentmem reindex`{after} to rebuild both indexes from the records")
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _describe_files(files: list[dict[str, Any]]) -> str:
+    if all(f["ok"] for f in files):
+        names = ", ".join(Path(f["path"]).name for f in files)
+        return f"ok ({names}; sizes and sha256 verified)"
+    return "; ".join(f"{f['role']} broken" for f in files if not f["ok"]) + " (see problems)"
+
+
+def _file_problems(files: list[dict[str, Any]] | None) -> list[str]:
+    return [f"{f['problem']}; fix: {f['fix']}" for f in files or [] if not f["ok"]]
+
+
+def _erasure(check: ErasureCheck) -> str:
+    who = f"tenant {check.tenant_id!r}"
+    if check.user_id is not None:
+        who += f", user {check.user_id!r}"
+    if check.agent_id is not None:
+        who += f", agent {check.agent_id!r}"
+    found = [f"{t} {n}" for t, n in check.records.items()]
+    if check.keyword_entries:
+        found.append(f"keyword entries {check.keyword_entries}")
+    if check.collections:
+        found.append(f"vector collections {len(check.collections)}")
+    state = "not finished" if check.status != "done" else "leftovers"
+    return f"{who}: {state}" + (f": {', '.join(found)}" if found else "")
 
 
 def _describe_embedder(recorded: dict[str, Any] | None) -> str:

@@ -1,8 +1,9 @@
 """``agentmem eval``: measure recall quality on a benchmark.
 
-``agentmem eval --dataset FILE [--json] [--out DIR] [--mlflow [DIR]] [--workdir DIR]`` runs a
-seed-004 golden dataset (see :mod:`agentmem.evaluation.golden`) in a fresh temporary store
-and prints Recall@5, Precision@5, latency p50/p95, token budget compliance, cross-user and
+``agentmem eval --dataset FILE|golden [--json] [--out DIR] [--mlflow [DIR]] [--workdir DIR]``
+runs a golden dataset (see :mod:`agentmem.evaluation.golden`; ``golden`` names the one that
+ships with agentmem, :func:`agentmem.evaluation.golden_dataset_path`) in a fresh temporary
+store and prints Recall@5, Precision@5, latency p50/p95, token budget compliance, cross-user and
 cross-tenant safety and a table of the cases that missed. Exit status: 0 when every
 blocking threshold holds, 1 when one fails (the breakdown says which), 2 for a dataset
 that is not valid (every problem is listed with its JSON path).
@@ -21,6 +22,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.datasets import dataset_path
 from ..evaluation.derived import cli as derived_cli
 from ..evaluation.golden import (
     GoldenReport,
@@ -42,7 +44,7 @@ def register(sub: Any) -> None:
         help="evaluate recall quality on a golden dataset",
         description=(
             "Run a benchmark in a fresh temporary store and report retrieval quality. "
-            "With --dataset: a seed-004 golden dataset; exits 1 when Recall@5 < 0.8, "
+            "With --dataset: a golden dataset; exits 1 when Recall@5 < 0.8, "
             "Precision@5 < 0.7, any cross-user or cross-tenant item comes back, or any "
             "recall exceeds its token budget."
         ),
@@ -51,8 +53,8 @@ def register(sub: Any) -> None:
     source.add_argument(
         "--dataset",
         metavar="FILE",
-        type=Path,
-        help="golden dataset JSON (e.g. eval/memory_golden_dataset.json)",
+        type=dataset_path,
+        help="golden dataset JSON, or 'golden' for the one that ships with agentmem",
     )
     source.add_argument(
         "--extraction",

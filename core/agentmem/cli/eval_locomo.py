@@ -52,6 +52,12 @@ def add_locomo_arguments(parser: Any) -> None:
         action="store_true",
         help="append shared images' captions to the turn text ([shared an image: ...])",
     )
+    group.add_argument(
+        "--close-sessions",
+        action="store_true",
+        help="close each session after writing it, as an application would (session "
+        "summaries and chunks are written, older sessions promoted to long-term)",
+    )
 
 
 def run_locomo_cli(args: Any) -> int:
@@ -82,6 +88,7 @@ def run_locomo_cli(args: Any) -> int:
             limit_questions=getattr(args, "limit_questions", None),
             samples=getattr(args, "sample", None),
             captions=bool(getattr(args, "captions", False)),
+            close_sessions=bool(getattr(args, "close_sessions", False)),
             home=workdir,
             embedder=shared_embedder(),
             embed_cache=getattr(args, "embed_cache", None),

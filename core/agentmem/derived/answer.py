@@ -1,4 +1,4 @@
-"""``answer()``: a grounded answer from the top recalled memories (seed 002 synthesis).
+"""``answer()``: a grounded answer from the top recalled memories.
 
 The question is recalled with the bound identity's default scopes; the hits go to the
 store's LLM (:meth:`~agentmem.llm.LLM.answer`), which may only use them and returns the ids

@@ -1,4 +1,4 @@
-"""``ingest()``: a conversation in, raw messages and derived memories out (seed 002).
+"""``ingest()``: a conversation in, raw messages and derived memories out.
 
 Pipeline (all for one bound identity):
 
@@ -11,7 +11,7 @@ Pipeline (all for one bound identity):
    ``tool_output``), in one transaction, before any extraction.
 2. **Extraction** by the store's LLM over windows of the conversation that contain messages
    not extracted before (``ingest_log``): discrete memories, each classified (memory type
-   and the seed's class fact/event/instruction/task), with a topic key, keywords and search
+   and its class fact/event/instruction/task), with a topic key, keywords and search
    queries. A failed or malformed window is reported in :attr:`IngestResult.errors` with the
    model's raw reply, and logged; it is retried by the next ingest of the same messages.
 3. **Deduplication** against the batch and the store: a memory's id is derived from its
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentmem.derived.ingest")
 
-#: The seed-002 class of each memory type.
+#: The class (fact, event, instruction, task) of each memory type.
 MEMORY_CLASS: dict[str, str] = {
     "fact": "fact",
     "preference": "fact",

@@ -1,4 +1,4 @@
-"""Retention: anonymize retired rows past their TTLs (seed 000, "retention anonymization").
+"""Retention: anonymize retired rows past their TTLs.
 
 A row is *retired* when it is soft-deleted or superseded. Past its TTL (soft-deleted rows
 30 days after ``deleted_at``, superseded rows 90 days after they were superseded, i.e. their

@@ -1,9 +1,9 @@
-"""Supersession without a shared topic key: the judge pass (seed 000), and ``history``.
+"""Supersession without a shared topic key: the judge pass, and ``history``.
 
 Two mechanisms retire an older memory (``superseded_by`` points to the newer one; the row
 stays for history and audit, and leaves default recall):
 
-1. **Same topic key** (seed 002): inside the records insert, a fact, preference or
+1. **Same topic key**: inside the records insert, a fact, preference or
    instruction with a topic key supersedes live memories of the same tenant and owner
    (partition) with that key.
 2. **The judge** (this module), for contradictions without a shared key. For each new fact,
@@ -25,11 +25,11 @@ stays for history and audit, and leaves default recall):
 **When it runs.** ``ingest`` judges its new memories synchronously (it is already the slow,
 LLM-backed path). Memories written by ``remember``/``remember_many`` keep the write path
 fast and are judged by :meth:`AgentMemory.judge_pending` (``agentmem judge``), which drains
-unjudged rows in batches of ``batch_size`` (20), oldest first, like the seed's dispatcher.
+unjudged rows in batches of ``batch_size`` (20), oldest first.
 
 Settings (:class:`~agentmem.config.JudgeConfig`, from the environment): ``AGENTMEM_MEMORY_JUDGE_THRESHOLD``,
 ``AGENTMEM_MEMORY_JUDGE_TOPK``, ``AGENTMEM_MEMORY_JUDGE_BATCH_SIZE``; the judge is disabled
-(rows are only marked judged) by ``AGENTMEM_MEMORY_JUDGE_ENABLED=false`` or, as in the seed,
+(rows are only marked judged) by ``AGENTMEM_MEMORY_JUDGE_ENABLED=false`` or
 by setting ``AGENTMEM_MEMORY_JUDGE_MODEL`` to an empty string.
 """
 
@@ -140,7 +140,9 @@ def _judge_batch(
         if eligible:
             try:
                 retire = _decide(ctx, row, llm, cfg, run.vectors)
-            except Exception as exc:  # fail-open (seed 000): nothing retired, row marked
+            except (
+                Exception
+            ) as exc:  # fail-open: nothing retired, the row marked judged so it does not loop
                 run.failed += 1
                 raw = getattr(exc, "context", {}).get("raw")
                 run.errors.append(

@@ -1,14 +1,18 @@
-"""Evaluation of recall quality: the seed-004 golden dataset (``agentmem eval --dataset``).
+"""Evaluation of recall quality: the golden dataset (``agentmem eval --dataset``).
+
+The project's golden dataset ships with the package: :func:`golden_dataset_path` (or
+``agentmem eval --dataset golden``).
 
 Example:
-    >>> from agentmem.evaluation import load_dataset, run_golden
-    >>> report = run_golden(load_dataset("eval/memory_golden_dataset.json"))  # doctest: +SKIP
+    >>> from agentmem.evaluation import golden_dataset_path, load_dataset, run_golden
+    >>> report = run_golden(load_dataset(golden_dataset_path()))  # doctest: +SKIP
     >>> report.passed  # doctest: +SKIP
     True
 """
 
 from __future__ import annotations
 
+from .datasets import BUNDLED_DATASETS, dataset_path, golden_dataset_path
 from .golden import (
     CaseResult,
     DatasetError,
@@ -32,6 +36,7 @@ from .golden import (
 )
 
 __all__ = [
+    "BUNDLED_DATASETS",
     "CaseResult",
     "DatasetError",
     "GoldenCase",
@@ -43,6 +48,8 @@ __all__ = [
     "SetupMemory",
     "TagSummary",
     "Thresholds",
+    "dataset_path",
+    "golden_dataset_path",
     "load_dataset",
     "log_to_mlflow",
     "parse_dataset",

@@ -53,7 +53,7 @@ def chat_turn(item: MemoryItem) -> ChatTurn:
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """A discrete memory extracted from a conversation (seed 002)."""
+    """A discrete memory extracted from a conversation."""
 
     content: str
     memory_type: str
@@ -66,7 +66,7 @@ class Extracted:
 
 @dataclass(frozen=True, slots=True)
 class SummaryDelta:
-    """A structured update of a reference summary (seed 003)."""
+    """A structured update of a reference summary (see :mod:`agentmem.tiers.working`)."""
 
     mode: Literal["append", "overwrite"]
     summary_update: str

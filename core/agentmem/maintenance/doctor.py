@@ -10,9 +10,18 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
 - **extra**: an indexed id that is not a live row of that partition (deleted, anonymized,
   unknown, or in a collection no partition maps to);
 - **unreadable**: an index that cannot be opened or read (the problem is reported, not raised),
-  and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``).
+  and indexes the store had to rebuild when it was opened (``AgentMemory.recovered``);
+- **erasures**: every identity in the erasure log is checked (:func:`~agentmem.maintenance.
+  erase.leftovers`): no row of it in the records, no keyword entry under its own partitions
+  (live, or deleted but still in the files), no vector collection of them; an erasure a crash
+  interrupted is reported until it is finished (at the next open, or by erasing again);
+- **leftover files**: segment directories of the embedded Chroma store that no collection
+  uses (Chroma leaves them behind when a collection is dropped; ``reindex`` and ``erase``
+  delete them), and payloads or source links of rows that no longer exist.
 
-The report also names the embedder recorded for the vectors (``embedder``; see
+The report also checks the default embedder's model files (``model_files``: presence, size
+and sha256; a problem names the ``pip`` command that fixes it and makes the report not ``ok``)
+and names the embedder recorded for the vectors (``embedder``; see
 :mod:`agentmem.storage.fingerprint`). A data dir older than that record holds vectors whose model
 was assumed when it was first opened: ``notes`` says so, without making the report not
 ``ok`` (``reindex`` re-embeds with a known embedder).
@@ -29,14 +38,18 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import StoreContext
+from ..embeddings import model_files_status
+from ..errors import StorageError
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
+from .erase import ErasureCheck, leftovers
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10
@@ -80,6 +93,17 @@ class DoctorReport:
     embedder: dict[str, Any] | None = None
     #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
     notes: list[str] = field(default_factory=list)
+    #: The embedder's model files (role, path, ok, size, sha256_verified, problem, fix), or
+    #: None for an embedder without files agentmem knows of (a custom one).
+    model_files: list[dict[str, Any]] | None = None
+    #: Logged erasures checked.
+    erasures_checked: int = 0
+    #: Erasures with something of their identity left, or not finished.
+    erasures: list[ErasureCheck] = field(default_factory=list)
+    #: Segment directories of the embedded Chroma store no collection uses.
+    orphan_vector_files: list[str] = field(default_factory=list)
+    #: Entries about rows that no longer exist, per table (payloads, source links).
+    orphan_rows: dict[str, int] = field(default_factory=dict)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
@@ -171,6 +195,12 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         if d.missing_keyword or d.missing_vectors or d.extra_vectors:
             drift.append(d)
 
+    # -- the embedder's model files -----------------------------------------------------------
+    files = model_files_status(ctx.embedder, verify_checksums=True)
+    for status in files or []:
+        if not status.ok:
+            problems.append(f"{status.problem}; fix: {status.fix}")
+
     kw_pending, vec_pending, failed = records.index.pending_counts()
     recorded = read_fingerprint(records)
     notes: list[str] = []
@@ -195,7 +225,26 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
     }
     if failed:
         samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE)
-    ok = not (problems or missing_kw or extra_kw or missing_vec or extra_vec or orphans or failed)
+    checks = leftovers(ctx, set(collections))
+    erasures = [c for c in checks if not c.ok]
+    orphan_files: list[str] = []
+    try:
+        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()]
+    except StorageError as exc:
+        problems.append(f"vector index files unreadable: {exc}")
+    orphan_rows = records.erasure.orphans()
+    ok = not (
+        problems
+        or missing_kw
+        or extra_kw
+        or missing_vec
+        or extra_vec
+        or orphans
+        or failed
+        or erasures
+        or orphan_files
+        or orphan_rows
+    )
     return DoctorReport(
         ok=ok,
         live_rows=len(live_ids),
@@ -216,6 +265,11 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         samples=samples,
         embedder=None if recorded is None else recorded.to_dict(),
         notes=notes,
+        model_files=None if files is None else [dataclasses.asdict(s) for s in files],
+        erasures_checked=len(checks),
+        erasures=erasures,
+        orphan_vector_files=orphan_files,
+        orphan_rows=orphan_rows,
     )
 
 

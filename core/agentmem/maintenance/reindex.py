@@ -24,6 +24,7 @@ def reindex(
         ctx.keywords.delete_all()
         ctx.keywords.commit()
         ctx.drop_vectors()
+        ctx.vectors.compact_files()  # Chroma leaves a dropped collection's files on disk
         ctx.records.index.mark_all_pending()
         # after the old vectors are gone: a crash from here on leaves only vectors of
         # this embedder (and rows queued for it), never old vectors under a new name

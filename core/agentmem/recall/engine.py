@@ -174,7 +174,7 @@ class RecallEngine:
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
         prof = recall_profile.active()
-        plans = scope_rules.plan(identity, req.scope, req.tiers)
+        plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
         if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
             weights = self.config.scope_weights
             plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
@@ -444,6 +444,8 @@ class RecallEngine:
                 c.terms = text.terms
             c.coverage = text.coverage
             c.id_miss = text.id_miss
+            if text.id_miss == 1.0:
+                c.cos = 0.0  # another identifier: its meaning is that of the words around it
             c.speaker_match = text.speaker_match
         _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
@@ -486,6 +488,8 @@ def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str])
         session_id=row.session_id,
         user_id=row.user_id,
         agent_id=row.agent_id,
+        tier=row.tier,
+        target_agent=req.target_agent,
     )
     if scope is None or scope not in wanted:
         return None

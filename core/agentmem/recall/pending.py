@@ -10,6 +10,9 @@ records store and scores them on the spot:
 - **meaning**: the row embedded now and compared with the query vector (a small LRU keeps
   these vectors, so back-to-back recalls do not embed the same rows again).
 
+Both see what the indexer will index: the text plus a chat message's restatement key
+(:mod:`agentmem.write.keys`), computed when the row is read (kept in an LRU as well).
+
 The work is bounded: at most ``pending_scan`` rows (the newest) are read and keyword-scored,
 and at most a quarter of them embedded. A backlog past that (a bulk import) is answered from
 what the indexes have plus the rows scored, and the result says ``degraded``.
@@ -28,7 +31,8 @@ import numpy as np
 from ..embeddings import Embedder, FloatArray
 from ..storage.records import RecordStore
 from ..storage.rows import Brief, Row
-from ..write.index_text import analysed_terms, index_text, speaker_of
+from ..write.index_text import index_text, keyword_text, row_key, speaker_of
+from ..write.keys import with_key
 
 #: BM25 term-frequency saturation (Tantivy's default).
 BM25_K1 = 1.2
@@ -79,6 +83,9 @@ class PendingScorer:
         self._embedder = embedder
         self.limit = limit
         self._cache: OrderedDict[str, FloatArray] = OrderedDict()
+        #: id -> (content, restatement key): the content is compared, so a row redacted
+        #: since never keeps the key of what it said.
+        self._keys: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
     def read(self, tenant_id: str, partitions: Sequence[str]) -> Pending:
@@ -88,20 +95,40 @@ class PendingScorer:
                 overflow=bool(self._records.index.pending_in_partitions(tenant_id, partitions, 1))
             )
         found = self._records.index.pending_in_partitions(tenant_id, partitions, self.limit + 1)
+        for _, row, _, _ in found[: self.limit]:
+            self._remember_key(row)
         return Pending(
             rows=[(brief_of(row, seq), kw, vec) for seq, row, kw, vec in found[: self.limit]],
             overflow=len(found) > self.limit,
         )
 
-    @staticmethod
+    def _remember_key(self, row: Row) -> None:
+        item = row.item
+        with self._lock:
+            known = self._keys.get(item.id)
+            if known is not None and known[0] == item.content:
+                self._keys.move_to_end(item.id)
+                return
+        key = row_key(row)
+        with self._lock:
+            self._keys[item.id] = (item.content, key)
+            while len(self._keys) > VECTOR_CACHE_SIZE:
+                self._keys.popitem(last=False)
+
+    def key(self, row: Brief) -> str:
+        """The restatement key of a row read by :meth:`read` ("" for none)."""
+        with self._lock:
+            known = self._keys.get(row.id)
+        return known[1] if known is not None and known[0] == row.content else ""
+
     def keyword_scores(
-        analyze: Callable[[str], list[str]], idf: dict[str, float], rows: Sequence[Brief]
+        self, analyze: Callable[[str], list[str]], idf: dict[str, float], rows: Sequence[Brief]
     ) -> list[tuple[str, float]]:
         """(id, BM25) of the rows containing a query term, best first."""
         out: list[tuple[str, float]] = []
         for row in rows:
             counts: dict[str, int] = {}
-            for term in analysed_terms(analyze, row.content, row.speaker):
+            for term in analyze(with_key(keyword_text(row.content, row.speaker), self.key(row))):
                 if term in idf:
                     counts[term] = counts.get(term, 0) + 1
             if counts:
@@ -117,7 +144,10 @@ class PendingScorer:
         with self._lock:
             missing = [r for r in rows if r.id not in self._cache]
         if missing:
-            texts = [index_text(r.content, speaker_of(r.metadata)) for r in missing]
+            texts = [
+                with_key(index_text(r.content, speaker_of(r.metadata)), self.key(r))
+                for r in missing
+            ]
             vectors = self._embedder.embed_documents(texts)
             with self._lock:
                 for row, vec in zip(missing, vectors, strict=True):

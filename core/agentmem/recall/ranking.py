@@ -26,19 +26,21 @@
    - ``id_miss``: the share of the query's identifiers (``OPS-4471``, ``9f3c2ab``: terms
      mixing letters and digits, or numbers of three digits or more that are not years) the
      memory lacks when it names identifiers of its own: ``OPS-4470`` is another ticket
-     however similar the rest of the text (its keyword coverage then counts for nothing).
+     however similar the rest of the text (its keyword coverage and cosine then count for
+     nothing).
 
 3. **Calibration**: ``score = sigmoid(BIAS + WEIGHTS . features)`` over
    :data:`CALIBRATION_FEATURES`, a logistic regression fitted by
    ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
-   (``eval/memory_golden_dataset.json`` and ``eval/calibration_cases.json``: facts,
-   preferences, chat turns, tool outputs, document chunks), cross-validated by case; the
+   (the golden set, ``--dataset golden``, and ``eval/calibration_cases.json``: facts,
+   preferences, chat turns, tool outputs, document chunks), cross-validated by case, plus
+   the LoCoMo evidence turns as positives weighing a fifth of the labelled positives; the
    script reports the calibration per kind. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
 
 4. **Ranking**: candidates are ordered by a second linear model over
    :data:`RANK_FEATURES` (``RANK_WEIGHTS``), fitted on the evidence labels of the LoCoMo
-   development split (leave one conversation out: R@10 0.795, in-sample 0.797). Items whose
+   development split (leave one conversation out: R@10 0.806, in-sample 0.813). Items whose
    calibrated score is below ``min_score`` are dropped; the scores of the items kept are made
    non-increasing down the list, so higher is better everywhere.
 """
@@ -92,35 +94,35 @@ RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
 #: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside
 #: :data:`CALIBRATION_FEATURES`).
 WEIGHTS: tuple[float, ...] = (
-    3.762,  # cos
-    1.834,  # coverage
-    0.627,  # fused
-    -2.960,  # cos_gap
-    -2.103,  # coverage_gap
+    4.253,  # cos
+    1.662,  # coverage
+    0.655,  # fused
+    -3.120,  # cos_gap
+    -1.910,  # coverage_gap
     0.000,  # bm25_rel
     0.000,  # speaker_match
     0.000,  # in_keyword
     0.000,  # in_vector
     0.000,  # brevity
-    0.183,  # prev_coverage
-    2.488,  # prev_cos
-    -1.371,  # id_miss
+    0.167,  # prev_coverage
+    2.693,  # prev_cos
+    -0.627,  # id_miss
 )
-BIAS = -2.279
+BIAS = -2.380
 
 #: Ranking weights over the same features: the order of candidates within one query. Only
 #: the order matters, so there is no bias.
 RANK_WEIGHTS: tuple[float, ...] = (
-    -1.049,  # cos
-    1.293,  # coverage
-    4.428,  # fused
-    -2.241,  # cos_gap
-    -1.147,  # coverage_gap
-    4.052,  # bm25_rel
-    1.856,  # speaker_match
-    -2.734,  # in_keyword
-    -0.697,  # in_vector
-    -4.745,  # brevity
+    -0.693,  # cos
+    0.534,  # coverage
+    5.319,  # fused
+    -3.248,  # cos_gap
+    -0.591,  # coverage_gap
+    4.425,  # bm25_rel
+    1.319,  # speaker_match
+    -3.329,  # in_keyword
+    -0.773,  # in_vector
+    -3.396,  # brevity
     0.000,  # prev_coverage
     0.000,  # prev_cos
     0.000,  # id_miss

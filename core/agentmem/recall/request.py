@@ -39,6 +39,7 @@ class RecallRequest:
     tiers: tuple[str, ...] | None = None
     retrievers: tuple[str, ...] = RETRIEVERS
     """Which retrievers gather candidates (a subset of :data:`RETRIEVERS`)."""
+    target_agent: str | None = None
 
 
 def recall_request(
@@ -56,6 +57,7 @@ def recall_request(
     filters: Any = None,
     include_superseded: Any = False,
     tiers: Any = None,
+    target_agent: Any = None,
 ) -> RecallRequest:
     """Validate recall arguments for ``identity``; None means the configured default."""
     q = v.query(query)
@@ -76,6 +78,10 @@ def recall_request(
         )
     if scope != "any":
         scope_rules.require(identity, scope)
+    target = v.identity(target_agent, "target_agent")
+    tier_filter = v.choices(tiers, "tiers", TIERS)
+    if target is not None:
+        scope_rules.plan(identity, scope, tier_filter, target)  # raises ScopeError if refused
     return RecallRequest(
         query=q,
         top_k=k,
@@ -87,5 +93,6 @@ def recall_request(
         token_budget=config.token_budget if budget is None else budget,
         filters=flt,
         include_superseded=bool(include_superseded),
-        tiers=v.choices(tiers, "tiers", TIERS),
+        tiers=tier_filter,
+        target_agent=target,
     )

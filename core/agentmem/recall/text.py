@@ -80,7 +80,9 @@ class TextScorer:
             id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
             if id_miss == 1.0:
                 # The words around an identifier say nothing when the identifier itself
-                # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?").
+                # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
+                # neither does the meaning of the whole, which those words dominate (the
+                # engine then zeroes the cosine too).
                 cov = 0.0
         speaker_match = False
         speaker = row.speaker or speaker_in_content(row.content)
@@ -97,15 +99,23 @@ def identifier_terms(terms: Iterable[str]) -> list[str]:
     """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
     ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
     Years and one- or two-digit numbers are left out: they are mostly dates and counts,
-    which text states in many ways."""
+    which text states in many ways; so are ordinals and clock times."""
     out = []
     for t in terms:
         if _DIGIT.search(t) is None:
             continue
         if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
             continue
+        if _NOT_IDENTIFIER.fullmatch(t):
+            continue
         out.append(t)
     return out
+
+
+#: Terms mixing letters and digits that are dates and times, not names: ordinals ("21st"),
+#: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
+#: "21t09").
+_NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
 
 
 def speaker_in_content(content: str) -> str | None:

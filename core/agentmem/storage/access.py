@@ -1,4 +1,4 @@
-"""Access tracking (seed 001 ``AccessTracker``): how often, and when last, a memory was recalled.
+"""Access tracking: how often, and when last, a memory was recalled.
 
 Every recall hit bumps an in-memory counter; nothing is written per hit. The counters are
 flushed to the records store (``access_count``, ``last_accessed``) in one batched ``UPDATE``
@@ -39,7 +39,7 @@ DEFAULT_FLUSH_INTERVAL = 5.0
 
 
 class AccessTracker:
-    """In-memory access counters with batched flushes (seed 001).
+    """In-memory access counters with batched flushes.
 
     Args:
         records: The records store the counters are flushed to.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -91,6 +92,9 @@ class Database:
             )
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self._sync}")
+            # deleted and overwritten content is zeroed in the file, not left in free space
+            # (forget and erase promise that no byte of it stays behind)
+            conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
@@ -173,6 +177,33 @@ class Database:
             raise StorageError(
                 f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
             ) from exc
+
+    def reclaim(self, *, vacuum: bool) -> bool:
+        """Leave no copy of deleted content in the database's files.
+
+        With ``vacuum``, the file is rewritten (``VACUUM``: no free page, no unused space in
+        a page survives, whatever was deleted before ``secure_delete`` was on). Then the WAL
+        is checkpointed into the file and truncated to zero bytes, so no old page image
+        stays in it. Returns False when readers kept the checkpoint from completing (retried
+        a few times first); the WAL then still holds frames until a later checkpoint.
+        """
+        if self._closed:
+            raise StorageError("records store is closed", path=str(self.path))
+        if self._writer is None:
+            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+        with self._write_lock:
+            conn = self._writer
+            try:
+                if vacuum:
+                    conn.execute("VACUUM")
+                for attempt in range(20):
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    if not busy:
+                        return True
+                    time.sleep(0.05 * (attempt + 1))
+            except sqlite3.Error as exc:
+                raise StorageError(f"records store compaction failed: {exc}") from exc
+        return False
 
     def schema_version(self) -> int:
         rows = self.read("SELECT MAX(version) FROM schema_version")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .database import Database, marks
+from .database import Database, chunks, marks
 from .rows import (
     COLUMNS,
     LIVE,
@@ -89,6 +89,55 @@ class IndexQueue:
             found[r[0]] = (r[0], row_to_item(r[1:-1]), True, bool(r[-1]))
         return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
 
+    def state_of(self, ids: Sequence[str]) -> list[tuple[int, Row, bool, bool, bool, bool]]:
+        """(seq, row, live, keyword pending, vector pending, belongs in the vector index) of
+        the stored rows among ``ids``, oldest first (a synchronous index update)."""
+        out: list[tuple[int, Row, bool, bool, bool, bool]] = []
+        for chunk in chunks(ids):
+            for r in self._db.read(
+                f"SELECT seq, {COLUMNS}, ({LIVE}), kw_pending, "
+                f"vec_pending IN ({VEC_PENDING}, {VEC_FAILED}), ({VECTOR_LIVE}) FROM memories "
+                f"WHERE id IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                out.append(
+                    (
+                        int(r[0]),
+                        row_to_item(r[1:-4]),
+                        bool(r[-4]),
+                        bool(r[-3]),
+                        bool(r[-2]),
+                        bool(r[-1]),
+                    )
+                )
+        out.sort(key=lambda t: t[0])
+        return out
+
+    def vector_ids(self, tenant_id: str, partition: str) -> set[str]:
+        """Rows of a partition that belong in its vector collection."""
+        rows = self._db.read(
+            f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND {VECTOR_LIVE}",
+            (tenant_id, partition),
+        )
+        return {r[0] for r in rows}
+
+    def requeue(self, ids: Sequence[str], *, vectors: bool) -> None:
+        """Flag live rows among ``ids`` for the keyword index (and, with ``vectors``, for the
+        vector index): their indexed text changes (e.g. a message they carry as context was
+        forgotten)."""
+        with self._db.write() as tx:
+            for chunk in chunks(ids):
+                m = marks(len(chunk))
+                tx.execute(
+                    f"UPDATE memories SET kw_pending = 1 WHERE id IN ({m}) AND {LIVE}", chunk
+                )
+                if vectors:
+                    tx.execute(
+                        f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE id IN ({m}) "
+                        f"AND {LIVE} AND vec_pending != {VEC_SKIP}",
+                        chunk,
+                    )
+
     def mark_keyword_done(
         self,
         done: Sequence[tuple[int, bool]],
@@ -147,12 +196,22 @@ class IndexQueue:
             )
 
     def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
-        """(seq, embedded) pairs; like :meth:`mark_keyword_done`, guarded by liveness."""
+        """(seq, embedded) pairs; like :meth:`mark_keyword_done`, guarded by liveness.
+
+        A row whose liveness changed after it was read, and whose flag was cleared meanwhile
+        (a synchronous removal ran between the read and this write), is flagged again: the
+        vector just written for it is removed by the next pass.
+        """
         with self._db.write() as tx:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
                 f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
                 [(int(embedded), seq, int(embedded)) for seq, embedded in done],
+            )
+            tx.executemany(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE seq = ? "
+                f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
+                [(seq, int(embedded)) for seq, embedded in done if embedded],
             )
 
     def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,18 +124,7 @@ class KeywordIndex:
             writer = self._w()
             for doc in docs:
                 writer.delete_documents_by_term("id", doc.id)
-                writer.add_document(
-                    tantivy.Document(
-                        id=doc.id,
-                        tenant=doc.tenant,
-                        partition=doc.partition,
-                        session=doc.session,
-                        kind=doc.kind,
-                        memory_type=doc.memory_type,
-                        scope=doc.scope,
-                        content=doc.content,
-                    )
-                )
+                writer.add_document(_document(doc))
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
@@ -146,6 +135,62 @@ class KeywordIndex:
     def delete_all(self) -> None:
         with self._lock:
             self._w().delete_all_documents()
+
+    def rewrite(self, batches: Iterable[Sequence[KeywordDoc]]) -> int:
+        """Replace every document with ``batches``, in one commit, and delete the old files.
+
+        A deleted document stays in its segment's files (terms, postings) until a merge
+        rewrites the segment, and tantivy-py cannot ask for a merge; replacing every document
+        empties every old segment, so the commit drops them all and the files go with them.
+        Searchers see the old documents until the commit, then the new ones. Returns how many
+        documents were written.
+        """
+        n = 0
+        with self._lock:
+            writer = self._w()
+            try:
+                writer.delete_all_documents()
+                for batch in batches:
+                    for doc in batch:
+                        writer.add_document(_document(doc))
+                        n += 1
+                writer.commit()
+            except BaseException as exc:
+                # nothing of a half-done rewrite may reach a later commit
+                writer.rollback()
+                if isinstance(exc, ValueError):
+                    raise StorageError(f"keyword index rewrite failed: {exc}") from exc
+                raise
+        self._index.reload()
+        with self._lock:
+            self._w().garbage_collect_files()
+        return n
+
+    def entries(self, ids: Sequence[str]) -> int:
+        """How many of ``ids`` have an entry in the files (deleted-but-unmerged ones too)."""
+        searcher = self._index.searcher()
+        return sum(1 for id_ in ids if searcher.doc_freq("id", id_) > 0)
+
+    def live_entries(self, partition: str, tenant: str | None = None) -> int:
+        """Live entries under ``partition`` (of ``tenant``, or of every tenant)."""
+        searcher = self._index.searcher()
+        flt = (
+            tantivy.Query.all_query()
+            if tenant is None
+            else tantivy.Query.term_query(self._schema, "tenant", tenant)
+        )
+        found = searcher.terms_with_prefix("partition", partition, filter_query=flt)
+        return sum(int(n) for term, n in found if term == partition)
+
+    def stored_entries(self, partition: str) -> int:
+        """Entries under ``partition`` still in the files, live or deleted (a deleted entry
+        stays until its segment is rewritten), of every tenant."""
+        return self.doc_freq("partition", partition)
+
+    def doc_freq(self, field: str, term: str) -> int:
+        """Entries in the files whose ``field`` holds ``term`` (an analyzed term for
+        ``content``), deleted ones included until their segment is rewritten."""
+        return int(self._index.searcher().doc_freq(field, term))
 
     def commit(self) -> None:
         with self._lock:
@@ -238,6 +283,19 @@ class KeywordIndex:
         except ValueError as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+
+def _document(doc: KeywordDoc) -> tantivy.Document:
+    return tantivy.Document(
+        id=doc.id,
+        tenant=doc.tenant,
+        partition=doc.partition,
+        session=doc.session,
+        kind=doc.kind,
+        memory_type=doc.memory_type,
+        scope=doc.scope,
+        content=doc.content,
+    )
 
 
 def _any_of(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:

@@ -8,7 +8,8 @@ left to do (:mod:`agentmem.storage.index_queue`).
 :class:`RecordStore` is the only way into the SQL: the ``memories`` table (with its payloads
 and vector partitions) through its own methods, the other tables through its attributes
 (:attr:`~RecordStore.sessions`, :attr:`~RecordStore.working`, :attr:`~RecordStore.agent_state`,
-:attr:`~RecordStore.meta`, :attr:`~RecordStore.ingest_log`, :attr:`~RecordStore.index`).
+:attr:`~RecordStore.meta`, :attr:`~RecordStore.ingest_log`, :attr:`~RecordStore.index`,
+:attr:`~RecordStore.api_keys`, :attr:`~RecordStore.activity`).
 Feature code calls these named operations and never writes SQL.
 """
 
@@ -21,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..models import MESSAGE_KINDS
+from .activity import ActivityLog
 from .agent_state import AgentStateTable
 from .database import Database, Transaction, chunks, marks
+from .erasure import ErasureStore
 from .index_queue import IndexQueue
+from .keys import ApiKeyTable
 from .meta import IngestLog, MetaTable
 from .rows import (
     BRIEF_COLUMNS,
@@ -42,6 +46,7 @@ from .rows import (
 )
 from .schema import MIGRATIONS
 from .sessions import SessionTable, WorkingStateTable
+from .sources import SourceLinks, link, unlink
 
 #: Marks an anonymized row's source_ref; its partition label becomes ANONYMIZED_PARTITION
 #: once the indexer has removed its index entries.
@@ -116,6 +121,10 @@ class RecordStore:
         self.meta = MetaTable(self.db)
         self.ingest_log = IngestLog(self.db)
         self.index = IndexQueue(self.db)
+        self.api_keys = ApiKeyTable(self.db)
+        self.activity = ActivityLog(self.db)
+        self.sources = SourceLinks(self.db)
+        self.erasure = ErasureStore(self.db)
 
     # -- raw access, for diagnostics and tests ---------------------------------------------
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -132,6 +141,11 @@ class RecordStore:
 
     def schema_version(self) -> int:
         return self.db.schema_version()
+
+    def reclaim(self) -> bool:
+        """Rewrite the records file and empty its WAL, so no copy of deleted content stays in
+        either (after an erasure); False when readers kept the WAL from being emptied."""
+        return self.db.reclaim(vacuum=True)
 
     def close(self) -> None:
         self.db.close()
@@ -159,6 +173,7 @@ class RecordStore:
                     out.append((found[0], False))
                     continue
                 _insert_row(tx, rec, now)
+                link(tx, rec.tenant_id, rec.id, rec.kind, rec.tier, rec.metadata)
                 if rec.topic_key is not None:
                     self._supersede_topic(tx, rec, now)
                 if rec.payload is not None and rec.payload_key is not None:
@@ -210,6 +225,71 @@ class RecordStore:
                     _audit(tx, now, "memory.delete", tenant_id, memory_id)
                     done += 1
         return done
+
+    def tombstone(
+        self,
+        tenant_id: str,
+        ids: Sequence[str],
+        *,
+        cause: str | None = None,
+        conversations: Sequence[tuple[str, str]] = (),
+    ) -> list[str]:
+        """Forget rows of ``tenant_id`` among ``ids`` in one transaction; the ids done.
+
+        A forgotten row becomes a tombstone: it keeps its ids (row, tenant, owner, session),
+        kind, scope, partition, tier and times, for audit; its content, hash, metadata,
+        role, type, keys and importance are cleared, its full-text payload and its source
+        links are deleted, and both index entries are queued for removal (the caller
+        removes them at once with :meth:`~agentmem.write.indexer.Indexer.sync`). Rows
+        already forgotten or anonymized are skipped. ``cause`` (the id whose forgetting
+        reached these rows) goes into the audit entry. The working-memory state of
+        ``conversations`` ((partition, session) pairs) changes version in the same
+        transaction, so a compaction that read a forgotten message before cannot save a
+        summary of it.
+        """
+        now = iso(now_utc())
+        done: list[str] = []
+        with self.db.write() as tx:
+            for memory_id in ids:
+                cur = tx.execute(
+                    "UPDATE memories SET content = '', content_hash = '', metadata = '{}', "
+                    "role = NULL, memory_type = NULL, source_ref = NULL, topic_key = NULL, "
+                    "dedup_key = NULL, importance = NULL, embed_error = NULL, kw_terms = NULL, "
+                    "kw_term_count = NULL, content_tokens = NULL, "
+                    "deleted_at = COALESCE(deleted_at, ?), forgotten_at = ?, updated_at = ?, "
+                    f"kw_pending = 1, vec_pending = CASE WHEN vec_pending = {VEC_SKIP} "
+                    f"THEN {VEC_SKIP} ELSE {VEC_PENDING} END "
+                    "WHERE id = ? AND tenant_id = ? AND forgotten_at IS NULL "
+                    "AND anonymized_at IS NULL",
+                    (now, now, now, memory_id, tenant_id),
+                )
+                if not cur.rowcount:
+                    continue
+                tx.execute("DELETE FROM payloads WHERE memory_id = ?", (memory_id,))
+                detail = {} if cause is None or cause == memory_id else {"via": cause}
+                _audit(tx, now, "memory.forget", tenant_id, memory_id, **detail)
+                done.append(memory_id)
+            unlink(tx, done)
+            for partition, session_id in conversations:
+                tx.execute(
+                    "UPDATE working_state SET version = version + 1 WHERE tenant_id = ? "
+                    "AND partition = ? AND session_id = ?",
+                    (tenant_id, partition, session_id),
+                )
+        return done
+
+    def following_messages(
+        self, tenant_id: str, partition: str, session_id: str, seq: int, n: int
+    ) -> list[str]:
+        """Ids of up to ``n`` live chat messages after ``seq`` in a session, oldest first
+        (the messages whose index entries carry the one at ``seq`` as context)."""
+        rows = self.db.read(
+            f"SELECT id FROM memories WHERE tenant_id = ? AND session_id = ? AND partition = ? "
+            f"AND kind = 'chat_message' AND tier IS NULL AND {LIVE} AND seq > ? "
+            f"ORDER BY seq LIMIT ?",
+            (tenant_id, session_id, partition, seq, n),
+        )
+        return [r[0] for r in rows]
 
     def register_partition(self, tenant_id: str, partition: str, collection: str) -> None:
         with self.db.write() as tx:
@@ -534,6 +614,7 @@ class RecordStore:
                         rec.row.tier,
                     ),
                 )
+                link(tx, item.tenant_id, item.id, item.kind, rec.row.tier, item.metadata)
                 if rec.payload is not None and item.source_ref:
                     tx.execute(
                         "INSERT INTO payloads (key, tenant_id, memory_id, content) "
@@ -594,12 +675,14 @@ class RecordStore:
 
     # -- session tiers ------------------------------------------------------------------------
     def derived_ids(
-        self, tenant_id: str, partition: str, session_id: str, *, kind: str
+        self, tenant_id: str, partition: str, session_id: str, *, kind: str, live: bool = True
     ) -> tuple[str, ...]:
-        """Live tiered rows (session chunks or summaries) of a session in ``partition``."""
+        """Tiered rows (session chunks or summaries) of a session in ``partition``: the live
+        ones, or with ``live=False`` every one that still has content (retired ones too)."""
+        state = LIVE if live else "forgotten_at IS NULL AND anonymized_at IS NULL"
         rows = self.db.read(
             f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND kind = ? "
-            f"AND session_id = ? AND tier IS NOT NULL AND {LIVE} ORDER BY seq",
+            f"AND session_id = ? AND tier IS NOT NULL AND {state} ORDER BY seq",
             (tenant_id, partition, kind, session_id),
         )
         return tuple(r[0] for r in rows)
@@ -774,7 +857,8 @@ class RecordStore:
         (a memory superseded before ``superseded_before``).
         """
         where = (
-            "anonymized_at IS NULL AND ((deleted_at IS NOT NULL AND deleted_at < ?) OR "
+            "anonymized_at IS NULL AND forgotten_at IS NULL AND "
+            "((deleted_at IS NOT NULL AND deleted_at < ?) OR "
             "(deleted_at IS NULL AND superseded_by IS NOT NULL AND kind = 'memory' "
             "AND updated_at < ?))"
         )
@@ -808,6 +892,7 @@ class RecordStore:
                 if not cur.rowcount:
                     continue
                 tx.execute("DELETE FROM payloads WHERE memory_id = ?", (id_,))
+                unlink(tx, [id_])
                 _audit(tx, now, "memory.anonymize", tenant, id_, reason=reason)
 
     def scrub_partitions(self, tenant_id: str | None) -> int:

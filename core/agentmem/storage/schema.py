@@ -150,7 +150,59 @@ MIGRATIONS: list[str] = [
         updated_at TEXT NOT NULL
     );
     """,
-    # 6: what recall scores of a row's text, written by the keyword indexer so that recall
+    # 6: API keys of the server (``agentmem keys``); only a hash of each secret is stored
+    """
+    CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        name TEXT,
+        admin INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    );
+    CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant_id);
+    """,
+    # 7: forgetting and erasure. ``forgotten_at`` marks a tombstone (a forgotten row keeps its
+    # ids, kind and times, nothing else); ``memory_sources`` links a derived row (an extracted
+    # memory, a session chunk or summary) to each message it was made from, so forgetting a
+    # message reaches them (filled from the rows' metadata for rows stored before); each
+    # erasure of an identity is logged in ``erasures`` (ids and counts, no content) while it
+    # runs, so an interrupted one is finished at the next open, and after, for ``doctor``.
+    """
+    ALTER TABLE memories ADD COLUMN forgotten_at TEXT;
+    CREATE TABLE memory_sources (
+        tenant_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, source_id, memory_id)
+    );
+    CREATE INDEX memory_sources_memory ON memory_sources (memory_id);
+    INSERT INTO memory_sources (tenant_id, memory_id, source_id)
+        SELECT DISTINCT m.tenant_id, m.id, s.value
+        FROM memories AS m, json_each(m.metadata, '$.source_message_ids') AS s
+        WHERE m.kind = 'memory' AND s.type = 'text'
+        ON CONFLICT DO NOTHING;
+    INSERT INTO memory_sources (tenant_id, memory_id, source_id)
+        SELECT DISTINCT m.tenant_id, m.id, s.value
+        FROM memories AS m, json_each(m.metadata, '$.message_ids') AS s
+        WHERE m.tier IS NOT NULL AND s.type = 'text'
+        ON CONFLICT DO NOTHING;
+    CREATE TABLE erasures (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        completed_at TEXT,
+        collections TEXT NOT NULL DEFAULT '[]',
+        removed TEXT NOT NULL DEFAULT '{}'
+    );
+    """,
+    # 8: what recall scores of a row's text, written by the keyword indexer so that recall
     # does not analyse every candidate again: its analysed terms (distinct, space-separated),
     # how many terms it has, and its content's token count. NULL until the row is indexed
     # (rows of older data dirs are filled in the background; recall computes missing ones).

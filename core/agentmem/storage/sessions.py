@@ -323,3 +323,42 @@ class WorkingStateTable:
                 ),
             )
             return cur.rowcount > 0
+
+    def rewrite_summary(
+        self,
+        tenant_id: str,
+        partition: str,
+        session_id: str,
+        *,
+        expected_version: int,
+        summary: dict[str, Any],
+        error: str | None,
+    ) -> bool:
+        """Compare-and-set a rebuilt summary (window boundary and counters unchanged);
+        False when a compaction changed the state meanwhile."""
+        with self._db.write() as tx:
+            cur = tx.execute(
+                "UPDATE working_state SET summary = ?, version = version + 1, last_error = ?, "
+                "updated_at = ? WHERE tenant_id = ? AND partition = ? AND session_id = ? "
+                "AND version = ?",
+                (
+                    json.dumps(summary, ensure_ascii=False),
+                    error,
+                    iso(now_utc()),
+                    tenant_id,
+                    partition,
+                    session_id,
+                    expected_version,
+                ),
+            )
+            return cur.rowcount > 0
+
+    def delete(self, tenant_id: str, partition: str, session_id: str) -> bool:
+        """Drop a session's working-memory state (its messages are gone)."""
+        with self._db.write() as tx:
+            cur = tx.execute(
+                "DELETE FROM working_state WHERE tenant_id = ? AND partition = ? "
+                "AND session_id = ?",
+                (tenant_id, partition, session_id),
+            )
+            return cur.rowcount > 0

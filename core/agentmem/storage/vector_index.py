@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import struct
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,10 @@ import numpy as np
 from ..errors import StorageError
 
 _PREFIX = "am_"
+#: The embedded Chroma store's SQLite file, and the name pattern of its segment directories
+#: (both Chroma internals, used only to compact the embedded store after an erasure).
+CHROMA_DB_FILE = "chroma.sqlite3"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def collection_name(tenant_id: str, partition: str) -> str:
@@ -42,18 +52,27 @@ class VectorIndex:
     Args:
         path: Directory for an embedded ``PersistentClient`` (ignored when ``client`` is given).
         client: A caller-supplied Chroma client, e.g. ``chromadb.HttpClient(...)``.
+        read_only: Opened beside the process that writes to the data dir: :meth:`close`
+            leaves the files alone.
 
     Example:
         >>> vi = VectorIndex(tmp_path / "chroma")  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path | None = None, *, client: Any = None) -> None:
+    def __init__(
+        self, path: Path | None = None, *, client: Any = None, read_only: bool = False
+    ) -> None:
         self.path = path
+        #: Opened beside the writing process: never rewrites files (no scrub at close).
+        self.read_only = read_only
         self._client = client
         self._owns_client = client is None
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
+        #: When this index first opened its embedded client (segment files written since
+        #: are scrubbed at close).
+        self._opened_at: float | None = None
 
     @property
     def owns_client(self) -> bool:
@@ -62,24 +81,26 @@ class VectorIndex:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import chromadb
-                    from chromadb.config import Settings
+        client = self._client
+        if client is not None:
+            return client
+        with self._lock:  # one open at a time (and none while compact_files runs)
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings
 
-                    assert self.path is not None
-                    try:
-                        self.path.mkdir(parents=True, exist_ok=True)
-                        self._client = chromadb.PersistentClient(
-                            path=str(self.path),
-                            settings=Settings(anonymized_telemetry=False, allow_reset=True),
-                        )
-                    except Exception as exc:
-                        raise StorageError(
-                            f"cannot open vector index at {self.path}: {exc}"
-                        ) from exc
-        return self._client
+                assert self.path is not None
+                try:
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    if self._opened_at is None:
+                        self._opened_at = time.time()
+                    self._client = chromadb.PersistentClient(
+                        path=str(self.path),
+                        settings=Settings(anonymized_telemetry=False, allow_reset=True),
+                    )
+                except Exception as exc:
+                    raise StorageError(f"cannot open vector index at {self.path}: {exc}") from exc
+            return self._client
 
     def _collection(self, name: str, *, create: bool) -> Any:
         col = self._collections.get(name)
@@ -208,10 +229,206 @@ class VectorIndex:
             if not _client_error(exc):
                 raise StorageError(f"cannot drop collection {collection}: {exc}") from exc
 
+    def rebuild(self, collection: str, keep: set[str]) -> int:
+        """Recreate ``collection`` with only its vectors of ``keep``; returns how many others
+        it held (now gone).
+
+        Deleting a vector from a Chroma collection leaves it in the HNSW files and the
+        collection's log until they are rewritten; a new collection holding copies of the
+        kept vectors leaves nothing of the others (the old files go with
+        :meth:`compact_files`). A missing collection is left missing.
+        """
+        col = self._collection(collection, create=False)
+        if col is None:
+            return 0
+        ids: list[str] = []
+        embeddings: list[Any] = []
+        metadatas: list[Any] = []
+        try:
+            offset = 0
+            total = 0
+            while True:
+                got = col.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+                batch = got["ids"]
+                total += len(batch)
+                for i, id_ in enumerate(batch):
+                    if id_ in keep:
+                        ids.append(id_)
+                        embeddings.append(got["embeddings"][i])
+                        metadatas.append(got["metadatas"][i])
+                if len(batch) < 5000:
+                    break
+                offset += len(batch)
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
+        self.drop(collection)
+        for start in range(0, len(ids), 1000):
+            self.upsert(
+                collection,
+                ids[start : start + 1000],
+                np.asarray(embeddings[start : start + 1000], dtype=np.float32),
+                metadatas[start : start + 1000],
+            )
+        return total - len(ids)
+
+    def compact_files(self) -> list[str]:
+        """Remove what the embedded store keeps of deleted vectors; returns what was done.
+
+        Chroma leaves the HNSW files of a dropped collection on disk, its SQLite file keeps
+        deleted rows in free pages, and its HNSW files carry whatever the writing process had
+        in memory in their unused capacity (:func:`scrub_hnsw_files`). With the client closed,
+        the SQLite file is rewritten (``VACUUM``), segment directories no segment refers to
+        are deleted and the unused capacity of the others is zeroed; the client is opened
+        again on next use. Nothing is done for a caller's client (a Chroma server compacts
+        its own storage).
+        """
+        if not self._owns_client or self.path is None:
+            return []
+        done: list[str] = []
+        with self._lock:
+            self._collections.clear()
+            self._missing.clear()
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+                self._client = None
+            db = self.path / CHROMA_DB_FILE
+            if not db.is_file():
+                return done
+            try:
+                conn = sqlite3.connect(db, timeout=30.0, isolation_level=None)
+                try:
+                    segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+                    conn.execute("VACUUM")
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot compact vector index at {self.path}: {exc}") from exc
+            done.append("vacuum")
+            for entry in self.orphan_segment_dirs(segments):
+                shutil.rmtree(entry)
+                done.append(f"removed {entry.name}")
+            for entry in sorted(self.path.iterdir()):
+                if (
+                    entry.is_dir()
+                    and _UUID.fullmatch(entry.name)
+                    and scrub_hnsw_files(entry, sync=True)
+                ):
+                    done.append(f"scrubbed {entry.name}")
+        return done
+
+    def unscrubbed_segment_dirs(self) -> list[Path]:
+        """Segment directories whose HNSW files hold bytes in their unused capacity."""
+        if not self._owns_client or self.path is None or not self.path.is_dir():
+            return []
+        return [
+            entry
+            for entry in sorted(self.path.iterdir())
+            if entry.is_dir() and _UUID.fullmatch(entry.name) and scrub_hnsw_files(entry, dry=True)
+        ]
+
+    def orphan_segment_dirs(self, segments: set[str] | None = None) -> list[Path]:
+        """Segment directories of the embedded store that no segment refers to (left behind
+        by dropped collections)."""
+        if not self._owns_client or self.path is None or not self.path.is_dir():
+            return []
+        if segments is None:
+            db = self.path / CHROMA_DB_FILE
+            if not db.is_file():
+                return []
+            try:
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30.0)
+                try:
+                    segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise StorageError(f"vector index at {self.path} unreadable: {exc}") from exc
+        out = []
+        for entry in sorted(self.path.iterdir()):
+            if entry.is_dir() and _UUID.fullmatch(entry.name) and entry.name not in segments:
+                out.append(entry)
+        return out
+
     def close(self) -> None:
+        """Close the client; segment files the embedded store wrote meanwhile are scrubbed
+        (:func:`scrub_hnsw_files`: Chroma writes them whenever it loads a collection)."""
         self._collections.clear()
         self._missing.clear()
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
         self._client = None
+        if (
+            self._owns_client
+            and not self.read_only
+            and self.path is not None
+            and self._opened_at is not None
+        ):
+            since, self._opened_at = self._opened_at, None
+            with contextlib.suppress(OSError):
+                for entry in self.path.iterdir():
+                    if _UUID.fullmatch(entry.name) and _written_since(entry, since):
+                        scrub_hnsw_files(entry)
+
+
+#: The header of a Chroma HNSW segment (``header.bin``, format version 1): hnswlib's index
+#: parameters (offsetLevel0, max_elements, cur_element_count, size_data_per_element,
+#: label_offset, offsetData, maxlevel, enterpoint, maxM, maxM0, M, mult, ef_construction).
+_HNSW_HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
+
+
+def _written_since(segment: Path, since: float) -> bool:
+    header = segment / "header.bin"
+    return header.is_file() and header.stat().st_mtime >= since - 1.0
+
+
+def scrub_hnsw_files(segment: Path, *, dry: bool = False, sync: bool = False) -> bool:
+    """Zero the unused capacity of a segment's HNSW files; True if it held any byte.
+
+    hnswlib allocates room for ``max_elements`` vectors without clearing it and Chroma
+    writes the whole allocation (when a collection is created, and again whenever a process
+    loads it, a query included): the slots past ``cur_element_count`` in ``data_level0.bin``
+    (and their entries in ``length.bin``) hold whatever the writing process had in that
+    memory before: measured, fragments of other collections' records and of texts the
+    process had handled. Only the used elements are read back, so zeroing the rest changes
+    nothing Chroma sees. A header of another format is left alone (False). With ``dry``,
+    nothing is written; with ``sync``, the zeros are on disk when it returns (an erasure; at
+    close, the page cache writes them back: fsync per segment cost ~3 ms, measured).
+    """
+    header = segment / "header.bin"
+    try:
+        raw = header.read_bytes()
+    except OSError:
+        return False
+    if len(raw) != _HNSW_HEADER.size:
+        return False
+    version, _offset0, capacity, count, size, *_ = _HNSW_HEADER.unpack(raw)
+    if version != 1 or size <= 0 or count > capacity:
+        return False
+    found = False
+    for name, used, total in (
+        ("data_level0.bin", count * size, capacity * size),
+        ("length.bin", count * 4, capacity * 4),
+    ):
+        path = segment / name
+        try:
+            length = path.stat().st_size
+        except OSError:
+            continue
+        if length != total or length <= used:
+            continue
+        with open(path, "r+b") as f:
+            f.seek(used)
+            tail = f.read()
+            if not tail.strip(b"\0"):
+                continue
+            found = True
+            if not dry:
+                f.seek(used)
+                f.write(bytes(len(tail)))
+                f.flush()
+                if sync:
+                    os.fsync(f.fileno())
+    return found

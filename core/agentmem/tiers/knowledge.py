@@ -1,7 +1,7 @@
-"""Knowledge (seed 003 tier 4): explicit, agent-managed entries with an optional dedup key.
+"""Knowledge (the fourth memory tier): explicit, agent-managed entries with an optional dedup key.
 
 Knowledge is not tied to a session: persistent facts, preferences, domain notes, reference
-material an agent (or its operator) curates. Access (seed 003):
+material an agent (or its operator) curates. Access:
 
 =================  =============================================
 write (upsert,     the owning agent only (needs ``agent_id`` bound)

@@ -226,7 +226,7 @@ def close_session(
     session_id = identity.session_id
     assert session_id is not None
     partition = scope_rules.home_partition(identity, "session")
-    with ctx.locks("close_session", tenant, partition, session_id):
+    with session_lock(ctx, tenant, partition, session_id):
         msgs = session_messages(ctx, tenant, partition, session_id)
         last_seq = msgs[-1][0] if msgs else 0
         before = ctx.records.sessions.get(tenant, partition, session_id)
@@ -244,68 +244,10 @@ def close_session(
                 summarizer=info.summarizer,
                 elapsed_ms=_ms(started),
             )
-        tier = before.tier if before is not None else TIER_MID
-        items = [item for _, item in msgs]
-
-        # 1. summary (skipped on timeout or failure)
-        error: str | None = None
-        summarizer: str | None = None
-        summary: str | None = None
-        if not items:
-            status = "empty"
-        elif timeout == 0:
-            status = "skipped"
-        else:
-            model = llm or ctx.llm
-            summarizer = model.name
-            turns = _summary_turns(ctx, identity, items)
-            summary, status, error = _summarize(model, turns, cfg.summary_max_words, timeout)
-            if error is not None:
-                log.warning(
-                    json.dumps(
-                        {"event": "session_summary_skipped", "status": status, "error": error}
-                    )
-                )
-
-        # 2. chunks + summary rows, written together; stale ones (an earlier close) retired
-        chunk_recs = _chunk_records(identity, partition, items, tier, cfg)
-        summary_recs = (
-            _summary_records(identity, partition, items, summary, summarizer, tier)
-            if summary
-            else []
+        written = _write_session(
+            ctx, identity, partition, session_id, msgs, before, timeout=timeout, llm=llm
         )
-        written = ctx.records.insert([*chunk_recs, *summary_recs]) if items else []
-        chunk_ids = tuple(i for i, _ in written[: len(chunk_recs)])
-        summary_ids = tuple(i for i, _ in written[len(chunk_recs) :])
-        replace_summaries = summary is not None or status == "empty"
-        _retire_stale(
-            ctx,
-            tenant,
-            partition,
-            session_id,
-            keep=set(chunk_ids) | set(summary_ids),
-            summaries=replace_summaries,
-        )
-        if not replace_summaries and before is not None:
-            # the new summary failed: the earlier one (if any) stays
-            summary_ids = _derived_ids(ctx, tenant, partition, session_id, chunks=False)
-
-        # 3. embed: the background indexer picks the rows up
-        ctx.indexer.notify()
-        ctx.records.sessions.record_close(
-            tenant,
-            partition,
-            session_id,
-            user_id=identity.user_id,
-            agent_id=identity.agent_id,
-            tier=tier,
-            last_seq=last_seq,
-            messages=len(items),
-            chunks=len(chunk_ids),
-            summary_status=status,
-            summarizer=summarizer,
-            summary_ids=summary_ids,
-        )
+    tier = before.tier if before is not None else TIER_MID
 
     # 4. promote the oldest mid-term sessions beyond N
     promoted = promote(ctx, identity, partition, cfg.mid_term_sessions)
@@ -316,9 +258,9 @@ def close_session(
             {
                 "event": "close_session",
                 "correlation_id": uuid.uuid4().hex,
-                "messages": len(items),
-                "chunks": len(chunk_ids),
-                "summary_status": status,
+                "messages": len(written.items),
+                "chunks": len(written.chunk_ids),
+                "summary_status": written.status,
                 "promoted": len(promoted),
                 "latency_ms": _ms(started),
             }
@@ -328,15 +270,135 @@ def close_session(
         session_id=session_id,
         tier=final_tier,
         already_closed=False,
-        messages=len(items),
-        chunk_ids=chunk_ids,
-        summary_ids=summary_ids,
-        summary_status=status,
-        summarizer=summarizer,
+        messages=len(written.items),
+        chunk_ids=written.chunk_ids,
+        summary_ids=written.summary_ids,
+        summary_status=written.status,
+        summarizer=written.summarizer,
         promoted=tuple(promoted),
-        error=error,
+        error=written.error,
         elapsed_ms=_ms(started),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    items: list[MemoryItem]
+    chunk_ids: tuple[str, ...]
+    summary_ids: tuple[str, ...]
+    status: str
+    summarizer: str | None
+    error: str | None
+
+
+def _write_session(
+    ctx: StoreContext,
+    identity: Identity,
+    partition: str,
+    session_id: str,
+    msgs: Sequence[tuple[int, MemoryItem]],
+    before: SessionInfo | None,
+    *,
+    timeout: float,
+    llm: LLM | None,
+) -> _Written:
+    """Steps 1-3 of the pipeline (summary, chunks, embedding) for a session's messages
+    ``msgs``, under the caller's session lock; the session's row is written last."""
+    cfg = ctx.settings.tiers
+    tenant = identity.tenant_id
+    last_seq = msgs[-1][0] if msgs else 0
+    tier = before.tier if before is not None else TIER_MID
+    items = [item for _, item in msgs]
+
+    # 1. summary (skipped on timeout or failure)
+    error: str | None = None
+    summarizer: str | None = None
+    summary: str | None = None
+    if not items:
+        status = "empty"
+    elif timeout == 0:
+        status = "skipped"
+    else:
+        model = llm or ctx.llm
+        summarizer = model.name
+        turns = _summary_turns(ctx, identity, items)
+        summary, status, error = _summarize(model, turns, cfg.summary_max_words, timeout)
+        if error is not None:
+            log.warning(
+                json.dumps({"event": "session_summary_skipped", "status": status, "error": error})
+            )
+
+    # 2. chunks + summary rows, written together; stale ones (an earlier close) retired
+    chunk_recs = _chunk_records(identity, partition, items, tier, cfg)
+    summary_recs = (
+        _summary_records(identity, partition, items, summary, summarizer, tier) if summary else []
+    )
+    written = ctx.records.insert([*chunk_recs, *summary_recs]) if items else []
+    chunk_ids = tuple(i for i, _ in written[: len(chunk_recs)])
+    summary_ids = tuple(i for i, _ in written[len(chunk_recs) :])
+    replace_summaries = summary is not None or status == "empty"
+    _retire_stale(
+        ctx,
+        tenant,
+        partition,
+        session_id,
+        keep=set(chunk_ids) | set(summary_ids),
+        summaries=replace_summaries,
+    )
+    if not replace_summaries and before is not None:
+        # the new summary failed: the earlier one (if any) stays
+        summary_ids = _derived_ids(ctx, tenant, partition, session_id, chunks=False)
+        if not summary_ids and tier == TIER_LONG and items:
+            # a long-term session is found by its summary's vector: never leave it without
+            summary_ids = tuple(_fallback_summary(ctx, identity, partition, items, before))
+
+    # 3. embed: the background indexer picks the rows up
+    ctx.indexer.notify()
+    ctx.records.sessions.record_close(
+        tenant,
+        partition,
+        session_id,
+        user_id=identity.user_id,
+        agent_id=identity.agent_id,
+        tier=tier,
+        last_seq=last_seq,
+        messages=len(items),
+        chunks=len(chunk_ids),
+        summary_status=status,
+        summarizer=summarizer,
+        summary_ids=summary_ids,
+    )
+    return _Written(items, chunk_ids, summary_ids, status, summarizer, error)
+
+
+def session_lock(
+    ctx: StoreContext, tenant_id: str, partition: str, session_id: str
+) -> threading.Lock:
+    """The lock a session's close pipeline runs under (also held to forget its messages)."""
+    return ctx.locks("close_session", tenant_id, partition, session_id)
+
+
+def refresh_session(ctx: StoreContext, tenant_id: str, partition: str, session_id: str) -> bool:
+    """Write a closed session's chunks and summary again from the messages it still has.
+
+    Called with :func:`session_lock` held, after one of its messages was forgotten or erased
+    and the chunks and summaries that held it were removed. Its tier and close order stay.
+    False when the session was never closed in ``partition``.
+    """
+    ctx.check_open()
+    info = ctx.records.sessions.get(tenant_id, partition, session_id)
+    if info is None:
+        return False
+    owner = Identity(
+        tenant_id=tenant_id, user_id=info.user_id, agent_id=info.agent_id, session_id=session_id
+    )
+    if scope_rules.home_partition(owner, "session") != partition:
+        log.warning(json.dumps({"event": "session_refresh_skipped", "reason": "owner"}))
+        return False
+    msgs = session_messages(ctx, tenant_id, partition, session_id)
+    timeout = ctx.settings.tiers.summary_timeout
+    _write_session(ctx, owner, partition, session_id, msgs, info, timeout=timeout, llm=None)
+    return True
 
 
 def _ms(started: float) -> float:
@@ -616,22 +678,7 @@ def _promote_one(ctx: StoreContext, identity: Identity, partition: str, info: Se
     fallback: list[str] = []
     if not _derived_ids(ctx, tenant, partition, session_id, chunks=False):
         items = [item for _, item in session_messages(ctx, tenant, partition, session_id)]
-        if items:
-            offline = OfflineLLM()
-            text = offline.summarize(
-                [_turn(i) for i in items], max_words=ctx.settings.tiers.summary_max_words
-            )
-            if text.strip():
-                recs = _summary_records(
-                    identity,
-                    partition,
-                    items,
-                    text.strip(),
-                    offline.name,
-                    TIER_LONG,
-                    owner=(session_id, info.user_id, info.agent_id),
-                )
-                fallback = [i for i, _ in ctx.records.insert(recs)]
+        fallback = _fallback_summary(ctx, identity, partition, items, info)
     ctx.records.promote_session(
         tenant,
         partition,
@@ -645,26 +692,74 @@ def _promote_one(ctx: StoreContext, identity: Identity, partition: str, info: Se
     )
 
 
+def _fallback_summary(
+    ctx: StoreContext,
+    identity: Identity,
+    partition: str,
+    items: Sequence[MemoryItem],
+    info: SessionInfo,
+) -> list[str]:
+    """An extractive offline summary of a long-term session that has none; its row ids."""
+    if not items:
+        return []
+    offline = OfflineLLM()
+    text = offline.summarize(
+        [_turn(i) for i in items], max_words=ctx.settings.tiers.summary_max_words
+    )
+    if not text.strip():
+        return []
+    recs = _summary_records(
+        identity,
+        partition,
+        items,
+        text.strip(),
+        offline.name,
+        TIER_LONG,
+        owner=(info.session_id, info.user_id, info.agent_id),
+    )
+    return [i for i, _ in ctx.records.insert(recs)]
+
+
 def _turn(item: MemoryItem) -> ChatTurn:
     return chat_turn(item)  # the speaker and time travel as fields, not inside the text
 
 
 # -- session detail ---------------------------------------------------------------------------
-def session_detail(ctx: StoreContext, identity: Identity, session_id: str) -> SessionDetail:
+def session_detail(
+    ctx: StoreContext, identity: Identity, session_id: str, *, target_agent: str | None = None
+) -> SessionDetail:
     """The full events of one session of ``identity``'s conversation (any tier), with its
     summary. Raises NotFoundError when there is none visible.
+
+    With ``target_agent`` (an agent bound without a user reading another agent), the session
+    is one of that agent's own closed sessions: its events up to the last close (later ones
+    are its working memory, readable by its own session only) and its summary.
     """
     sid = v.identity(session_id, "session_id", required=True)
     assert sid is not None
+    target = v.identity(target_agent, "target_agent")
     ctx.check_open()
-    own = scope_rules.conversation_partition(identity)
-    if own is None:
-        if identity.session_id != sid:
-            raise NotFoundError(f"no session {sid!r} is visible here", session_id=sid)
-        own = scope_rules.home_partition(identity, "session")
+    closed_up_to: int | None = None
+    if target is not None:
+        own = scope_rules.cross_agent_partition(identity, target)
+        closed = ctx.records.sessions.get(identity.tenant_id, own, sid)
+        if closed is None:
+            raise NotFoundError(f"no closed session {sid!r} of agent {target!r}", session_id=sid)
+        closed_up_to = closed.last_seq
+    else:
+        part = scope_rules.conversation_partition(identity)
+        if part is None:
+            if identity.session_id != sid:
+                raise NotFoundError(f"no session {sid!r} is visible here", session_id=sid)
+            part = scope_rules.home_partition(identity, "session")
+        own = part
     events: list[MemoryItem] = []
-    for _, row in ctx.records.session_items(identity.tenant_id, own, sid):
-        if scope_rules.visible_row(identity, row) is None:
+    for seq, row in ctx.records.session_items(identity.tenant_id, own, sid):
+        if target is not None:
+            assert closed_up_to is not None
+            if seq > closed_up_to or not scope_rules.cross_agent_message(identity, row, target):
+                continue
+        elif scope_rules.visible_row(identity, row) is None:
             continue
         item = row.item
         if item.source_ref:
@@ -677,7 +772,7 @@ def session_detail(ctx: StoreContext, identity: Identity, session_id: str) -> Se
     summaries = [
         r.item.content
         for r in ctx.records.items(identity.tenant_id, list(summary_ids))
-        if scope_rules.visible_row(identity, r) is not None
+        if scope_rules.visible_row(identity, r, target) is not None
     ]
     if not events and info is None:
         raise NotFoundError(f"no session {sid!r} is visible here", session_id=sid)

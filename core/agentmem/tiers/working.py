@@ -1,11 +1,11 @@
-"""Working memory (seed 003 tier 1, seed 000 "compressed mode"): what a model sees of a session.
+"""Working memory (the first memory tier): what a model sees of a session.
 
 A session's working memory is
 
 - **pinned messages**: ``system`` messages and messages stored with ``metadata={"pinned":
   true}`` (system prompt, identity files). Never compacted, always first in the prompt.
 - **the window**: the session's other messages and tool outputs that have not rolled off.
-- **the reference summary** (seed 003): a structured document (``summary``, ``facts``
+- **the reference summary**: a structured document (``summary``, ``facts``
   ``[{key, value, source_event}]``, ``referenced_sessions``, ``referenced_events``) of what
   rolled off, updated only through the LLM's structured deltas (``summary_delta``).
 
@@ -14,8 +14,8 @@ never folds pinned messages or the latest user message (the one being answered).
 
 - automatically in :meth:`WorkingMemory.context_messages`: when pinned + summary + window pass
   ``budget_ratio`` (80%) of the model window, everything but a short tail (``working_tail``,
-  4 messages, seed 000) rolls off; older content is then reached through ``recall``. When the
-  window holds more than ``working_max_messages`` (50, seed 003), the oldest roll off until
+  4 messages) rolls off (compressed mode); older content is then reached through ``recall``. When the
+  window holds more than ``working_max_messages`` (50), the oldest roll off until
   half remain.
 - manually with :meth:`WorkingMemory.compact` (``BoundMemory.compact``).
 
@@ -27,7 +27,7 @@ prompt is still over budget then, :meth:`~WorkingMemory.context_messages` trims 
 
 **Persistence**: the state (summary, window boundary, counters) is a row of the records store's
 ``working_state`` table; the window itself is rebuilt from the session's messages, so a
-restarted process sees the same working memory (seed 003 crash recovery).
+restarted process sees the same working memory.
 
 Example:
     >>> m = mem.bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
@@ -50,7 +50,7 @@ from .. import scopes as scope_rules
 from .. import validation as v
 from ..config import TierConfig
 from ..context import StoreContext
-from ..errors import ValidationError
+from ..errors import StorageError, ValidationError
 from ..models import Identity, MemoryItem
 from ..tokens import count_tokens
 
@@ -84,7 +84,7 @@ class ReferenceFact:
 
 @dataclass(frozen=True, slots=True)
 class ReferenceSummary:
-    """The structured summary of what rolled off a session's window (seed 003).
+    """The structured summary of what rolled off a session's window.
 
     Example:
         >>> ReferenceSummary(summary="User plans a trip.").to_dict()["summary"]
@@ -278,6 +278,28 @@ class WorkingSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptView:
+    """What a prompt of a session holds (:meth:`WorkingMemory.prompt_view`), in order:
+    pinned messages, the reference summary (when not empty) and the shown window.
+
+    Attributes:
+        pinned: System and pinned messages.
+        summary: The reference summary of what rolled off.
+        window: The window messages shown, oldest first (never without the latest user
+            message).
+        left_out: Window messages left out of this view because the prompt was still over
+            budget after compaction (the stored window keeps them).
+        compaction: The compaction this call ran, if one tripped.
+    """
+
+    pinned: tuple[MemoryItem, ...]
+    summary: ReferenceSummary
+    window: tuple[MemoryItem, ...]
+    left_out: int = 0
+    compaction: CompactionResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _State:
     summary: ReferenceSummary
     boundary: int = 0
@@ -444,20 +466,7 @@ class WorkingMemory:
         )
 
     def _condense(self, summary: ReferenceSummary, llm: LLM) -> ReferenceSummary:
-        """A summary past ``reference_max_words`` rewritten shorter by the LLM (kept on error)."""
-        limit = self.config.reference_max_words
-        if len(summary.summary.split()) <= limit:
-            return summary
-        from ..llm.base import ChatTurn
-
-        try:
-            text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
-        except Exception as exc:
-            log.warning("reference summary not condensed: %s", exc)
-            return summary
-        if not isinstance(text, str) or not text.strip():
-            return summary
-        return replace(summary, summary=text.strip().removeprefix("System: "))
+        return _condense(summary, llm, self.config.reference_max_words)
 
     def _failed(
         self, state: _State, reason: str, window: int, exc: BaseException
@@ -490,7 +499,11 @@ class WorkingMemory:
 
     # -- the prompt ----------------------------------------------------------------------------
     def context_messages(
-        self, *, model_window: int | None = None, budget_ratio: float = 0.8
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
     ) -> list[dict[str, str]]:
         """The messages to send to a model: pinned messages, the reference summary (a system
         message) and the window, compacting first when the budget or the window size trips.
@@ -499,28 +512,52 @@ class WorkingMemory:
             model_window: The model's context window in tokens (default from
                 :class:`~agentmem.tiers.sessions.TierConfig`; ``AGENTMEM_MODEL_WINDOW_OVERRIDE`` wins).
             budget_ratio: Share of the model window the prompt may fill before compaction
-                trips (seed 000: 0.8).
+                trips (default 0.8).
+            max_messages: Window messages past which the oldest roll off until half remain
+                (default ``working_max_messages`` of the tier config, 50).
 
         Returns:
             ``{"role", "content"}`` dicts (tool results also carry ``tool_call_id`` when it
             was stored), in prompt order.
         """
+        view = self.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+        head = [_message(item) for item in view.pinned]
+        if not view.summary.empty:
+            head.append({"role": "system", "content": view.summary.render()})
+        return head + [_message(item) for item in view.window]
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What a prompt of this session holds, as stored rows: compacts first when the
+        budget or the window size trips, exactly as :meth:`context_messages` (which renders
+        this view), for callers that build the prompt from their own message objects.
+
+        Args: as :meth:`context_messages`.
+        """
         window_tokens = self._model_window(model_window)
         ratio = v.unit_float(budget_ratio, "budget_ratio")
         if ratio is None or ratio <= 0:
             raise ValidationError("budget_ratio", "must be in (0, 1]")
+        cfg = self.config
+        limit = v.positive_int(max_messages, "max_messages")
+        limit = cfg.working_max_messages if limit is None else limit
         budget = int(window_tokens * ratio)
         snap = self.snapshot()
-        cfg = self.config
         result: CompactionResult | None = None
         if snap.tokens.total > budget:
             result = self.compact(keep=cfg.working_tail, reason="budget")
-        elif len(snap.window) > cfg.working_max_messages:
-            keep = max(cfg.working_max_messages // 2, cfg.working_tail)
-            result = self.compact(keep=keep, reason="window_full")
+        elif len(snap.window) > limit:
+            result = self.compact(keep=max(limit // 2, cfg.working_tail), reason="window_full")
         if result is not None and result.rolled_off:
             snap = self.snapshot()
-        return self._render(snap, budget)
+        return self._view(snap, budget, result)
 
     def _model_window(self, model_window: int | None) -> int:
         override = self.config.model_window_override
@@ -530,12 +567,8 @@ class WorkingMemory:
         return value if value is not None else self.config.model_window
 
     @staticmethod
-    def _render(snap: WorkingSnapshot, budget: int) -> list[dict[str, str]]:
-        head = [_message(item) for item in snap.pinned]
-        used = snap.tokens.pinned
-        if not snap.summary.empty:
-            head.append({"role": "system", "content": snap.summary.render()})
-            used += snap.tokens.summary
+    def _view(snap: WorkingSnapshot, budget: int, result: CompactionResult | None) -> PromptView:
+        used = snap.tokens.pinned + (0 if snap.summary.empty else snap.tokens.summary)
         window = list(snap.window)
         sizes = [message_tokens(item) for item in window]
         # over budget even now (a failed compaction, or a huge tail): trim the view only
@@ -555,7 +588,78 @@ class WorkingMemory:
                 "of the prompt view",
                 len(window) - len(shown),
             )
-        return head + [_message(item) for item in shown]
+        return PromptView(
+            pinned=snap.pinned,
+            summary=snap.summary,
+            window=tuple(shown),
+            left_out=len(window) - len(shown),
+            compaction=result,
+        )
+
+
+def _condense(summary: ReferenceSummary, llm: LLM, limit: int) -> ReferenceSummary:
+    """A summary past ``limit`` words rewritten shorter by the LLM (kept on error)."""
+    if len(summary.summary.split()) <= limit:
+        return summary
+    from ..llm.base import ChatTurn
+
+    try:
+        text = llm.summarize([ChatTurn("system", summary.summary)], max_words=limit)
+    except Exception as exc:
+        log.warning("reference summary not condensed: %s", exc)
+        return summary
+    if not isinstance(text, str) or not text.strip():
+        return summary
+    return replace(summary, summary=text.strip().removeprefix("System: "))
+
+
+def rebuild_reference(
+    ctx: StoreContext, tenant_id: str, partition: str, session_id: str, *, attempts: int = 5
+) -> bool:
+    """Write a session's reference summary again from the rolled-off messages it still has.
+
+    Called after one of them was forgotten or erased: the old summary may quote it. The new
+    one is folded from scratch by the store's LLM; if that fails, the summary is left empty
+    (the error is recorded) rather than keep what it quoted. Window and counters stay.
+    Returns False when the session has no working-memory state.
+    """
+    for _ in range(attempts):
+        row = ctx.records.working.load(tenant_id, partition, session_id)
+        if row is None:
+            return False
+        rolled = [
+            r.item
+            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
+        ]
+        summary = ReferenceSummary()
+        error: str | None = None
+        if rolled:
+            llm: LLM = ctx.llm
+            try:
+                for start in range(0, len(rolled), MAX_DELTA_MESSAGES):
+                    batch = rolled[start : start + MAX_DELTA_MESSAGES]
+                    delta = llm.summary_delta(summary.summary, [_turn(i) for i in batch])
+                    summary = _condense(
+                        apply_delta(summary, delta), llm, ctx.settings.tiers.reference_max_words
+                    )
+            except Exception as exc:  # an LLM error or a malformed delta: no summary at all
+                summary = ReferenceSummary()
+                error = f"reference summary dropped, rebuild failed: {type(exc).__name__}: {exc}"
+                error = error[:500]
+                log.warning(json.dumps({"event": "working_rebuild_failed", "error": error}))
+        if ctx.records.working.rewrite_summary(
+            tenant_id,
+            partition,
+            session_id,
+            expected_version=row.version,
+            summary=summary.to_dict(),
+            error=error,
+        ):
+            return True
+    raise StorageError(
+        "the reference summary kept changing while it was rebuilt; retry", session_id=session_id
+    )
 
 
 def _message(item: MemoryItem) -> dict[str, str]:

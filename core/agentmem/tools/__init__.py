@@ -8,7 +8,7 @@ module                 owns
 ``specs``              each tool's name, description, model and handler; the ``core``/``all`` sets
 ``calls``              validating a call, rejecting identity arguments, the error message
 ``render``             every text shown to a model (the advisory ``<memory>`` block, JSON, errors)
-``memory_shape``       the public shape of a bound memory the handlers rely on
+``memory_shape``       the check that the tools are given a bound memory
 ``toolbox``            ``MemoryToolbox``: the selected tools of one memory, called by name
 ``mcp``                the MCP SDK glue (``build_server``, ``serve_stdio``)
 =====================  ======================================================================
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .calls import IDENTITY_ARGUMENTS, arguments_error, error_message, parse_arguments, run_tool
 from .handlers import ToolOptions, ToolResult
-from .memory_shape import ToolMemory, check_memory
+from .memory_shape import check_memory
 from .specs import ALL_TOOLS, CORE_TOOLS, SPECS, ToolSpec, select, tool_names
 from .toolbox import MemoryToolbox, ToolCallError, UnknownToolError
 
@@ -33,7 +33,6 @@ __all__ = [
     "SPECS",
     "MemoryToolbox",
     "ToolCallError",
-    "ToolMemory",
     "ToolOptions",
     "ToolResult",
     "ToolSpec",

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import AgentMemError, NotFoundError, ScopeError, ValidationError
+from ..protocols import BoundMemoryProtocol
 from .handlers import DEFAULT_OPTIONS, ToolOptions, ToolResult
-from .memory_shape import ToolMemory
 from .specs import ToolSpec
 
 #: Argument names that would choose an identity; every tool rejects them.
@@ -83,7 +83,7 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Base
 
 def run_tool(
     spec: ToolSpec,
-    memory: ToolMemory,
+    memory: BoundMemoryProtocol,
     arguments: Mapping[str, Any] | None,
     options: ToolOptions = DEFAULT_OPTIONS,
 ) -> ToolResult:

@@ -1,6 +1,6 @@
 """One handler per memory tool, shared by every surface (LangChain, LlamaIndex, MCP).
 
-A handler takes the bound memory (anything of :class:`~agentmem.tools.memory_shape.ToolMemory`
+A handler takes the bound memory (anything of :class:`~agentmem.protocols.BoundMemoryProtocol`
 shape), its validated arguments and the developer's :class:`ToolOptions`, calls public
 methods of the memory, and returns a :class:`ToolResult`: the text the model sees (written
 by :mod:`agentmem.tools.render`) and the same result as JSON-ready data. Failures are raised
@@ -18,9 +18,9 @@ from ..chunking import elide
 from ..config import MAX_TOP_K, TOOL_OUTPUT_PREVIEW_CHARS
 from ..errors import NotFoundError, ScopeError, ValidationError
 from ..models import MemoryItem, RecallHit
+from ..protocols import BoundMemoryProtocol
 from ..tiers.knowledge import KnowledgeEntry
 from . import args as a
-from .memory_shape import ToolMemory
 from .render import NO_MEMORIES, Entry, format_block, format_hits, json_text
 
 
@@ -76,7 +76,7 @@ def hit_data(hit: RecallHit) -> dict[str, Any]:
     }
 
 
-def _default_scope(memory: ToolMemory, order: Sequence[str], tool: str) -> str:
+def _default_scope(memory: BoundMemoryProtocol, order: Sequence[str], tool: str) -> str:
     """The first scope of ``order`` whose identity is bound."""
     bound = {"user": memory.user_id, "agent": memory.agent_id, "session": memory.session_id}
     for scope in order:
@@ -92,7 +92,7 @@ def _default_scope(memory: ToolMemory, order: Sequence[str], tool: str) -> str:
 
 
 # -- recall and explicit memories -------------------------------------------------------------
-def recall(memory: ToolMemory, args: a.RecallArgs, options: ToolOptions) -> ToolResult:
+def recall(memory: BoundMemoryProtocol, args: a.RecallArgs, options: ToolOptions) -> ToolResult:
     result = memory.recall(
         args.query,
         top_k=args.top_k,
@@ -113,7 +113,9 @@ def recall(memory: ToolMemory, args: a.RecallArgs, options: ToolOptions) -> Tool
     return ToolResult(text, data, hits=tuple(result.items))
 
 
-def remember_fact(memory: ToolMemory, args: a.RememberFactArgs, options: ToolOptions) -> ToolResult:
+def remember_fact(
+    memory: BoundMemoryProtocol, args: a.RememberFactArgs, options: ToolOptions
+) -> ToolResult:
     scope = args.scope or _default_scope(memory, ("user", "agent"), "remember_fact")
     out = memory.remember(args.content, memory_type="fact", scope=scope, metadata=args.metadata)
     data = {"id": out.id, "was_new": out.was_new, "scope": scope}
@@ -121,14 +123,16 @@ def remember_fact(memory: ToolMemory, args: a.RememberFactArgs, options: ToolOpt
 
 
 def read_tool_output(
-    memory: ToolMemory, args: a.ReadToolOutputArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.ReadToolOutputArgs, options: ToolOptions
 ) -> ToolResult:
     content = memory.read_tool_output(args.key)
     text = format_block([(content, {"source_ref": args.key})])
     return ToolResult(text, {"key": args.key, "content": content})
 
 
-def store_memory(memory: ToolMemory, args: a.StoreMemoryArgs, options: ToolOptions) -> ToolResult:
+def store_memory(
+    memory: BoundMemoryProtocol, args: a.StoreMemoryArgs, options: ToolOptions
+) -> ToolResult:
     scope = args.scope or _default_scope(memory, ("agent", "user", "session"), "store_memory")
     out = memory.remember(
         args.content,
@@ -147,7 +151,9 @@ def store_memory(memory: ToolMemory, args: a.StoreMemoryArgs, options: ToolOptio
     return ToolResult(json_text(data), data)
 
 
-def search_memory(memory: ToolMemory, args: a.SearchMemoryArgs, options: ToolOptions) -> ToolResult:
+def search_memory(
+    memory: BoundMemoryProtocol, args: a.SearchMemoryArgs, options: ToolOptions
+) -> ToolResult:
     threshold = args.min_importance
     # Recall cannot filter on importance: with a threshold, search the best MAX_TOP_K
     # matches and keep the first top_k that pass it, so the filter never shrinks top_k.
@@ -185,7 +191,9 @@ def search_memory(memory: ToolMemory, args: a.SearchMemoryArgs, options: ToolOpt
     return ToolResult(text, data)
 
 
-def delete_memory(memory: ToolMemory, args: a.DeleteMemoryArgs, options: ToolOptions) -> ToolResult:
+def delete_memory(
+    memory: BoundMemoryProtocol, args: a.DeleteMemoryArgs, options: ToolOptions
+) -> ToolResult:
     missing = NotFoundError(
         f"no memory {args.memory_id!r} is visible here (already deleted, or never stored "
         "for this identity)",
@@ -213,7 +221,7 @@ def delete_memory(memory: ToolMemory, args: a.DeleteMemoryArgs, options: ToolOpt
 
 # -- agent state ------------------------------------------------------------------------------
 def get_agent_state(
-    memory: ToolMemory, args: a.GetAgentStateArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.GetAgentStateArgs, options: ToolOptions
 ) -> ToolResult:
     entry = memory.state.get(args.key)
     if entry is None:
@@ -229,7 +237,7 @@ def get_agent_state(
 
 
 def set_agent_state(
-    memory: ToolMemory, args: a.SetAgentStateArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.SetAgentStateArgs, options: ToolOptions
 ) -> ToolResult:
     entry = memory.state.set(args.key, args.value)
     data = {
@@ -270,7 +278,7 @@ def _knowledge_entry(entry: KnowledgeEntry) -> Entry:
 
 
 def upsert_knowledge(
-    memory: ToolMemory, args: a.UpsertKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.UpsertKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     out = memory.knowledge.upsert(
         args.content,
@@ -283,7 +291,9 @@ def upsert_knowledge(
     return ToolResult(json_text(data), data)
 
 
-def get_knowledge(memory: ToolMemory, args: a.GetKnowledgeArgs, options: ToolOptions) -> ToolResult:
+def get_knowledge(
+    memory: BoundMemoryProtocol, args: a.GetKnowledgeArgs, options: ToolOptions
+) -> ToolResult:
     if args.owner_agent is None and memory.agent_id is None:
         raise ScopeError(
             "owner_agent",
@@ -300,7 +310,7 @@ def get_knowledge(memory: ToolMemory, args: a.GetKnowledgeArgs, options: ToolOpt
 
 
 def list_knowledge(
-    memory: ToolMemory, args: a.ListKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.ListKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     entries = memory.knowledge.list(agent_id=args.owner_agent, all_agents=args.all_agents)
     page = entries[args.offset : args.offset + args.limit]
@@ -316,7 +326,7 @@ def list_knowledge(
 
 
 def delete_knowledge(
-    memory: ToolMemory, args: a.DeleteKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.DeleteKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     if not memory.knowledge.delete(args.key_or_id):
         raise NotFoundError(
@@ -350,7 +360,7 @@ def _event_data(item: MemoryItem) -> dict[str, Any]:
 
 
 def session_detail(
-    memory: ToolMemory, args: a.SessionDetailArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: a.SessionDetailArgs, options: ToolOptions
 ) -> ToolResult:
     detail = memory.session_detail(args.session_ref)
     page = detail.events[args.offset : args.offset + args.limit]
@@ -386,7 +396,7 @@ def session_detail(
     return ToolResult(format_block(entries, notes=notes), data)
 
 
-def answer(memory: ToolMemory, args: a.AnswerArgs, options: ToolOptions) -> ToolResult:
+def answer(memory: BoundMemoryProtocol, args: a.AnswerArgs, options: ToolOptions) -> ToolResult:
     out = memory.answer(args.question, top_k=args.top_k)
     data = {
         "answer": out.text,
@@ -401,7 +411,7 @@ def answer(memory: ToolMemory, args: a.AnswerArgs, options: ToolOptions) -> Tool
     return ToolResult(format_block([(out.text, attrs)]), data)
 
 
-def compact(memory: ToolMemory, args: a.CompactArgs, options: ToolOptions) -> ToolResult:
+def compact(memory: BoundMemoryProtocol, args: a.CompactArgs, options: ToolOptions) -> ToolResult:
     out = memory.compact(keep=args.keep)
     data = {
         "ok": out.ok,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..protocols import BoundMemoryProtocol
 from .calls import IDENTITY_ARGUMENTS
 from .handlers import ToolResult
-from .memory_shape import ToolMemory
 from .render import error_text, format_hits
 from .specs import Include, ToolSpec
 from .toolbox import MemoryToolbox, ToolCallError, UnknownToolError
@@ -41,7 +41,7 @@ SERVER_NAME = "agentmem"
 
 
 # -- MCP binding (imports the SDK) ------------------------------------------------------------
-def build_server(memory: ToolMemory, include: Include = "all") -> Server[Any]:
+def build_server(memory: BoundMemoryProtocol, include: Include = "all") -> Server[Any]:
     """An MCP low-level ``Server`` exposing the tools ``include`` selects for ``memory``.
 
     Needs the ``mcp`` SDK (``pip install 'agentmem[mcp]'``), version 2.
@@ -115,7 +115,7 @@ def build_server(memory: ToolMemory, include: Include = "all") -> Server[Any]:
     return server
 
 
-async def serve_stdio(memory: ToolMemory, include: Include = "all") -> None:
+async def serve_stdio(memory: BoundMemoryProtocol, include: Include = "all") -> None:
     """Serve the memory tools of ``memory`` over stdin/stdout until the client disconnects."""
     from mcp.server.stdio import stdio_server
 

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ..protocols import BoundMemoryProtocol
 from . import args as a
 from . import handlers as h
 from .handlers import ToolOptions, ToolResult
-from .memory_shape import ToolMemory
 
-Handler = Callable[[ToolMemory, Any, ToolOptions], ToolResult]
+Handler = Callable[[BoundMemoryProtocol, Any, ToolOptions], ToolResult]
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ def tool_names(include: Include = "core", *, agent_bound: bool) -> list[str]:
     return names
 
 
-def select(memory: ToolMemory, include: Include = "core") -> list[ToolSpec]:
+def select(memory: BoundMemoryProtocol, include: Include = "core") -> list[ToolSpec]:
     """The specs ``include`` selects for ``memory`` (see :func:`tool_names`)."""
     return [SPECS[n] for n in tool_names(include, agent_bound=memory.agent_id is not None)]
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AgentMemError
+from ..protocols import BoundMemoryProtocol
 from .calls import error_message, run_tool
 from .handlers import DEFAULT_OPTIONS, ToolOptions, ToolResult
-from .memory_shape import ToolMemory, check_memory
+from .memory_shape import check_memory
 from .specs import Include, ToolSpec, select
 
 
@@ -47,7 +48,7 @@ class MemoryToolbox:
         >>> box.call("recall", {"query": "order 4711"}).text  # doctest: +SKIP
     """
 
-    memory: ToolMemory
+    memory: BoundMemoryProtocol
     include: Include = "all"
     options: ToolOptions = DEFAULT_OPTIONS
     specs: dict[str, ToolSpec] = field(init=False)

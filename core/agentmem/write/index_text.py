@@ -1,9 +1,10 @@
-"""What the indexes see of a row: its text (with speaker and context) and filter fields.
+"""What the indexes see of a row: its text (with speaker, key and context) and filter fields.
 
 Both indexes index :func:`index_text` (the content, prefixed by the speaker a chat message's
-metadata names); the keyword index also gets camelCase words split apart and, for a chat
-message, a few preceding messages of its session as context, so a reply like "Yes, last
-Tuesday!" is findable by what it answers.
+metadata names) followed by a chat message's restatement key (:mod:`.keys`: what it states,
+in the third person with resolved dates); the keyword index also gets camelCase words split
+apart and, for a chat message, a few preceding messages of its session as context, so a
+reply like "Yes, last Tuesday!" is findable by what it answers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..storage.keyword_index import KeywordDoc
 from ..storage.rows import Row, TextFeatures
 from ..tokens import count_tokens
+from .keys import restatement, with_key
 
 #: Characters of each preceding message included as context of a chat message.
 CONTEXT_CHARS = 300
@@ -22,7 +24,7 @@ CONTEXT_CHARS = 300
 
 def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
-    text = keyword_text(item.content, speaker_of(item.metadata))
+    text = with_key(keyword_text(item.content, speaker_of(item.metadata)), row_key(row))
     return KeywordDoc(
         id=item.id,
         tenant=item.tenant_id,
@@ -53,6 +55,19 @@ def index_text(content: str, speaker: str | None) -> str:
 def row_text(row: Row) -> str:
     """:func:`index_text` of a stored row."""
     return index_text(row.item.content, speaker_of(row.item.metadata))
+
+
+def row_key(row: Row) -> str:
+    """The restatement key of a stored row ("" for none; see :mod:`.keys`)."""
+    item = row.item
+    return restatement(
+        item.kind, item.role, item.content, speaker_of(item.metadata), item.event_time
+    )
+
+
+def vector_text(row: Row) -> str:
+    """What the vector index embeds for a row: :func:`row_text` and its restatement key."""
+    return with_key(row_text(row), row_key(row))
 
 
 def keyword_text(content: str, speaker: str | None) -> str:

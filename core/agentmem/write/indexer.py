@@ -10,7 +10,9 @@ A write commits its row to SQLite and returns. This worker then
 The records carry the pending flags, so a crash at any point only means the work is done
 again on the next start (both index writes are idempotent by id). Embedding failures retry
 with exponential backoff; after the last retry the rows are flagged (``vec_pending = failed``,
-``embed_error``) and stay keyword-searchable; ``reindex`` retries them.
+``embed_error``) and stay keyword-searchable; ``reindex`` retries them. Unusable model files
+(:class:`~agentmem.errors.ModelFilesError`) are not retried, since only a reinstall fixes
+them: the rows are flagged at once and the problem is logged once (:attr:`Indexer.unavailable`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import json
 import logging
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from ..embeddings import Embedder
-from ..errors import AgentMemError
+from ..errors import AgentMemError, ModelFilesError
 from ..storage.index_queue import TEXT_FEATURES_DONE
-from ..storage.keyword_index import KeywordIndex
+from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
@@ -36,6 +39,7 @@ from .index_text import (
     speaker_of,
     text_features,
     vector_metadata,
+    vector_text,
 )
 
 log = logging.getLogger("agentmem.write.indexer")
@@ -134,8 +138,9 @@ class Indexer:
         self._sleep = sleep
         #: Called once, before this indexer first writes vectors (records the embedder).
         self.before_first_vectors = before_first_vectors
-        self._kw_lock = threading.Lock()
-        self._vec_lock = threading.Lock()
+        # re-entrant: a caller holding both (paused) may run a synchronous pass
+        self._kw_lock = threading.RLock()
+        self._vec_lock = threading.RLock()
         self._workers = [
             _Worker("agentmem-keywords", self._keyword_step, self),
             _Worker("agentmem-embedder", self._vector_step, self),
@@ -144,6 +149,9 @@ class Indexer:
         #: Where the text-feature backfill goes on (None: done, or not started: 0).
         self._backfill_after: int | None = 0
         self._backfill_checked = False
+        #: Why the embedder cannot run (its model files are unusable), once known; set by the
+        #: store when its open-time check already reported it, so it is said only once.
+        self.unavailable: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -232,33 +240,98 @@ class Indexer:
             if not drain or not (kw or vec):
                 return did
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold both index writers: no background pass runs until the block ends (a pass
+        under way finishes first). The caller may run :meth:`sync` meanwhile."""
+        with self._kw_lock, self._vec_lock:
+            yield
+
+    def sync(self, ids: Sequence[str]) -> None:
+        """Bring the index entries of ``ids`` in line with their rows now, in the caller's
+        thread: entries of retired rows removed, entries of live rows whose text changed
+        written again (embedding them if their vectors are pending)."""
+        if not ids:
+            return
+        with self._kw_lock, self._vec_lock:
+            state = self.records.index.state_of(ids)
+            keyword = [(seq, row, live) for seq, row, live, kw, _, _ in state if kw]
+            vector = [(seq, row, vec_live) for seq, row, _, _, vec, vec_live in state if vec]
+            if keyword:
+                self._apply_keyword(keyword)
+            if vector:
+                self._apply_vector(vector)
+
+    def rewrite_keywords(self) -> int:
+        """Write the keyword index anew from the live records, in one commit, so no entry of a
+        deleted row stays in its files (see :meth:`KeywordIndex.rewrite`); returns how many
+        rows it holds. Rows still queued for the keyword index are written too (the queue
+        writes them again, harmlessly)."""
+
+        n = self.keyword_context
+
+        def batches() -> Iterator[list[KeywordDoc]]:
+            # the rows stream in insertion order, so each chat message's context (the live
+            # messages before it in its session, as _contexts reads them one query per
+            # message) is kept here as it goes: one pass instead of a query per message
+            recent: dict[tuple[str, str, str], deque[str]] = {}
+            docs: list[KeywordDoc] = []
+            for row in self.records.iter_rows(live_only=True):
+                item = row.item
+                context = ""
+                if n > 0 and item.kind == "chat_message" and item.session_id is not None:
+                    key = (item.tenant_id, row.partition, item.session_id)
+                    before = recent.get(key)
+                    if before:
+                        context = "\n".join(before)
+                    if row.tier is None:
+                        recent.setdefault(key, deque(maxlen=n)).append(
+                            row_text(row)[:CONTEXT_CHARS]
+                        )
+                docs.append(keyword_doc(row, context))
+                if len(docs) >= KEYWORD_BATCH:
+                    yield docs
+                    docs = []
+            if docs:
+                yield docs
+
+        with self._kw_lock:
+            return self.keywords.rewrite(batches())
+
     def _keyword_pass(self) -> bool:
         did = False
         while True:
             pending = self.records.index.pending_keyword(KEYWORD_BATCH)
             if not pending:
                 return did
-            live = [row for _, row, is_live in pending if is_live]
-            dead = [row.item.id for _, row, is_live in pending if not is_live]
-            features = {}
-            if live:
-                ctx = self._contexts(live, self.keyword_context)
-                self.keywords.add([keyword_doc(r, ctx.get(r.item.id, "")) for r in live])
-                analyze = self.keywords.analyze
-                features = {
-                    seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
-                    for seq, row, is_live in pending
-                    if is_live
-                }
-            if dead:
-                self.keywords.delete(dead)
-            self.keywords.commit()
-            self.records.index.mark_keyword_done(
-                [(seq, is_live) for seq, _, is_live in pending], features
-            )
+            self._apply_keyword(pending)
             did = True
             if len(pending) < KEYWORD_BATCH:
                 return did
+
+    def _keyword_docs(self, rows: list[Row]) -> list[KeywordDoc]:
+        ctx = self._contexts(rows, self.keyword_context)
+        return [keyword_doc(r, ctx.get(r.item.id, "")) for r in rows]
+
+    def _apply_keyword(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
+        """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
+        live = [row for _, row, is_live in pending if is_live]
+        dead = [row.item.id for _, row, is_live in pending if not is_live]
+        features = {}
+        if live:
+            self.keywords.add(self._keyword_docs(live))
+            analyze = self.keywords.analyze
+            features = {
+                seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
+                for seq, row, is_live in pending
+                if is_live
+            }
+        if dead:
+            self.keywords.delete(dead)
+        self.keywords.commit()
+        self.records.index.mark_keyword_done(
+            [(seq, is_live) for seq, _, is_live in pending], features
+        )
 
     def _contexts(self, rows: list[Row], n: int) -> dict[str, str]:
         """The ``n`` messages before each chat message of ``rows`` in its session, as text.
@@ -284,6 +357,12 @@ class Indexer:
         pending = self.records.index.pending_vector(self.batch_size, retry_failed=retry_failed)
         if not pending:
             return False
+        self._apply_vector(pending)
+        return True
+
+    def _apply_vector(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
+        """Write (seq, row, belongs in the vector index) to the vector index: embed and store
+        the rows that belong there, delete the others' vectors."""
         live = [(seq, row) for seq, row, is_live in pending if is_live]
         dead = [(seq, row) for seq, row, is_live in pending if not is_live]
         by_collection: dict[str, list[str]] = defaultdict(list)
@@ -295,19 +374,28 @@ class Indexer:
             self.records.index.mark_vector_done([(seq, False) for seq, _ in dead])
         if live:
             self._embed_and_store(live)
-        return True
 
     def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
         ctx = self._contexts([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
-            text = row_text(row)
+            text = vector_text(row)
             texts.append(f"{ctx[row.item.id]}\n{text}" if row.item.id in ctx else text)
         vectors = None
         error: BaseException | None = None
         for attempt in range(self.retries + 1):
             try:
                 vectors = self.embedder.embed_documents(texts)
+                break
+            except ModelFilesError as exc:  # retrying cannot fix a missing or corrupt file
+                error = exc
+                if self.unavailable is None:
+                    self.unavailable = str(exc)
+                    log.error(
+                        "cannot embed: %s. Rows stay keyword-searchable without vectors and "
+                        "recall is degraded; after the fix, `agentmem reindex` embeds them",
+                        exc,
+                    )
                 break
             except Exception as exc:
                 error = exc
@@ -323,7 +411,8 @@ class Indexer:
                     )
                     self._sleep(delay)
         if vectors is None:
-            log.error("embedding batch of %d failed permanently: %s", len(texts), error)
+            if not isinstance(error, ModelFilesError):
+                log.error("embedding batch of %d failed permanently: %s", len(texts), error)
             self.records.index.mark_vector_failed([seq for seq, _ in live], f"{error}")
             return
         if self.before_first_vectors is not None:

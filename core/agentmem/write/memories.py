@@ -1,4 +1,5 @@
-"""Explicit memories: ``remember``, ``remember_many``, ``forget``, ``get``.
+"""Explicit memories: ``remember``, ``remember_many``, ``get`` (``forget`` is in
+:mod:`agentmem.derived.forget`: it reaches what was derived from a row).
 
 A memory is a ``kind="memory"`` row of scope user, agent, tenant or session. Writes are
 idempotent (the same identity, scope, type and content return the same id), and a topic key
@@ -16,7 +17,7 @@ from ..context import StoreContext
 from ..errors import NotFoundError, ValidationError
 from ..models import Identity, MemoryItem, RememberResult
 from ..storage.rows import NewRecord
-from .commit import commit, retire
+from .commit import commit
 from .records import memory_record
 
 _REMEMBER_KEYS = frozenset(
@@ -76,16 +77,3 @@ def get(ctx: StoreContext, identity: Identity, memory_id: str) -> MemoryItem:
     if row is None or not scope_rules.readable(identity, row):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     return row.item
-
-
-def forget(ctx: StoreContext, identity: Identity, memory_id: str) -> bool:
-    """Soft-delete a record visible to ``identity``; False if there is none."""
-    id_ = v.identity(memory_id, "memory_id", required=True)
-    assert id_ is not None
-    ctx.check_open()
-    row = ctx.records.get(id_)
-    if row is None or row.item.tenant_id != identity.tenant_id:
-        return False
-    if scope_rules.visible_row(identity, row) is None:
-        return False
-    return retire(ctx, identity.tenant_id, [id_]) > 0

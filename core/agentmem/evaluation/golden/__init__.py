@@ -49,8 +49,8 @@ Blocking: Recall@5 >= 0.8, Precision@5 >= 0.7, no cross-user or cross-tenant ite
 violation.
 
 Example:
-    >>> from agentmem.evaluation import load_dataset, run_golden
-    >>> report = run_golden(load_dataset("eval/memory_golden_dataset.json"))  # doctest: +SKIP
+    >>> from agentmem.evaluation import golden_dataset_path, load_dataset, run_golden
+    >>> report = run_golden(load_dataset(golden_dataset_path()))  # doctest: +SKIP
     >>> report.passed, round(report.recall_at_k, 3)  # doctest: +SKIP
     (True, 0.93)
 """

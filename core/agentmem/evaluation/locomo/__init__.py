@@ -18,8 +18,12 @@ session), then :meth:`~agentmem.AgentMemory.flush` waits for both indexes:
 - ``event_time`` is the session's date-time (``"1:56 pm on 8 May, 2023"``, read as UTC) plus
   one second per turn, so turn order is preserved,
 - optionally (``captions=True``, ``--captions``) the BLIP caption of a shared image is
-  appended to the turn's text as ``[shared an image: ...]``; off by default, so the indexed
-  text is the turn text alone, as in the naive baseline.
+  appended to the turn's text as ``[shared an image: ...]``; off by default, so the stored
+  text is the turn text alone, as in the naive baseline,
+- optionally (``close_sessions=True``, ``--close-sessions``) each session is closed after
+  it is written, as an application would: its summary row (searched by default recall; a
+  summary hit carries the dia ids of the turns it came from) and chunks are written, and
+  the sessions beyond the mid-term window are promoted to long-term. Off by default.
 
 **Queries.** Every question of categories 1-4 with at least one resolvable evidence turn is
 asked once per mode, bound to its sample's user in a new session (so every turn is

@@ -35,7 +35,11 @@ def turn_documents(conv: Conversation, captions: bool = False) -> list[tuple[str
     ]
 
 
-def ingest_conversation(mem: AgentMemory, conv: Conversation, captions: bool) -> int:
+def ingest_conversation(
+    mem: AgentMemory, conv: Conversation, captions: bool, close_sessions: bool = False
+) -> int:
+    """Write ``conv``, one session at a time (closed after writing it with
+    ``close_sessions``); returns the number of messages written."""
     n = 0
     for session in conv.sessions:
         if not session.turns:
@@ -63,5 +67,7 @@ def ingest_conversation(mem: AgentMemory, conv: Conversation, captions: bool) ->
                 }
             )
         m.add_messages(messages)
+        if close_sessions:
+            m.close_session()
         n += len(messages)
     return n

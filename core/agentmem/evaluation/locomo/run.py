@@ -52,6 +52,7 @@ def run_locomo(
     limit_questions: int | None = None,
     samples: Sequence[str] | None = None,
     captions: bool = False,
+    close_sessions: bool = False,
     home: str | os.PathLike[str] | None = None,
     embedder: Embedder | None = None,
     reranker: Reranker | None = None,
@@ -71,6 +72,10 @@ def run_locomo(
             without questions are not ingested.
         samples: Only these ``sample_id``s.
         captions: Append image captions to turn texts.
+        close_sessions: Close each session after writing it, as an application would
+            (:meth:`~agentmem.BoundMemory.close_session`: a summary row per session, which
+            default recall searches and whose hit carries its turns' dia ids, and chunks;
+            sessions beyond the mid-term window are promoted to long-term).
         home: Data dir to use (must be new or empty); default a temporary dir, removed after.
         embedder, reranker, config: Passed to :class:`~agentmem.AgentMemory`.
         embed_cache: Directory of an on-disk embedding cache (see
@@ -133,7 +138,7 @@ def run_locomo(
             t0 = time.perf_counter()
             n_turns = 0
             for i, (c, _) in enumerate(plan):
-                n_turns += ingest_conversation(mem, c, captions)
+                n_turns += ingest_conversation(mem, c, captions, close_sessions)
                 if progress:
                     progress("ingest", i + 1, len(plan))
             t1 = time.perf_counter()
@@ -170,6 +175,7 @@ def run_locomo(
             "min_score": MIN_SCORE,
             "token_budget": TOKEN_BUDGET,
             "captions": captions,
+            "close_sessions": close_sessions,
             "embedder": embedder_name,
             "reranker": getattr(reranker, "name", None) if reranker is not None else None,
             "roles": "speaker_a=user, speaker_b=assistant",

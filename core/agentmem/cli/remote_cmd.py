@@ -1,0 +1,228 @@
+"""``agentmem --url URL --api-key KEY stats|doctor|export|erase|mcp``: the same commands against a
+running server instead of a data dir.
+
+With ``--url`` (or ``$AGENTMEM_URL``) these commands talk to ``agentmem serve`` with the key of
+``--api-key`` (or ``$AGENTMEM_API_KEY``):
+
+=======  ===================================================================================
+stats    the served store's counts plus the server's background jobs (last run, outcome)
+doctor   the served store's doctor report (exit 1 on drift, as on a data dir)
+export   the key's tenant as import-ready JSON Lines (``-o FILE`` or stdout)
+erase    erase the key's tenant, or a user/agent of it (``--tenant`` must be the key's)
+mcp      serve the MCP tools over stdio for an identity of the key's tenant
+=======  ===================================================================================
+
+``stats``, ``doctor``, ``export`` and ``erase`` need an admin key (``agentmem keys create --admin``);
+``mcp`` takes any key (a pinned key gives its user/agent). Other commands work on a data dir
+only; given ``--url`` they stop with a message saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.table import Table
+
+from ..client import Client, connect
+from ..maintenance.stats import Stats
+from ..tools.mcp import serve_stdio
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    Output,
+    command,
+    dumps,
+    markup,
+    to_jsonable,
+)
+from .doctor_cmd import render as render_doctor
+from .erase_cmd import describe_receipt, erase_identity
+from .mcp_cmd import merge_identity_flags
+
+#: Environment variables of the global ``--url`` and ``--api-key`` flags.
+URL_ENV = "AGENTMEM_URL"
+API_KEY_ENV = "AGENTMEM_API_KEY"
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The global ``--url`` and ``--api-key`` flags."""
+    parser.add_argument(
+        "--url",
+        default=None,
+        help=f"a running `agentmem serve` to use instead of --home (${URL_ENV}); for stats, "
+        "doctor, export and mcp",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help=f"API key for --url (${API_KEY_ENV}); stats, doctor and export need an admin key",
+    )
+
+
+def url_of(args: argparse.Namespace) -> str | None:
+    return getattr(args, "url", None) or os.environ.get(URL_ENV) or None
+
+
+def remote_command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
+    """The remote variant of the parsed command when a server URL is set, else None.
+
+    Raises:
+        CliError: a URL is set for a command that works on a data dir only.
+    """
+    if url_of(args) is None:
+        return None
+    name = getattr(args, "command", None)
+    found = REMOTE_COMMANDS.get(str(name))
+    if found is None:
+        raise CliError(
+            f"`agentmem {name}` works on a data dir (--home); with --url (or ${URL_ENV}) only "
+            f"{', '.join(sorted(REMOTE_COMMANDS))} run against a server"
+        )
+    return found
+
+
+def _client(args: argparse.Namespace) -> Client:
+    url = url_of(args)
+    assert url is not None
+    key = getattr(args, "api_key", None) or os.environ.get(API_KEY_ENV)
+    if not key:
+        raise CliError(f"--url needs --api-key (or ${API_KEY_ENV})")
+    return connect(url, api_key=key)
+
+
+# -- stats ------------------------------------------------------------------------------------
+@command
+def remote_stats(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with _client(args) as client:
+        data = client.stats()
+    stats: Stats = data["stats"]
+    if out.json:
+        out.result({**to_jsonable(data), "url": client.options.url})
+        return EXIT_OK
+    table = Table(
+        title=f"agentmem stats: {markup(client.options.url)} ({markup(str(data['home']))})",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("live records", str(stats.live))
+    for kind, n in stats.by_kind.items():
+        table.add_row(f"  {kind}", str(n))
+    table.add_row("deleted", str(stats.deleted))
+    table.add_row("superseded", str(stats.superseded))
+    table.add_row("tenants", str(stats.tenants))
+    table.add_row("keyword index pending", str(stats.keyword_pending))
+    table.add_row("vector index pending", str(stats.vector_pending))
+    table.add_row("vector index failed", str(stats.vector_failed))
+    server = data.get("server", {})
+    table.add_row("server version", markup(str(server.get("version", "?"))))
+    table.add_row("server uptime (s)", str(server.get("uptime_seconds", "?")))
+    out.print(table)
+    jobs = Table(title="background jobs", title_justify="left")
+    for column in ("job", "last run", "ok", "outcome", "runs", "failures", "next run"):
+        jobs.add_column(column)
+    for job in data.get("jobs", []):
+        jobs.add_row(
+            job["name"],
+            _time(job.get("last_run")),
+            {True: "yes", False: "[red]no[/red]", None: ""}[job.get("last_ok")],
+            markup(job.get("last_outcome") or ""),
+            str(job.get("runs", 0)),
+            str(job.get("failures", 0)),
+            _time(job.get("next_run")),
+        )
+    out.print(jobs)
+    return EXIT_OK
+
+
+def _time(value: Any) -> str:
+    return str(value)[:19].replace("T", " ") if value else ""
+
+
+# -- doctor -----------------------------------------------------------------------------------
+@command
+def remote_doctor(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with _client(args) as client:
+        report = client.doctor()
+        where = client.options.url
+    return render_doctor(out, where, report)
+
+
+# -- export -----------------------------------------------------------------------------------
+@command
+def remote_export(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    target = Path(args.output) if args.output else None
+    with _client(args) as client:
+        lines = client.export(kinds=args.kind)
+        if target is None:
+            n = _write(lines, sys.stdout)
+            sys.stdout.flush()
+            return EXIT_OK
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                n = _write(lines, fh)
+            os.replace(tmp, target)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise CliError(f"{target}: {exc.strerror or exc}", EXIT_FAILED) from exc
+            raise
+    out.result(
+        {"exported": n, "path": str(target)},
+        text=f"exported {n} record(s) to {markup(str(target))}",
+    )
+    return EXIT_OK
+
+
+def _write(lines: Any, fh: Any) -> int:
+    n = 0
+    for line in lines:
+        fh.write(dumps(line) + "\n")
+        n += 1
+    return n
+
+
+# -- mcp --------------------------------------------------------------------------------------
+@command
+def remote_mcp(args: argparse.Namespace) -> int:
+    merged = merge_identity_flags(args)
+    env = {"tenant": "AGENTMEM_TENANT", "user": "AGENTMEM_USER", "agent": "AGENTMEM_AGENT"}
+    ids = {n: getattr(merged, n, None) or os.environ.get(v) or None for n, v in env.items()}
+    session = getattr(merged, "session", None) or os.environ.get("AGENTMEM_SESSION") or None
+    with _client(args) as client:
+        bound = client.bind(ids["tenant"], ids["user"], ids["agent"], session)
+        # the MCP tools call the bound memory's operations, which a remote one has too
+        anyio.run(serve_stdio, bound)
+    return EXIT_OK
+
+
+@command
+def remote_erase(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    tenant, user, agent = erase_identity(args)
+    with _client(args) as client:
+        receipt = client.erase(tenant_id=tenant, user_id=user, agent_id=agent)
+    out.result(to_jsonable(receipt), text=describe_receipt(receipt))
+    return EXIT_OK
+
+
+REMOTE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "erase": remote_erase,
+    "stats": remote_stats,
+    "doctor": remote_doctor,
+    "export": remote_export,
+    "mcp": remote_mcp,
+}
+
+__all__ = ["API_KEY_ENV", "REMOTE_COMMANDS", "URL_ENV", "add_flags", "remote_command"]

@@ -1,0 +1,63 @@
+"""``agentmem serve``: serve the data dir to many processes over HTTP.
+
+Clients connect with ``agentmem.connect(url, api_key=...)`` (keys from ``agentmem keys
+create``); MCP clients use ``<url>/mcp``. The server runs until SIGTERM or SIGINT, then
+drains in-flight requests and lets the indexer catch up before it exits. Settings come from
+``AGENTMEM_*`` variables (see :class:`agentmem.config.ServerConfig`).
+
+Example::
+
+    agentmem --home /srv/agentmem keys create --tenant acme --name web
+    agentmem --home /srv/agentmem serve --host 127.0.0.1 --port 8720
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._common import EXIT_FAILED, command, home_of
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8720
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve the memory to many processes over HTTP (agentmem.connect, MCP at /mcp)",
+        description="Serve the data dir over HTTP until SIGTERM/SIGINT. Every request but "
+        "GET /health needs an API key (agentmem keys create). Put TLS in a reverse proxy in "
+        "front of it. Needs the 'server' extra.",
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)"
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="uvicorn's log level (default info: startup and one line per request)",
+    )
+    p.add_argument("--no-access-log", action="store_true", help="no line per request")
+    p.set_defaults(func=cmd_serve)
+
+
+@command
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from ..server.runner import serve
+    except ImportError as exc:
+        sys.stderr.write(
+            f"agentmem: error: the server needs the 'server' extra ({exc.name} is missing): "
+            "pip install 'agentmem[server]'\n"
+        )
+        return EXIT_FAILED
+    return serve(
+        home_of(args),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+    )

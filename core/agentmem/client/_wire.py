@@ -1,0 +1,207 @@
+"""What the sync and async clients share: request bodies, responses, retries, binding.
+
+Everything here is transport-free, so :mod:`.sync` (``httpx.Client``) and :mod:`.aio`
+(``httpx.AsyncClient``) differ only in how they send a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+
+from .. import validation as v
+from ..errors import AgentMemError, AuthError, RateLimitError, RemoteError, ValidationError
+from ..models import Identity
+from ..server.keys import ApiKey, resolve_identity
+from ..wire.codec import decode, orjson_default
+from ..wire.errors import error_from
+from ..wire.ops import OPS
+
+#: Default seconds a request may take (connect, send, wait, read).
+DEFAULT_TIMEOUT = 60.0
+#: Retries of a request the server answered 429, or that could not connect at all.
+DEFAULT_MAX_RETRIES = 3
+#: Longest wait the client accepts from a ``Retry-After`` before giving up.
+MAX_RETRY_AFTER = 30.0
+
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How a client reaches its server."""
+
+    url: str
+    api_key: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ClientOptions(url={self.url!r}, timeout={self.timeout!r})"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}", **_JSON}
+
+
+def options(url: str, api_key: str, timeout: float, max_retries: int) -> ClientOptions:
+    """Checked client options (raises ValidationError naming the bad argument)."""
+    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+        raise ValidationError("url", f"must be an http:// or https:// URL, got {url!r}")
+    if not isinstance(api_key, str) or not api_key.strip():
+        raise ValidationError("api_key", "is required (create one with `agentmem keys create`)")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ValidationError("timeout", "must be a positive number of seconds")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValidationError("max_retries", "must be a non-negative int")
+    return ClientOptions(url.rstrip("/"), api_key.strip(), float(timeout), max_retries)
+
+
+def bind_identity(
+    key: ApiKey,
+    tenant_id: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+) -> Identity:
+    """The identity a bind asks for, checked against the key exactly as the server checks it
+    (so a forbidden bind fails at once, not at the first call)."""
+    return resolve_identity(
+        key,
+        tenant_id=v.identity(tenant_id, "tenant_id"),
+        user_id=user_id,
+        agent_id=agent_id,
+        session_id=session_id,
+    )
+
+
+def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str | None) -> bytes:
+    """The body of an erase, checked here as the server checks it: the tenant is the key's."""
+    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    if tenant != key.tenant_id:
+        raise AuthError(
+            f"this key belongs to tenant {key.tenant_id!r}; it cannot erase tenant {tenant!r}",
+            reason="forbidden",
+        )
+    return orjson.dumps(
+        {"user_id": v.identity(user_id, "user_id"), "agent_id": v.identity(agent_id, "agent_id")}
+    )
+
+
+def op_body(identity: Identity, args: Mapping[str, Any]) -> bytes:
+    """The JSON body of an operation call (the tenant is the key's, so it is not sent)."""
+    who = {
+        "user_id": identity.user_id,
+        "agent_id": identity.agent_id,
+        "session_id": identity.session_id,
+    }
+    try:
+        return orjson.dumps(
+            {"identity": who, "args": dict(args)},
+            default=orjson_default,
+            option=orjson.OPT_NON_STR_KEYS,
+        )
+    except TypeError as exc:
+        raise ValidationError("arguments", f"cannot be sent as JSON: {exc}") from exc
+
+
+def json_body(data: Any) -> bytes:
+    return orjson.dumps(data, default=orjson_default)
+
+
+def error_of(response: httpx.Response) -> AgentMemError:
+    """The agentmem error a non-2xx response carries."""
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = None
+    exc = error_from(response.status_code, body)
+    if isinstance(exc, RateLimitError):
+        exc.retry_after = retry_after(response)
+    return exc
+
+
+def retry_after(response: httpx.Response) -> float:
+    raw = response.headers.get("retry-after", "1")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return 1.0
+
+
+def payload(response: httpx.Response) -> Any:
+    """The JSON of a 2xx response, or the error it carries raised."""
+    if response.is_success:
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise RemoteError(
+                "the server answered with something that is not JSON", status=response.status_code
+            ) from exc
+    raise error_of(response)
+
+
+def result_of(op_name: str, response: httpx.Response) -> Any:
+    """The decoded result of an operation call (the same type the embedded API returns)."""
+    data = payload(response)
+    try:
+        return decode(OPS[op_name].returns, data["result"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RemoteError(
+            f"the server's answer to {op_name} does not have the expected shape: {exc}",
+            status=response.status_code,
+        ) from exc
+
+
+def transport_error(exc: httpx.HTTPError, url: str) -> RemoteError:
+    if isinstance(exc, httpx.TimeoutException):
+        return RemoteError(f"agentmem server at {url} timed out ({type(exc).__name__})")
+    return RemoteError(f"cannot reach the agentmem server at {url}: {exc}")
+
+
+def should_retry(
+    exc: BaseException | None, response: httpx.Response | None, attempt: int
+) -> float | None:
+    """Seconds to wait before retrying, or None for no retry.
+
+    Only requests that never reached the server (connection refused, DNS, a connect timeout)
+    and 429 answers are retried, so a write is never applied twice.
+    """
+    if exc is not None:
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return 0.25 * float(2**attempt)
+        return None
+    if response is not None and response.status_code == 429:
+        wait: float = retry_after(response)
+        return wait if wait <= MAX_RETRY_AFTER else None
+    return None
+
+
+def key_of(response: httpx.Response) -> ApiKey:
+    data = payload(response)
+    try:
+        key: ApiKey = decode(ApiKey, data)
+    except (TypeError, ValueError) as exc:
+        raise RemoteError(f"unexpected answer to /v1/whoami: {exc}") from exc
+    return key
+
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "ClientOptions",
+    "bind_identity",
+    "error_of",
+    "json_body",
+    "key_of",
+    "op_body",
+    "options",
+    "payload",
+    "result_of",
+    "should_retry",
+    "transport_error",
+]

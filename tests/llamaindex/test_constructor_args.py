@@ -1,0 +1,51 @@
+"""Every LlamaIndex adapter checks the memory object it is built with, at construction.
+
+Retriever, memory block and tools act for one identity (a bound memory); the chat store binds
+one session per key (the ``AgentMemory``). The wrong one raises a ``TypeError`` naming the
+adapter, what it got and how to get the right one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentmem import AgentMemory, BoundMemory
+from llamaindex_agentmem import (
+    AgentMemChatStore,
+    AgentMemMemoryBlock,
+    AgentMemRetriever,
+    create_memory_tools,
+)
+
+NEEDS_BOUND: dict[str, Callable[[Any], object]] = {
+    "AgentMemRetriever": lambda memory: AgentMemRetriever(memory=memory),
+    "AgentMemMemoryBlock": lambda memory: AgentMemMemoryBlock(memory=memory),
+    "create_memory_tools": create_memory_tools,
+}
+
+
+@pytest.mark.parametrize("owner", sorted(NEEDS_BOUND))
+def test_one_identity_adapters_refuse_the_unbound_store(
+    owner: str, mem: AgentMemory, bound: BoundMemory
+) -> None:
+    build = NEEDS_BOUND[owner]
+    with pytest.raises(TypeError) as info:
+        build(mem)
+    assert str(info.value).startswith(f"{owner} expects a bound memory")
+    assert "got AgentMemory; call .bind(tenant_id=..." in str(info.value)
+    with pytest.raises(TypeError, match=rf"^{owner} expects a bound memory.*got int$"):
+        build(42)
+    assert build(bound) is not None
+
+
+def test_the_chat_store_refuses_a_bound_memory(mem: AgentMemory, bound: BoundMemory) -> None:
+    with pytest.raises(TypeError) as info:
+        AgentMemChatStore(bound, "acme")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "AgentMemChatStore expects an AgentMemory (it binds one session per chat-store key), "
+        "got BoundMemory; pass memory.store"
+    )
+    assert AgentMemChatStore(bound.store, "acme").memory is mem

@@ -1,0 +1,129 @@
+"""``agentmem keys`` (beside a running server too) and ``agentmem --url ... stats|doctor|export``
+against a running server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _agentmem_server import ServerProcess
+
+import agentmem
+from agentmem.cli import main
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentmem.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_keys_create_list_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = str(tmp_path / "data")
+    assert main(["--home", home, "keys", "create", "--tenant", "acme", "--json"]) == 0
+    created = json.loads(capsys.readouterr().out)
+    assert {"key", "id", "tenant"} <= set(created) and created["tenant"] == "acme"
+    assert created["key"].startswith("amk_" + created["id"] + "_")
+    assert main(["--home", home, "keys", "create", "--tenant", "acme", "--user", "u1",
+                 "--agent", "bot", "--name", "web", "--json"]) == 0  # fmt: skip
+    pinned = json.loads(capsys.readouterr().out)
+    assert (pinned["user"], pinned["agent"], pinned["name"]) == ("u1", "bot", "web")
+
+    assert main(["--home", home, "keys", "list", "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert [k["id"] for k in json.loads(listed)["keys"]] == [created["id"], pinned["id"]]
+    secret = created["key"].split("_", 2)[2]
+    assert secret not in listed
+    # stored hashed: the secret is nowhere in the data dir
+    for path in Path(home).rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+    assert main(["--home", home, "keys", "revoke", created["id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revoked_at"]
+    assert main(["--home", home, "keys", "list"]) == 0
+    assert created["id"] in capsys.readouterr().out
+
+    assert main(["--home", home, "keys", "revoke", "000000000000"]) == 1
+    assert "no API key" in capsys.readouterr().err
+    assert main(["--home", home, "keys", "create"]) == 2  # the tenant is required
+    assert "tenant_id" in capsys.readouterr().err
+    assert main(["--home", home, "keys", "create", "--tenant", "a", "--admin", "--user", "u"]) == 2
+    assert "pinned" in capsys.readouterr().err
+
+
+def test_keys_made_by_the_cli_beside_a_running_server_work_at_once(
+    server: ServerProcess,
+) -> None:
+    made = cli("--home", str(server.home), "keys", "create", "--tenant", "cli-t", "--json")
+    assert made.returncode == 0, made.stderr
+    key = json.loads(made.stdout)
+    with agentmem.connect(server.url, api_key=key["key"]) as client:
+        assert client.whoami().tenant_id == "cli-t"
+        revoked = cli("--home", str(server.home), "keys", "revoke", key["id"])
+        assert revoked.returncode == 0, revoked.stderr
+        with pytest.raises(agentmem.AuthError):
+            client.bind(user_id="u1").messages()
+
+
+def test_stats_doctor_export_against_a_server(
+    server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = server.create_key("exp", admin=True)
+    with agentmem.connect(server.url, api_key=server.create_key("exp")) as client:
+        m = client.bind(user_id="u1", session_id="s1")
+        m.add_message("user", "export me please")
+        m.remember("exported fact", topic_key="color")
+        m.add_tool_output("call-9", "tool result " * 500, tool_name="t")
+        client.flush(timeout=60)
+    with agentmem.connect(server.url, api_key=server.create_key("other-tenant")) as other:
+        other.bind(user_id="u1").remember("not exported")
+
+    remote = ["--url", server.url, "--api-key", admin]
+    assert main([*remote, "--json", "stats"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["stats"]["live"] >= 3
+    assert {j["name"] for j in stats["jobs"]} == {"judge", "idle_sessions", "retention"}
+    assert main([*remote, "stats"]) == 0
+    shown = capsys.readouterr().out
+    assert "background jobs" in shown and "idle_sessions" in shown
+
+    assert main([*remote, "--json", "doctor"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+    target = tmp_path / "export.jsonl"
+    assert main([*remote, "export", "-o", str(target)]) == 0
+    assert "exported 3 record(s)" in capsys.readouterr().out
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert {line["tenant_id"] for line in lines} == {"exp"}
+    by_type = {line["type"]: line for line in lines}
+    assert by_type["memory"]["topic_key"] == "color"
+    assert by_type["tool_output"]["full_content"] == "tool result " * 500
+    assert main([*remote, "export", "--kind", "memory"]) == 0
+    assert [json.loads(x)["type"] for x in capsys.readouterr().out.splitlines()] == ["memory"]
+
+    user_key = server.create_key("exp")
+    assert main(["--url", server.url, "--api-key", user_key, "stats"]) == 1
+    assert "admin" in capsys.readouterr().err
+    assert main(["--url", server.url, "--api-key", user_key, "export"]) == 1
+    assert main(["--url", server.url, "--api-key", admin, "recall", "x"]) == 2
+    assert "--url" in capsys.readouterr().err
+    assert main(["--url", server.url, "stats"]) == 2  # no key
+
+
+def test_erase_against_a_running_server(
+    server: ServerProcess, tenant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin_key = server.create_key(tenant, admin=True)
+    with agentmem.connect(server.url, api_key=admin_key) as client:
+        client.bind(user_id="u-gone").remember("A fact of the user who leaves")
+        client.bind(user_id="u-stays").remember("A fact of the user who stays")
+    argv = ["--url", server.url, "--api-key", admin_key, "erase", "--tenant", tenant]
+    assert main([*argv, "--user", "u-gone", "--json"]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    assert receipt["user_id"] == "u-gone" and receipt["records"]["memories"] == 1
+    assert main([*argv[:-1], tenant + "-x", "--user", "u-gone"]) == 1  # not the key's tenant
+    assert "cannot erase tenant" in capsys.readouterr().err

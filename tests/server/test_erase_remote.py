@@ -1,0 +1,48 @@
+"""Erasure through a running server: an admin key erases within its own tenant only."""
+
+from __future__ import annotations
+
+import pytest
+from _agentmem_server import ServerProcess
+
+import agentmem
+from agentmem import AuthError
+
+
+def test_admin_key_erases_a_user_of_its_tenant(server: ServerProcess, tenant: str) -> None:
+    other_tenant = tenant + "-other"
+    with (
+        agentmem.connect(server.url, api_key=server.create_key(tenant, admin=True)) as admin,
+        agentmem.connect(server.url, api_key=server.create_key(other_tenant)) as stranger,
+    ):
+        gone = admin.bind(user_id="erased", session_id="s1")
+        kept = admin.bind(user_id="kept", session_id="s1")
+        gone.remember("Canary-ERASE-4417 is the erased user's fact")
+        gone.add_message("user", "Canary-ERASE-4417 also in a message")
+        kept.remember("Canary-KEEP-9902 belongs to the other user")
+        stranger.bind(user_id="erased").remember("Canary-FOREIGN in another tenant")
+        pinned_key = server.create_key(tenant, user="erased")
+
+        with pytest.raises(AuthError):
+            stranger.erase(tenant_id=tenant, user_id="erased")  # not its tenant (or admin)
+        receipt = admin.erase(tenant_id=tenant, user_id="erased")
+        assert receipt.records["memories"] == 2 and receipt.user_id == "erased"
+        assert receipt.records.get("api_keys") == 1  # the erased user's own key went too
+
+        assert gone.recall("Canary-ERASE-4417", min_score=0.0).items == []
+        assert kept.recall("Canary-KEEP-9902").items[0].content.startswith("Canary-KEEP-9902")
+        hits = stranger.bind(user_id="erased").recall("Canary-FOREIGN").items
+        assert hits  # the other tenant's user of the same name is untouched
+        with pytest.raises(AuthError):
+            agentmem.connect(server.url, api_key=pinned_key)
+        again = admin.erase(tenant_id=tenant, user_id="erased")
+        assert again.rows == 0  # nothing left to erase
+
+
+def test_a_key_without_admin_cannot_erase(server: ServerProcess, tenant: str) -> None:
+    with (
+        agentmem.connect(server.url, api_key=server.create_key(tenant)) as client,
+        pytest.raises(AuthError) as err,
+    ):
+        client.erase(tenant_id=tenant, user_id="u1")
+    assert err.value.reason == "admin_required"

@@ -1,0 +1,103 @@
+"""MCP over streamable HTTP at ``/mcp``, driven by the official SDK client; identity from the
+API key (and, for a key that is not pinned, the URL's user/agent/session parameters)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from _agentmem_server import ServerProcess
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+import agentmem
+from agentmem.tools.mcp import MemoryToolbox
+
+
+async def _session_call(
+    url: str, key: str, calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[str], list[Any]]:
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(60):
+            await session.initialize()
+            tools = [t.name for t in (await session.list_tools()).tools]
+            results = [await session.call_tool(name, args) for name, args in calls]
+    return tools, results
+
+
+def test_mcp_tools_over_http_act_for_the_keys_identity(server: ServerProcess) -> None:
+    key = server.create_key("acme", user="u1")
+    url = server.url + "/mcp?session_id=chat-1"
+    tools, results = anyio.run(
+        _session_call,
+        url,
+        key,
+        [
+            ("remember_fact", {"content": "The user is allergic to peanuts"}),
+            ("set_agent_state", {"key": "k", "value": 1}),
+            ("remember_fact", {"content": "x", "tenant_id": "other"}),
+        ],
+    )
+    with agentmem.connect(server.url, api_key=server.create_key("acme")) as client:
+        expected = list(MemoryToolbox(client.bind(user_id="u1")).specs)  # type: ignore[arg-type]
+    assert tools == expected
+    stored, no_agent, widened = results
+    assert not stored.is_error and stored.structured_content["scope"] == "user"
+    assert no_agent.is_error  # the key is pinned to a user, no agent: no agent state
+    assert widened.is_error and "tenant_id" in widened.content[0].text
+    # the fact landed as u1 of tenant acme, visible to the Python client
+    with agentmem.connect(server.url, api_key=server.create_key("acme")) as client:
+        memory_id = stored.structured_content["id"]
+        assert client.bind(user_id="u1").get(memory_id).content == "The user is allergic to peanuts"
+        assert client.flush(timeout=60)
+    _, (recalled,) = anyio.run(_session_call, url, key, [("recall", {"query": "peanut allergy"})])
+    assert memory_id in json.dumps(recalled.structured_content)
+
+
+def test_mcp_identity_from_the_url_within_the_keys_limits(server: ServerProcess) -> None:
+    wide = server.create_key("acme")
+    _, (stored,) = anyio.run(
+        _session_call,
+        server.url + "/mcp?user_id=u9&agent_id=helper&session_id=s9",
+        wide,
+        [("store_memory", {"content": "helper notes", "scope": "agent"})],
+    )
+    assert not stored.is_error
+    with agentmem.connect(server.url, api_key=wide) as client:
+        item = client.bind(agent_id="helper").get(stored.structured_content["memory_id"])
+        assert (item.tenant_id, item.agent_id) == ("acme", "helper")
+
+    pinned = server.create_key("acme", user="u1")
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    headers = {
+        "Authorization": f"Bearer {pinned}",
+        "Accept": "application/json, text/event-stream",
+    }
+    forbidden = httpx.post(server.url + "/mcp?user_id=u2", json=body, headers=headers)
+    assert forbidden.status_code == 403
+    other_tenant = httpx.post(server.url + "/mcp?tenant_id=globex", json=body, headers=headers)
+    assert other_tenant.status_code == 403
+    headers.pop("Authorization")
+    assert httpx.post(server.url + "/mcp", json=body, headers=headers).status_code == 401
+
+
+def test_a_revoked_key_is_refused_by_mcp(server: ServerProcess) -> None:
+    key = server.create_key("acme", user="u1")
+    anyio.run(_session_call, server.url + "/mcp", key, [])
+    server.revoke_key(key)
+    with pytest.raises(ExceptionGroup):  # the SDK's client fails on the 401
+        anyio.run(_session_call, server.url + "/mcp", key, [])
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    refused = httpx.post(server.url + "/mcp", json=body, headers=headers)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["context"]["reason"] == "revoked"

@@ -1,0 +1,88 @@
+"""``pip install agentmem`` alone gives a working memory: build the wheel, install it into a
+fresh virtualenv (no extras, nothing added by hand) and run the README's core example there.
+
+This is what a new user does; it catches anything the wheel lacks (the MiniLM tokenizer, the
+golden dataset) or a dependency that pulls in PyTorch. pip reaches the package index (or its
+mirror) for the dependencies; the wheel is installed by its path, since another project owns
+the name ``agentmem`` on PyPI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _readme import core_example
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "core", "langchain_agentmem", "llamaindex_agentmem")
+CHECK = """
+import importlib.util, json, sys
+from agentmem.embeddings import default_embedder, model_files_problem
+from agentmem.evaluation import golden_dataset_path, load_dataset
+assert model_files_problem(default_embedder()) is None, model_files_problem(default_embedder())
+print(json.dumps({
+    "torch": importlib.util.find_spec("torch") is not None,
+    "agentmem": importlib.util.find_spec("agentmem").origin,
+    "golden_cases": len(load_dataset(golden_dataset_path()).cases),
+}))
+"""
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTMEM_", "PYTHON"))}
+    env.pop("VIRTUAL_ENV", None)
+    proc = subprocess.run(
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel built from this checkout; returns its bin dir."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    for name in SOURCES:  # build from a copy: the build writes build/ and *.egg-info
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            src.mkdir(exist_ok=True)
+            shutil.copyfile(path, src / name)
+    dist = root / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)], root)
+    (wheel,) = dist.glob("agentmem-*.whl")
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], root)
+    bin_dir = venv / "bin"
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], root)
+    return bin_dir
+
+
+@pytest.mark.slow
+def test_fresh_install_runs_the_readme_core_example(installed: Path, tmp_path: Path) -> None:
+    example = tmp_path / "example.py"
+    example.write_text(core_example(), encoding="utf-8")
+    # -I: the checkout is not on sys.path, only what the wheel installed
+    proc = _run([str(installed / "python"), "-I", str(example)], tmp_path, timeout=300)
+    assert "I prefer email over phone calls" in proc.stdout
+    assert "retrying" not in proc.stderr and "failed" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_fresh_install_has_the_model_files_and_the_golden_set_and_no_torch(
+    installed: Path, tmp_path: Path
+) -> None:
+    import json
+
+    proc = _run([str(installed / "python"), "-I", "-c", CHECK], tmp_path, timeout=300)
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["torch"] is False
+    assert str(installed.parent) in found["agentmem"]  # the installed copy, not the checkout
+    assert found["golden_cases"] > 100
