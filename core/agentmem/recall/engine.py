@@ -1,4 +1,4 @@
-"""The recall pipeline (seed 004, DESIGN.md):
+"""The recall pipeline:
 
 query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> isolation gate (rows re-read from SQLite, checked against the bound identity)
@@ -69,7 +69,7 @@ class RecallEngine:
         self.embedder = embedder
         self.reranker = reranker
         self.config = config
-        #: Counts hits without a write per hit (issue 3); set by ``AgentMemory``.
+        #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
         self._embed_pool: ThreadPoolExecutor | None = None
         self._pending_pool: ThreadPoolExecutor | None = None
@@ -92,7 +92,7 @@ class RecallEngine:
                     c.score = float(s)
                 ranked = sorted(head, key=lambda c: c.score, reverse=True)
                 rerank_used = True
-            except Exception as exc:  # fail-open (seed 000): fused order, a warning
+            except Exception as exc:  # fail open: the fused order, a warning
                 log.warning(
                     json.dumps(
                         {
@@ -282,7 +282,7 @@ class RecallEngine:
             return None
         try:
             return embedding.result()
-        except Exception as exc:  # keyword-only rather than no recall (seed 003)
+        except Exception as exc:  # keyword-only rather than no recall
             log.warning(json.dumps({"event": "query_embed_failed", "error": type(exc).__name__}))
             if notes is not None:
                 notes["vector_skipped"] = True
