@@ -30,7 +30,7 @@ from agentmem.cli import _common, main
 from agentmem.errors import ConfigError, EmbedderMismatchError
 from agentmem.maintenance.doctor import diagnose
 from agentmem.storage.fingerprint import EmbedderFingerprint
-from agentmem.write.index_text import row_text
+from agentmem.write.index_text import vector_text
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 FACTS = [
@@ -120,7 +120,7 @@ def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
     stored = _stored_vectors(mem)
     rows = list(mem.records.iter_rows())
     assert rows and set(stored) == {row.item.id for row in rows}
-    texts = [row_text(row) for row in rows]
+    texts = [vector_text(row) for row in rows]
     expected = np.asarray(embedder.embed_documents(texts))
     for row, want in zip(rows, expected, strict=True):
         got = stored[row.item.id]
