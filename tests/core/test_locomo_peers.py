@@ -26,6 +26,7 @@ from agentmem.errors import ValidationError
 from agentmem.evaluation import locomo
 from agentmem.evaluation.locomo import load_locomo, run_locomo, turn_documents
 from agentmem.write.index_text import index_text
+from agentmem.write.keys import restatement
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "synthetic_long_conversations.json"
 SYN1 = ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5", "D2:1", "D2:2", "D2:3", "D2:4", "D2:5", "D3:1"]
@@ -183,9 +184,14 @@ def test_peer_hits_are_scored_with_the_same_scorer(
 
 
 def test_peers_reuse_agentmem_document_vectors(
-    shared_embedder: CachedEmbedder, fakes: dict[str, FakePeer], tmp_path: Path
+    shared_embedder: CachedEmbedder,
+    fakes: dict[str, FakePeer],
+    tmp_path: Path,
+    make_memory: Callable[..., Any],
 ) -> None:
-    """With --embed-cache, the peers' documents are the texts agentmem's vector index embedded."""
+    """With --embed-cache, a peer's document is read back from the vectors agentmem's index
+    computed, unless agentmem embedded the turn with its restatement key (peers index the turn
+    text alone, as a user assembling them would)."""
     no_context = MemoryConfig(vector_context=0)
     alone = run_locomo(
         DATA,
@@ -194,17 +200,35 @@ def test_peers_reuse_agentmem_document_vectors(
         config=no_context,
         embed_cache=tmp_path / "a",
     )
+    home = tmp_path / "store"
     with_peers = run_locomo(
         DATA,
         modes=["vector", "langchain", "llamaindex"],
         embedder=shared_embedder,
         config=no_context,
         embed_cache=tmp_path / "b",
+        home=home,
     )
+    mem = make_memory(path=home)
+    keyed = 0
+    for conv in load_locomo(DATA):
+        for session in conv.sessions:
+            m = mem.bind(
+                locomo.TENANT,
+                user_id=conv.sample_id,
+                session_id=f"{conv.sample_id}:s{session.number}",
+            )
+            keyed += sum(
+                1
+                for i in m.messages()
+                if restatement(i.kind, i.role, i.content, i.metadata.get("speaker"), i.event_time)
+            )
+    assert 0 < keyed < 13
     a = alone.summary["settings"]["embed_cache"]
     b = with_peers.summary["settings"]["embed_cache"]
-    assert b["misses"] == a["misses"] > 0
-    assert b["hits"] == a["hits"] + 13  # the peers' 13 turn documents, read back once
+    assert a["misses"] > 0
+    assert b["misses"] == a["misses"] + keyed  # turns agentmem embedded with their key
+    assert b["hits"] == a["hits"] + 13 - keyed  # the other turn documents, read back once
     assert fakes["llamaindex"].doc_misses == [0, 0]
 
 

@@ -96,7 +96,7 @@ def test_stats_doctor_export_against_a_server(
 
     target = tmp_path / "export.jsonl"
     assert main([*remote, "export", "-o", str(target)]) == 0
-    assert "exported 3 record(s)" in capsys.readouterr().out
+    assert "exported 3 line(s)" in capsys.readouterr().out
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert {line["tenant_id"] for line in lines} == {"exp"}
     by_type = {line["type"]: line for line in lines}

@@ -7,6 +7,7 @@ import time
 
 from rich.table import Table
 
+from ..maintenance.stats import Stats
 from ._common import EXIT_OK, Output, command, markup, open_memory
 
 
@@ -33,7 +34,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if out.json:
         out.result({"home": str(home), **stats.__dict__})
         return EXIT_OK
-    table = Table(title=f"agentmem stats: {markup(str(home))}", title_justify="left")
+    out.print(stats_table(str(home), stats))
+    return EXIT_OK
+
+
+def stats_table(where: str, stats: Stats) -> Table:
+    """The stats of a data dir (or of a server's, ``where`` naming it) as a table."""
+    table = Table(title=f"agentmem stats: {markup(where)}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_row("live records", str(stats.live))
@@ -50,8 +57,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         table.add_row("embedder", markup(embedder))
     for name, size in stats.disk_bytes.items():
         table.add_row(f"disk: {name}", _human_bytes(size))
-    out.print(table)
-    return EXIT_OK
+    return table
 
 
 def _human_bytes(n: int) -> str:

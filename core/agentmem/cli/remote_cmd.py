@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,18 +32,18 @@ from ..client import Client, connect
 from ..maintenance.stats import Stats
 from ..tools.mcp import serve_stdio
 from ._common import (
-    EXIT_FAILED,
     EXIT_OK,
     CliError,
     Output,
     command,
-    dumps,
     markup,
     to_jsonable,
 )
+from .admin_cmd import stats_table
 from .doctor_cmd import render as render_doctor
 from .erase_cmd import describe_receipt, erase_identity
 from .mcp_cmd import merge_identity_flags
+from .transfer_cmd import write_export
 
 #: Environment variables of the global ``--url`` and ``--api-key`` flags.
 URL_ENV = "AGENTMEM_URL"
@@ -107,21 +106,7 @@ def remote_stats(args: argparse.Namespace) -> int:
     if out.json:
         out.result({**to_jsonable(data), "url": client.options.url})
         return EXIT_OK
-    table = Table(
-        title=f"agentmem stats: {markup(client.options.url)} ({markup(str(data['home']))})",
-        title_justify="left",
-    )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("live records", str(stats.live))
-    for kind, n in stats.by_kind.items():
-        table.add_row(f"  {kind}", str(n))
-    table.add_row("deleted", str(stats.deleted))
-    table.add_row("superseded", str(stats.superseded))
-    table.add_row("tenants", str(stats.tenants))
-    table.add_row("keyword index pending", str(stats.keyword_pending))
-    table.add_row("vector index pending", str(stats.vector_pending))
-    table.add_row("vector index failed", str(stats.vector_failed))
+    table = stats_table(f"{client.options.url} ({data['home']})", stats)
     server = data.get("server", {})
     table.add_row("server version", markup(str(server.get("version", "?"))))
     table.add_row("server uptime (s)", str(server.get("uptime_seconds", "?")))
@@ -163,34 +148,7 @@ def remote_export(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     target = Path(args.output) if args.output else None
     with _client(args) as client:
-        lines = client.export(kinds=args.kind)
-        if target is None:
-            n = _write(lines, sys.stdout)
-            sys.stdout.flush()
-            return EXIT_OK
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                n = _write(lines, fh)
-            os.replace(tmp, target)
-        except BaseException as exc:
-            tmp.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise CliError(f"{target}: {exc.strerror or exc}", EXIT_FAILED) from exc
-            raise
-    out.result(
-        {"exported": n, "path": str(target)},
-        text=f"exported {n} record(s) to {markup(str(target))}",
-    )
-    return EXIT_OK
-
-
-def _write(lines: Any, fh: Any) -> int:
-    n = 0
-    for line in lines:
-        fh.write(dumps(line) + "\n")
-        n += 1
-    return n
+        return write_export(out, client.export(kinds=args.kind), target)
 
 
 # -- mcp --------------------------------------------------------------------------------------

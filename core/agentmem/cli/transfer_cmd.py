@@ -147,20 +147,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     target = Path(args.output) if args.output else None
     with open_memory(args, background=False, beside_writer=True) as mem:
         lines = transfer.export_lines(mem.context, tenant_id=tenant, kinds=args.kind)
-        if target is None:
-            n = _write_jsonl(lines, sys.stdout)
-            sys.stdout.flush()
-            if sys.stderr.isatty() and not out.json:
-                out.note(f"exported {n} line(s)")
-            return EXIT_OK
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                n = _write_jsonl(lines, fh)
-            os.replace(tmp, target)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
+        return write_export(out, lines, target)
+
+
+def write_export(out: Output, lines: Iterable[dict[str, Any]], target: Path | None) -> int:
+    """Write export lines to ``target`` (atomically: a temporary file renamed over it) or to
+    stdout when ``target`` is None; report the count. Shared by local and remote export."""
+    if target is None:
+        n = _write_jsonl(lines, sys.stdout)
+        sys.stdout.flush()
+        if sys.stderr.isatty() and not out.json:
+            out.note(f"exported {n} line(s)")
+        return EXIT_OK
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            n = _write_jsonl(lines, fh)
+        os.replace(tmp, target)
+    except BaseException as exc:  # a half-written file never replaces the target
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
             raise CliError(f"{target}: {exc.strerror or exc}", EXIT_FAILED) from exc
+        raise
     out.result(
         {"exported": n, "path": str(target)},
         text=f"exported {n} line(s) to {markup(str(target))}",

@@ -1,6 +1,6 @@
 """Datasets that ship inside agentmem, asked for by name.
 
-``golden`` is the project's seed-004 golden dataset (125 cases). It is package data, so
+``golden`` is the project's golden dataset (125 labelled recall cases). It is package data, so
 ``agentmem eval --dataset golden`` and :func:`golden_dataset_path` work after a plain ``pip
 install agentmem``, outside a checkout.
 

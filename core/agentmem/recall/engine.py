@@ -1,4 +1,4 @@
-"""The recall pipeline (seed 004, DESIGN.md):
+"""The recall pipeline:
 
 query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> isolation gate (rows re-read from SQLite, checked against the bound identity)
@@ -85,7 +85,7 @@ class RecallEngine:
         self.embedder = embedder
         self.reranker = reranker
         self.config = config
-        #: Counts hits without a write per hit (issue 3); set by ``AgentMemory``.
+        #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
         self._vector_pool: ThreadPoolExecutor | None = None
         self._search_pool: ThreadPoolExecutor | None = None
@@ -112,7 +112,7 @@ class RecallEngine:
                     c.score = float(s)
                 ranked = sorted(head, key=lambda c: c.score, reverse=True)
                 rerank_used = True
-            except Exception as exc:  # fail-open (seed 000): fused order, a warning
+            except Exception as exc:  # fail open: the fused order, a warning
                 log.warning(
                     json.dumps(
                         {

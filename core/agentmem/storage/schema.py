@@ -80,7 +80,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (tenant_id, agent_id, key)
     );
     """,
-    # 2: derived memories (issue 3): judge bookkeeping and which messages were extracted
+    # 2: derived memories: judge bookkeeping and which messages were extracted
     """
     ALTER TABLE memories ADD COLUMN judged_at TEXT;
     CREATE INDEX memories_judge_pending ON memories (seq)
@@ -95,7 +95,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (tenant_id, message_id)
     );
     """,
-    # 3: tiers (issue 3): tier of session-derived rows, closed sessions, working-memory state
+    # 3: tiers: tier of session-derived rows, closed sessions, working-memory state
     """
     ALTER TABLE memories ADD COLUMN tier TEXT;
     CREATE INDEX memories_tier ON memories (tenant_id, partition, session_id, tier)

@@ -1,4 +1,4 @@
-"""Session tiers (seed 003): the close-session pipeline, mid-term and long-term memory.
+"""Session tiers: the close-session pipeline, mid-term and long-term memory.
 
 :func:`close_session` (``BoundMemory.close_session``) runs the shutdown pipeline of a session:
 
@@ -21,7 +21,7 @@ column (and ``metadata["tier"]``):
 
 - ``mid_term``: session chunks (kind ``chat_message``, partition ``chunks:<conv>``,
   embedded) and the session summary (kind ``summary``, partition ``<conv>``, keyword-only:
-  seed 003 embeds a summary when its session goes long-term).
+  a summary is embedded when its session goes long-term, where it stands for the session).
 - ``long_term_detail``: the chunks of a long-term session (keyword-only; their vectors are
   removed).
 - ``long_term_summary``: the summary of a long-term session (embedded).

@@ -73,8 +73,9 @@ class PeerIndexes:
         self.build_s: dict[str, float] = {}
         self._clients: list[Any] = []
         t = time.perf_counter()
-        # embedded once through the run's embedder (the disk cache, when there is one, holds
-        # the vectors agentmem's own index computed for these texts), shared by every peer
+        # embedded once through the run's embedder, shared by every peer (the disk cache,
+        # when there is one, holds the vectors agentmem's own index computed for the turns it
+        # embedded without a restatement key)
         vectors = mem.embedder.embed_documents(texts)
         self.embed_s = time.perf_counter() - t
         shared = peer_lib.PrecomputedEmbedder(mem.embedder, texts, vectors)
