@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
         "recall.ranking",
         "recall.request",
         "recall.pending",
+        "recall.profile",
+        "recall.text",
     ),
     ("recall.engine",),
     ("context",),

@@ -19,6 +19,7 @@ from agentmem.bench.stats import percentile, summarize
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.errors import ValidationError
+from agentmem.recall.profile import BESIDE
 
 
 # -- corpus -----------------------------------------------------------------------------------
@@ -171,6 +172,7 @@ def test_bench_cli_table_and_several_sizes(
             "--no-peers",
             "--ack-samples",
             "4",
+            "--profile",
             "--out",
             str(tmp_path),
         ]
@@ -178,8 +180,18 @@ def test_bench_cli_table_and_several_sizes(
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert "agentmem bench" in captured.out and "recall p50 / p95 / p99 ms" in captured.out
+    assert "recall profile" in captured.out and "vector_wait" in captured.out
     runs = json.loads((tmp_path / "bench.json").read_text())["runs"]
     assert [r["memories"] for r in runs] == [60, 120]  # ascending
+    for run in runs:
+        profile = run["recall_profile"]
+        assert profile["recalls"] == 6
+        phases = profile["phases"]
+        assert {"keyword_search", "embed_model", "vector_search", "score", "total"} <= set(phases)
+        # the phases of the calling thread add up to the total (the others run beside them)
+        main_mean = sum(v["mean"] for p, v in phases.items() if p not in BESIDE | {"total"})
+        assert main_mean == pytest.approx(phases["total"]["mean"], rel=0.05)
+    assert "Where recall's time goes" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "recall_vs_n.png").exists()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.config import MAX_TOP_K
-from agentmem.recall.engine import identifier_terms, speaker_in_content
 from agentmem.recall.ranking import (
     CALIBRATION_FEATURES,
     FEATURE_NAMES,
@@ -16,6 +15,7 @@ from agentmem.recall.ranking import (
     features,
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
+from agentmem.recall.text import identifier_terms, speaker_in_content
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
 IN_KEYWORD = FEATURE_NAMES.index("in_keyword")

@@ -134,6 +134,8 @@ def _make_legacy(home: Path) -> None:
     conn = sqlite3.connect(home / "records.sqlite3")
     try:
         conn.execute("DROP TABLE meta")
+        for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DROP TABLE erasures")
         conn.execute("DROP TABLE memory_sources")
         conn.execute("ALTER TABLE memories DROP COLUMN forgotten_at")

@@ -20,8 +20,9 @@ from typing import Any
 from ..embeddings import CachedEmbedder, Embedder
 from ..errors import ValidationError
 from ..memory import AgentMemory, BoundMemory
+from ..recall.profile import PHASES, RecallProfile, profiling
 from .corpus import QUERY_KINDS, iter_memories, memory_at
-from .stats import dir_size
+from .stats import dir_size, phase_summary
 
 TENANT = "bench"
 USER = "bench-user"
@@ -49,6 +50,8 @@ class BenchSettings:
         top_k: Hits per query (Recall@top_k).
         workdir: Where data dirs go; default a temporary dir, removed afterwards.
         keep: Keep the data dirs.
+        profile: Also time each phase of recall (an extra pass over the queries, with the
+            query embedding uncached; see :mod:`agentmem.recall.profile`).
     """
 
     memories: int
@@ -62,6 +65,7 @@ class BenchSettings:
     top_k: int = 10
     workdir: Path | None = None
     keep: bool = False
+    profile: bool = False
 
     def effective_peer_memories(self) -> int:
         cap = DEFAULT_PEER_CAP if self.peer_memories is None else self.peer_memories
@@ -378,6 +382,17 @@ def time_recall(
         warm.append((time.perf_counter() - t) * 1000)
     found = score(queries, results["recall"], top_k)
     return lat["recall"], warm, lat["embed_query"], {**recall_figures(found), "misses": misses}
+
+
+def profile_recall(m: BoundMemory, queries: Sequence[Query], top_k: int) -> dict[str, Any]:
+    """Per-phase times of one more pass over ``queries`` (query embedding uncached), with
+    the same recall settings as :func:`time_recall`."""
+    _clear_cache(m.store.embedder)
+    prof = RecallProfile()
+    with profiling(prof):
+        for q in queries:
+            m.recall(q.text, top_k=top_k, rerank=False, min_score=0.0)
+    return phase_summary(prof.runs, PHASES)
 
 
 def recall_figures(found: dict[str, list[bool]]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..recall.profile import BESIDE
 from .runner import BenchResult
 
 __all__ = ["markdown", "plot", "write_report"]
@@ -22,6 +23,27 @@ def _ms(x: float | None) -> str:
 
 def _lat_row(name: str, s: dict[str, Any]) -> str:
     return f"| {name} | {s['n']} | {_ms(s['p50'])} | {_ms(s['p95'])} | {_ms(s['p99'])} | {_ms(s['max'])} |"
+
+
+def _profile_lines(profile: dict[str, Any] | None) -> list[str]:
+    """The per-phase table of ``--profile`` (nothing without it)."""
+    if not profile:
+        return []
+    lines = [
+        "",
+        f"Where recall's time goes ({profile['recalls']} recalls, query embedding uncached; "
+        "phases marked *beside* run on the vector worker while the calling thread does the "
+        "others, so they are not part of the sum):",
+        "",
+        "| phase | mean ms | p50 ms | p95 ms | share of the mean total |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for phase, v in profile["phases"].items():
+        name = f"{phase} (beside)" if phase in BESIDE else phase
+        lines.append(
+            f"| {name} | {_ms(v['mean'])} | {_ms(v['p50'])} | {_ms(v['p95'])} | {v['share']:.0%} |"
+        )
+    return lines
 
 
 def markdown(results: Sequence[BenchResult], plots: Sequence[str] = ()) -> str:
@@ -98,6 +120,7 @@ def markdown(results: Sequence[BenchResult], plots: Sequence[str] = ()) -> str:
             f"{_mb(s['index_bytes']['keywords'])}, chroma {_mb(s['index_bytes']['chroma'])}. "
             f"Peak RSS {_mb(s['peak_rss_bytes'])} (process peak so far; runs go in ascending N).",
         ]
+        lines += _profile_lines(s.get("recall_profile"))
         misses = s["recall"][f"recall@{k}"].get("misses") or []
         if misses:
             lines += [

@@ -58,6 +58,7 @@ from .harness import (
     index_sizes,
     machine_info,
     make_queries,
+    profile_recall,
     time_recall,
 )
 from .peers import run_peers
@@ -155,6 +156,9 @@ def run_bench(
             summary["recall_p95_over_embed_p50"] = (
                 round(rec["p95"] / emb["p50"], 2) if emb["p50"] else None
             )
+            if settings.profile:
+                say(f"[{n:,}] profiling {len(queries)} recalls")
+                summary["recall_profile"] = profile_recall(m, queries, settings.top_k)
             summary["index_bytes"] = index_sizes(home)
             summary["live_rows"] = n + settings.ack_samples
         summary["peak_rss_bytes"] = peak_rss_bytes()

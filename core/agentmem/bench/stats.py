@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import resource
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..storage.datadir import dir_size
 
-__all__ = ["dir_size", "peak_rss_bytes", "percentile", "summarize"]
+__all__ = ["dir_size", "peak_rss_bytes", "percentile", "phase_summary", "summarize"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -40,3 +41,24 @@ def peak_rss_bytes() -> int:
     """Peak resident set size of this process so far (``ru_maxrss``)."""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(rss if sys.platform == "darwin" else rss * 1024)
+
+
+def phase_summary(runs: Sequence[Mapping[str, float]], phases: Sequence[str]) -> dict[str, Any]:
+    """Mean, p50 and p95 (ms) of each phase over profiled recalls, with its share of the mean
+    ``total``. A phase that runs beside the others (the query embedding on its worker
+    thread) has a share too, but is not part of the sum of the rest."""
+    n = len(runs)
+    mean_total = sum(r.get("total", 0.0) for r in runs) / n if n else 0.0
+    out: dict[str, dict[str, float]] = {}
+    for phase in (*phases, "total"):
+        values = [r.get(phase, 0.0) for r in runs]
+        if not any(values):
+            continue
+        mean = sum(values) / n
+        out[phase] = {
+            "mean": round(mean, 3),
+            "p50": round(percentile(values, 0.50), 3),
+            "p95": round(percentile(values, 0.95), 3),
+            "share": round(mean / mean_total, 3) if mean_total else 0.0,
+        }
+    return {"recalls": n, "phases": out}

@@ -18,6 +18,7 @@ from typing import Any
 from rich.table import Table
 
 from ..bench import BenchResult, BenchSettings, run_bench
+from ..recall.profile import BESIDE
 from ._common import EXIT_OK, CliError, Output, command, shared_embedder
 
 
@@ -78,6 +79,11 @@ def register(sub: Any) -> None:
         "--workdir", type=Path, default=None, help="where the data dirs go (default: a temp dir)"
     )
     p.add_argument("--keep", action="store_true", help="keep the data dirs afterwards")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="also time each phase of recall (one more pass over the queries) and print it",
+    )
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the figures as JSON"
     )
@@ -168,6 +174,26 @@ def _table(results: list[BenchResult]) -> Table:
     return table
 
 
+def _profile_table(results: list[BenchResult]) -> Table:
+    """Per-phase mean ms (share of the mean total) of the profiled recalls, per size."""
+    table = Table(title="recall profile: mean ms per phase (share of the total)")
+    table.add_column("phase", no_wrap=True)
+    profiled = [r for r in results if "recall_profile" in r.summary]
+    for r in profiled:
+        table.add_column(f"{r.summary['memories']:,}", justify="right")
+    phases: list[str] = []
+    for r in profiled:
+        phases += [p for p in r.summary["recall_profile"]["phases"] if p not in phases]
+    for phase in phases:
+        cells = []
+        for r in profiled:
+            got = r.summary["recall_profile"]["phases"].get(phase)
+            cells.append("-" if got is None else f"{got['mean']:.2f} ({got['share']:.0%})")
+        label = f"{phase} (on the worker, beside)" if phase in BESIDE else phase
+        table.add_row(label, *cells)
+    return table
+
+
 @command
 def run(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
@@ -189,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
             ack_samples=args.ack_samples,
             workdir=args.workdir,
             keep=args.keep,
+            profile=args.profile,
         )
         checkpoint = None
         if args.out is not None:
@@ -217,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
         out.result({"runs": [r.summary for r in results]})
     else:
         out.print(_table(results))
+        if any("recall_profile" in r.summary for r in results):
+            out.print(_profile_table(results))
     if args.out is not None:
         out.note(f"wrote {args.out / 'report.md'}, {args.out / 'bench.json'} and plots")
     return EXIT_OK

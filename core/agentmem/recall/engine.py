@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
@@ -33,10 +33,11 @@ from ..storage.records import RecordStore
 from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
 from ..tokens import count_tokens, truncate_to_tokens
-from ..write.index_text import keyword_text
+from . import profile as recall_profile
 from .pending import PendingScorer, merge
-from .ranking import Candidate, brevity, coverage, features, monotone, rrf, score_all
+from .ranking import Candidate, brevity, features, monotone, rrf, score_all
 from .request import RecallRequest
+from .text import TextScorer
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -48,6 +49,21 @@ MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
 #: Seconds recall waits for the embedding of rows not yet in the vector index.
 PENDING_EMBED_TIMEOUT = 1.0
+#: Threads embedding queries and searching vectors (recalls from several threads at once,
+#: e.g. a server's requests, each take one).
+VECTOR_WORKERS = 4
+
+
+@dataclass(slots=True)
+class _VectorSide:
+    """What the vector worker found: the query vector and one list per target collection."""
+
+    vector: FloatArray | None = None
+    lists: list[list[tuple[str, float]]] | None = None
+    embed_error: Exception | None = None
+    search_error: StorageError | None = None
+    embed_ms: float = 0.0
+    search_ms: float = 0.0
 
 
 class RecallEngine:
@@ -71,13 +87,17 @@ class RecallEngine:
         self.config = config
         #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
-        self._embed_pool: ThreadPoolExecutor | None = None
+        self._vector_pool: ThreadPoolExecutor | None = None
+        self._search_pool: ThreadPoolExecutor | None = None
         self._pending_pool: ThreadPoolExecutor | None = None
         self._pending_job: Future[list[tuple[str, float]]] | None = None
         self.pending = PendingScorer(records, embedder, config.pending_scan)
 
     def recall(self, identity: Identity, req: RecallRequest) -> RecallResult:
         started = time.perf_counter()
+        prof = recall_profile.active()
+        if prof is not None:
+            prof.begin()
         notes: dict[str, bool] = {}
         ranked, visible, _ = self.candidates(identity, req, notes=notes)
         n_candidates = len(ranked)
@@ -103,13 +123,18 @@ class RecallEngine:
                         }
                     )
                 )
-
+        if prof is not None:
+            prof.lap("rerank")
         ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        if prof is not None:
+            prof.lap("budget")
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
+        if prof is not None:
+            prof.lap("access")
         degraded = notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
         result = RecallResult(
             items=hits,
@@ -135,6 +160,9 @@ class RecallEngine:
                 }
             )
         )
+        if prof is not None:
+            prof.lap("log")
+            prof.end()
         return result
 
     def candidates(
@@ -145,6 +173,7 @@ class RecallEngine:
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
+        prof = recall_profile.active()
         plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
         if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
             weights = self.config.scope_weights
@@ -156,10 +185,6 @@ class RecallEngine:
 
         use_keyword = "keyword" in req.retrievers
         use_vector = "vector" in req.retrievers
-        # The query embedding (~3 ms of model time, which releases the GIL) runs on a worker
-        # thread while the keyword side is searched and its rows are read.
-        embedding = self._embed_async(req.query) if by_partition and use_vector else None
-        terms = self.keywords.query_terms(req.query)
         pool = self.config.candidates * (4 if req.filters else 1)
         searches: list[tuple[str, KeywordFilter, dict[str, Any] | None]] = []
         for partition, group in by_partition.items():
@@ -175,12 +200,26 @@ class RecallEngine:
             )
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
             searches.append((partition, flt, where))
+        # The query embedding (~3 ms of model time, which releases the GIL) and the vector
+        # searches it feeds run on worker threads while the keyword side is searched and its
+        # rows are read.
+        vector_job = None
+        if searches and use_vector:
+            targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
+            vector_job = self._vector_async(req.query, targets, pool)
+        terms = self.keywords.query_terms(req.query)
+        if prof is not None:
+            prof.lap("plan")
         keyword_lists = [
             self.keywords.search(terms, flt, pool) if use_keyword else [] for _, flt, _ in searches
         ]
+        if prof is not None:
+            prof.lap("keyword_search")
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
+        if prof is not None:
+            prof.lap("gate_keyword")
         # Rows the indexes have not caught up with are read and scored here (read-your-writes).
         pending = self.pending.read(identity.tenant_id, list(by_partition))
         kw_rows: dict[str, list[Brief]] = defaultdict(list)
@@ -194,36 +233,33 @@ class RecallEngine:
                 kw_rows[row.partition].append(row)
             if vec_missing:
                 vec_rows[row.partition].append(row)
+        idf = self.keywords.idf(terms) if terms else {}
         if kw_rows and terms and use_keyword:
-            idf = self.keywords.idf(terms)
             for n, (partition, _, _) in enumerate(searches):
                 extra = self.pending.keyword_scores(self.keywords.analyze, idf, kw_rows[partition])
                 keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 
-        vector_lists: list[list[tuple[str, float]]] = []
-        query_vec = self._await_embedding(embedding, notes)
+        # the text evidence of the rows found so far is worked out while the query embeds
+        scorer = TextScorer(terms, idf, self.keywords.analyze)
+        scorer.prime(row for _, row in visible.values())
+        if prof is not None:
+            prof.lap("pending")
+        query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)
+        if prof is not None:
+            prof.lap("vector_wait")
         if query_vec is not None:
-            try:
-                vector_lists = [
-                    self.vectors.query(
-                        collection_name(identity.tenant_id, partition), query_vec, pool, where
-                    )
-                    for partition, _, where in searches
-                ]
-            except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
-                event = {"event": "vector_query_failed", "detail": str(exc)[:200]}
-                log.warning(json.dumps(event))
-                if notes is not None:
-                    notes["vector_skipped"] = True
-                vector_lists = []
             self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
             if vec_rows and vector_lists:
                 self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
+            if prof is not None:
+                prof.lap("gate_vector")
         if notes is not None and pending.overflow:
             notes["pending_overflow"] = True
 
-        candidates = self._score(req, terms, keyword_lists, vector_lists, visible)
+        candidates = self._score(scorer, keyword_lists, vector_lists, visible)
         ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
+        if prof is not None:
+            prof.lap("score")
         return ranked, visible, list(by_partition)
 
     def _score_unembedded(
@@ -270,23 +306,74 @@ class RecallEngine:
         for n, extra in per_list.items():
             vector_lists[n] = merge(vector_lists[n], extra)
 
-    def _embed_async(self, query: str) -> Future[FloatArray]:
-        if self._embed_pool is None:
-            self._embed_pool = ThreadPoolExecutor(1, thread_name_prefix="agentmem-query-embed")
-        return self._embed_pool.submit(self.embedder.embed_query, query)
+    def _vector_async(
+        self, query: str, targets: Sequence[tuple[str, dict[str, Any] | None]], n: int
+    ) -> Future[_VectorSide]:
+        if self._vector_pool is None:
+            self._vector_pool = ThreadPoolExecutor(
+                VECTOR_WORKERS, thread_name_prefix="agentmem-query-vectors"
+            )
+        return self._vector_pool.submit(self._vector_side, query, targets, n)
 
-    def _await_embedding(
-        self, embedding: Future[FloatArray] | None, notes: dict[str, bool] | None
-    ) -> FloatArray | None:
-        if embedding is None:
-            return None
+    def _vector_side(
+        self, query: str, targets: Sequence[tuple[str, dict[str, Any] | None]], n: int
+    ) -> _VectorSide:
+        """Embed the query, then search every target collection with it (on a worker)."""
+        side = _VectorSide()
+        t = time.perf_counter()
         try:
-            return embedding.result()
+            side.vector = self.embedder.embed_query(query)
         except Exception as exc:  # keyword-only rather than no recall
-            log.warning(json.dumps({"event": "query_embed_failed", "error": type(exc).__name__}))
-            if notes is not None:
-                notes["vector_skipped"] = True
-            return None
+            side.embed_error = exc
+            return side
+        finally:
+            side.embed_ms = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        vector = side.vector
+        try:
+            # several collections (a user's conversations and facts, the tenant's documents)
+            # are searched at once: most of a Chroma query's time is spent outside the GIL
+            others = [
+                self._fanout().submit(self.vectors.query, name, vector, n, w)
+                for name, w in targets[1:]
+            ]
+            first = [self.vectors.query(targets[0][0], vector, n, targets[0][1])]
+            side.lists = first + [job.result() for job in others]
+        except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
+            side.search_error = exc
+        side.search_ms = (time.perf_counter() - t) * 1000
+        return side
+
+    def _fanout(self) -> ThreadPoolExecutor:
+        if self._search_pool is None:
+            self._search_pool = ThreadPoolExecutor(
+                VECTOR_WORKERS, thread_name_prefix="agentmem-vector-search"
+            )
+        return self._search_pool
+
+    def _await_vectors(
+        self,
+        job: Future[_VectorSide] | None,
+        notes: dict[str, bool] | None,
+        prof: recall_profile.RecallProfile | None = None,
+    ) -> tuple[FloatArray | None, list[list[tuple[str, float]]]]:
+        """The query vector and the vector lists; (None, []) when the query could not be
+        embedded, (vector, []) when the index could not be searched (``vector_skipped``)."""
+        if job is None:
+            return None, []
+        side = job.result()
+        if prof is not None:
+            prof.add("embed_model", side.embed_ms)
+            prof.add("vector_search", side.search_ms)
+        if side.embed_error is not None:
+            error = type(side.embed_error).__name__
+            log.warning(json.dumps({"event": "query_embed_failed", "error": error}))
+        elif side.search_error is not None:
+            event = {"event": "vector_query_failed", "detail": str(side.search_error)[:200]}
+            log.warning(json.dumps(event))
+        if (side.vector is None or side.lists is None) and notes is not None:
+            notes["vector_skipped"] = True
+        return side.vector, side.lists or []
 
     def _admit_ids(
         self,
@@ -305,16 +392,15 @@ class RecallEngine:
                 visible[row.id] = (scope, row)
 
     def close(self) -> None:
-        """Stop the query-embedding thread (idempotent)."""
-        for pool in (self._embed_pool, self._pending_pool):
+        """Stop the worker threads (idempotent)."""
+        for pool in (self._vector_pool, self._search_pool, self._pending_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
-        self._embed_pool = self._pending_pool = None
+        self._vector_pool = self._search_pool = self._pending_pool = None
 
     def _score(
         self,
-        req: RecallRequest,
-        terms: Sequence[str],
+        scorer: TextScorer,
         keyword_lists: Sequence[Sequence[tuple[str, float]]],
         vector_lists: Sequence[Sequence[tuple[str, float]]],
         visible: Mapping[str, tuple[str, Brief]],
@@ -348,38 +434,19 @@ class RecallEngine:
             (self.config.scope_weights.get(s, 1.0) for s, _ in fusion_lists), default=1.0
         )
         fused_max = 2 * max_weight / (self.config.rrf_k + 1)
-        query_idf = self.keywords.idf(terms) if terms else {}
-        query_terms = set(terms)
-        id_terms = identifier_terms(terms)
-        named: dict[str, bool] = {}  # speaker -> named in the query
         for c in cands.values():
             c.fused = fused.get(c.id, 0.0)
             if c.cos is None:
                 c.cos = floor_cos.get(c.scope, 0.0)
             row = visible[c.id][1]
-            doc_terms = self.keywords.analyze(keyword_text(row.content, row.speaker))
+            text = scorer.evidence(row)
             if row.kind == "chat_message":
-                c.terms = len(doc_terms)
-            doc_set = set(doc_terms)
-            if query_idf:
-                c.coverage = coverage(query_idf, doc_set)
-            if id_terms and set(identifier_terms(doc_terms)) - query_terms:
-                # The memory names identifiers of its own but not (all of) the query's: it is
-                # about another order, ticket or host. A memory naming none, such as a refund
-                # policy for "order 4711 refund", is not penalised.
-                c.id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
-                if c.id_miss == 1.0:
-                    # The words around an identifier say nothing when the identifier itself
-                    # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
-                    # neither does the meaning of the whole, which those words dominate.
-                    c.coverage = 0.0
-                    c.cos = 0.0
-            speaker = row.speaker or speaker_in_content(row.content)
-            if query_terms and speaker is not None:
-                if speaker not in named:
-                    name = set(self.keywords.analyze(speaker))
-                    named[speaker] = bool(name) and name <= query_terms
-                c.speaker_match = named[speaker]
+                c.terms = text.terms
+            c.coverage = text.coverage
+            c.id_miss = text.id_miss
+            if text.id_miss == 1.0:
+                c.cos = 0.0  # another identifier: its meaning is that of the words around it
+            c.speaker_match = text.speaker_match
         _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())
@@ -390,29 +457,6 @@ class RecallEngine:
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()))
         return cands
-
-
-def identifier_terms(terms: Sequence[str]) -> list[str]:
-    """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
-    ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
-    Years and one- or two-digit numbers are left out: they are mostly dates and counts,
-    which text states in many ways; so are ordinals and clock times."""
-    out = []
-    for t in terms:
-        if not any(ch.isdigit() for ch in t):
-            continue
-        if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
-            continue
-        if _NOT_IDENTIFIER.fullmatch(t):
-            continue
-        out.append(t)
-    return out
-
-
-#: Terms mixing letters and digits that are dates and times, not names: ordinals ("21st"),
-#: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
-#: "21t09").
-_NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
 
 
 def _context_features(
@@ -431,15 +475,6 @@ def _context_features(
         if prev is not None:
             c.prev_coverage = prev.coverage
             c.prev_cos = max(prev.cos or 0.0, 0.0)
-
-
-_SPEAKER_PREFIX = re.compile(r"([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}): \S")
-
-
-def speaker_in_content(content: str) -> str | None:
-    """The speaker a message names at its start (``"Caroline: I went..."``), if any."""
-    m = _SPEAKER_PREFIX.match(content)
-    return m.group(1) if m else None
 
 
 def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str]) -> str | None:
@@ -499,7 +534,7 @@ def _budget(
     for c in ranked:
         item = visible[c.id][1]
         content = item.content
-        n = count_tokens(content)
+        n = count_tokens(content) if item.content_tokens is None else item.content_tokens
         if used + n > budget:
             room = budget - used
             truncated = True

@@ -71,7 +71,7 @@ def brief_of(row: Row, seq: int) -> Brief:
         item.source_ref,
         item.event_time.isoformat(),
         seq,
-        metadata,
+        _metadata=metadata,
     )
 
 

@@ -9,7 +9,7 @@ crash at any point only means the work is done again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .database import Database, chunks, marks
 from .rows import (
@@ -21,8 +21,13 @@ from .rows import (
     VEC_SYNCED,
     VECTOR_LIVE,
     Row,
+    TextFeatures,
     row_to_item,
 )
+
+#: ``meta`` key set once every indexed row has its text features stored (migration 6 sets
+#: it for a data dir created empty; the indexer's backfill for an older one).
+TEXT_FEATURES_DONE = "text_features_complete"
 
 
 class IndexQueue:
@@ -133,17 +138,61 @@ class IndexQueue:
                         chunk,
                     )
 
-    def mark_keyword_done(self, done: Sequence[tuple[int, bool]]) -> None:
+    def mark_keyword_done(
+        self,
+        done: Sequence[tuple[int, bool]],
+        features: Mapping[int, TextFeatures] | None = None,
+    ) -> None:
         """(seq, indexed) pairs: clear kw_pending; keyword_indexed = indexed.
 
         ``indexed`` is the liveness the indexer saw; a row deleted or anonymized since then
-        stays pending, so the next pass removes it from the index.
+        stays pending, so the next pass removes it from the index. ``features`` (by seq) are
+        stored with the indexed rows; a row leaving the index loses its stored features.
         """
+        feats = features or {}
         with self._db.write() as tx:
             tx.executemany(
-                f"UPDATE memories SET kw_pending = 0, keyword_indexed = ? "
-                f"WHERE seq = ? AND ({LIVE}) = ?",
-                [(int(indexed), seq, int(indexed)) for seq, indexed in done],
+                f"UPDATE memories SET kw_pending = 0, keyword_indexed = ?, kw_terms = ?, "
+                f"kw_term_count = ?, content_tokens = ? WHERE seq = ? AND ({LIVE}) = ?",
+                [
+                    (
+                        int(indexed),
+                        *_feature_values(feats.get(seq) if indexed else None),
+                        seq,
+                        int(indexed),
+                    )
+                    for seq, indexed in done
+                ],
+            )
+
+    def missing_text_features(
+        self, after_seq: int, limit: int
+    ) -> tuple[int | None, list[tuple[int, str, str]]]:
+        """Rows indexed without stored text features (a data dir from before they were
+        stored), scanning ``limit`` rows in write order after ``after_seq``.
+
+        Returns (the last seq scanned, or None at the end; (seq, content, metadata JSON) of
+        the scanned rows that need their features).
+        """
+        todo = f"kw_terms IS NULL AND keyword_indexed = 1 AND kw_pending = 0 AND {LIVE}"
+        rows = self._db.read(
+            f"SELECT seq, {todo}, CASE WHEN {todo} THEN content END, "
+            f"CASE WHEN {todo} THEN metadata END FROM memories WHERE seq > ? "
+            f"ORDER BY seq LIMIT ?",
+            (after_seq, limit),
+        )
+        if not rows:
+            return None, []
+        return int(rows[-1][0]), [(int(r[0]), r[2], r[3]) for r in rows if r[1]]
+
+    def set_text_features(self, features: Mapping[int, TextFeatures]) -> None:
+        """Store text features of indexed live rows (by seq); rows that changed state since
+        they were read are left alone."""
+        with self._db.write() as tx:
+            tx.executemany(
+                f"UPDATE memories SET kw_terms = ?, kw_term_count = ?, content_tokens = ? "
+                f"WHERE seq = ? AND keyword_indexed = 1 AND kw_pending = 0 AND {LIVE}",
+                [(*_feature_values(f), seq) for seq, f in features.items()],
             )
 
     def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
@@ -253,3 +302,7 @@ class IndexQueue:
                 (limit,),
             )
         ]
+
+
+def _feature_values(f: TextFeatures | None) -> tuple[str | None, int | None, int | None]:
+    return (None, None, None) if f is None else (f.terms, f.term_count, f.tokens)

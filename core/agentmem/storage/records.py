@@ -254,7 +254,8 @@ class RecordStore:
                 cur = tx.execute(
                     "UPDATE memories SET content = '', content_hash = '', metadata = '{}', "
                     "role = NULL, memory_type = NULL, source_ref = NULL, topic_key = NULL, "
-                    "dedup_key = NULL, importance = NULL, embed_error = NULL, "
+                    "dedup_key = NULL, importance = NULL, embed_error = NULL, kw_terms = NULL, "
+                    "kw_term_count = NULL, content_tokens = NULL, "
                     "deleted_at = COALESCE(deleted_at, ?), forgotten_at = ?, updated_at = ?, "
                     f"kw_pending = 1, vec_pending = CASE WHEN vec_pending = {VEC_SKIP} "
                     f"THEN {VEC_SKIP} ELSE {VEC_PENDING} END "
@@ -880,7 +881,8 @@ class RecordStore:
                 cur = tx.execute(
                     "UPDATE memories SET content = ?, content_hash = '', user_id = NULL, "
                     "agent_id = NULL, session_id = NULL, metadata = '{}', topic_key = NULL, "
-                    "importance = NULL, dedup_key = NULL, "
+                    "importance = NULL, dedup_key = NULL, kw_terms = NULL, "
+                    "kw_term_count = NULL, content_tokens = NULL, "
                     "source_ref = COALESCE(source_ref, '') || ?, anonymized_at = ?, "
                     "updated_at = ?, embedded = 0, embed_error = NULL, kw_pending = 1, "
                     f"vec_pending = CASE WHEN vec_pending = {VEC_SKIP} THEN {VEC_SKIP} "

@@ -84,7 +84,8 @@ class Row:
 
 BRIEF_COLUMNS = (
     "id, tenant_id, user_id, agent_id, session_id, kind, memory_type, scope, superseded_by, "
-    "partition, tier, content, metadata, source_ref, event_time, seq"
+    "partition, tier, content, metadata, source_ref, event_time, seq, kw_terms, "
+    "kw_term_count, content_tokens"
 )
 
 
@@ -114,6 +115,11 @@ class Brief:
     seq: int
     """Write order (the records' sequence): consecutive messages of a session written
     together have consecutive values."""
+    kw_terms: str | None = None
+    """The distinct analysed terms of the row's keyword text, space-separated (None until
+    the keyword indexer has seen the row): see :class:`TextFeatures`."""
+    kw_term_count: int | None = None
+    content_tokens: int | None = None
     _metadata: dict[str, Any] | None = None
 
     @property
@@ -133,6 +139,18 @@ class Brief:
     @property
     def event_time(self) -> datetime:
         return datetime.fromisoformat(self.event_time_iso)
+
+
+@dataclass(frozen=True, slots=True)
+class TextFeatures:
+    """What recall scores of a row's text, stored with the row by the keyword indexer."""
+
+    terms: str
+    """The distinct analysed terms of its keyword text, space-separated, first use first."""
+    term_count: int
+    """How many analysed terms (repeats included) its keyword text has."""
+    tokens: int
+    """Tokens (cl100k_base) of its content, for the recall token budget."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,4 +202,17 @@ MIGRATIONS: list[str] = [
         removed TEXT NOT NULL DEFAULT '{}'
     );
     """,
+    # 8: what recall scores of a row's text, written by the keyword indexer so that recall
+    # does not analyse every candidate again: its analysed terms (distinct, space-separated),
+    # how many terms it has, and its content's token count. NULL until the row is indexed
+    # (rows of older data dirs are filled in the background; recall computes missing ones).
+    """
+    ALTER TABLE memories ADD COLUMN kw_terms TEXT;
+    ALTER TABLE memories ADD COLUMN kw_term_count INTEGER;
+    ALTER TABLE memories ADD COLUMN content_tokens INTEGER;
+    INSERT INTO meta (key, value, updated_at)
+        SELECT 'text_features_complete', '1', CURRENT_TIMESTAMP
+        WHERE NOT EXISTS (SELECT 1 FROM memories)
+        ON CONFLICT (key) DO NOTHING;
+    """,
 ]

@@ -90,16 +90,25 @@ class VectorIndex:
                 from chromadb.config import Settings
 
                 assert self.path is not None
+                settings = Settings(anonymized_telemetry=False, allow_reset=True)
                 try:
                     self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    self._client = chromadb.PersistentClient(
-                        path=str(self.path),
-                        settings=Settings(anonymized_telemetry=False, allow_reset=True),
-                    )
+                    self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
                 except Exception as exc:
-                    raise StorageError(f"cannot open vector index at {self.path}: {exc}") from exc
+                    # A failed open leaves Chroma half set up for this path: the next attempt
+                    # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
+                    # and the one after starts clean. Trying again at once keeps every open
+                    # of this index a fresh one, whichever thread made the failed attempt.
+                    with contextlib.suppress(Exception):
+                        self._client = chromadb.PersistentClient(
+                            path=str(self.path), settings=settings
+                        )
+                    if self._client is None:
+                        raise StorageError(
+                            f"cannot open vector index at {self.path}: {exc}"
+                        ) from exc
             return self._client
 
     def _collection(self, name: str, *, create: bool) -> Any:

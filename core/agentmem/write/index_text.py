@@ -10,11 +10,12 @@ reply like "Yes, last Tuesday!" is findable by what it answers.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..storage.keyword_index import KeywordDoc
-from ..storage.rows import Row
+from ..storage.rows import Row, TextFeatures
+from ..tokens import count_tokens
 from .keys import restatement, with_key
 
 #: Characters of each preceding message included as context of a chat message.
@@ -77,6 +78,22 @@ def keyword_text(content: str, speaker: str | None) -> str:
         return text
     parts = {" ".join(_CAMEL_SPLIT.split(m.group(0))) for m in _CAMEL.finditer(text)}
     return f"{text}\n{' '.join(sorted(parts))}" if parts else text
+
+
+def analysed_terms(
+    analyze: Callable[[str], list[str]], content: str, speaker: str | None
+) -> list[str]:
+    """The analysed terms of a row's keyword text without its context (what recall scores:
+    the context only helps a reply be found, it is not what the reply says)."""
+    return analyze(keyword_text(content, speaker))
+
+
+def text_features(
+    analyze: Callable[[str], list[str]], content: str, speaker: str | None
+) -> TextFeatures:
+    """The :class:`~agentmem.storage.rows.TextFeatures` stored with an indexed row."""
+    terms = analysed_terms(analyze, content, speaker)
+    return TextFeatures(" ".join(dict.fromkeys(terms)), len(terms), count_tokens(content))
 
 
 def vector_metadata(row: Row) -> dict[str, str]:

@@ -17,6 +17,7 @@ them: the rows are flagged at once and the problem is logged once (:attr:`Indexe
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -26,15 +27,26 @@ from contextlib import contextmanager
 
 from ..embeddings import Embedder
 from ..errors import AgentMemError, ModelFilesError
+from ..storage.index_queue import TEXT_FEATURES_DONE
 from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
-from .index_text import CONTEXT_CHARS, keyword_doc, row_text, vector_metadata, vector_text
+from .index_text import (
+    CONTEXT_CHARS,
+    keyword_doc,
+    row_text,
+    speaker_of,
+    text_features,
+    vector_metadata,
+    vector_text,
+)
 
 log = logging.getLogger("agentmem.write.indexer")
 
 KEYWORD_BATCH = 2000
+#: Rows scanned per idle pass when filling in the text features of an older data dir.
+BACKFILL_BATCH = 2000
 
 
 class _Worker:
@@ -134,6 +146,9 @@ class Indexer:
             _Worker("agentmem-embedder", self._vector_step, self),
         ]
         self.embedded_total = 0
+        #: Where the text-feature backfill goes on (None: done, or not started: 0).
+        self._backfill_after: int | None = 0
+        self._backfill_checked = False
         #: Why the embedder cannot run (its model files are unusable), once known; set by the
         #: store when its open-time check already reported it, so it is said only once.
         self.unavailable: str | None = None
@@ -177,7 +192,34 @@ class Indexer:
     # -- work --------------------------------------------------------------------------------
     def _keyword_step(self) -> bool:
         with self._kw_lock:
-            return self._keyword_pass()
+            did = self._keyword_pass()
+            if not did:
+                # idle: one batch of the text-feature backfill (not counted as work, so
+                # flush() does not wait for it; recall computes what is still missing)
+                self._backfill_text_features()
+            return did
+
+    def _backfill_text_features(self) -> None:
+        """Store the text features of rows indexed before they were stored, a batch per
+        idle pass; marks the data dir complete at the end."""
+        if not self._backfill_checked:
+            self._backfill_checked = True
+            if self.records.meta.get(TEXT_FEATURES_DONE) is not None:
+                self._backfill_after = None
+        if self._backfill_after is None:
+            return
+        last, rows = self.records.index.missing_text_features(self._backfill_after, BACKFILL_BATCH)
+        if rows:
+            analyze = self.keywords.analyze
+            self.records.index.set_text_features(
+                {
+                    seq: text_features(analyze, content, speaker_of(json.loads(meta)))
+                    for seq, content, meta in rows
+                }
+            )
+        if last is None:
+            self.records.meta.set(TEXT_FEATURES_DONE, "1")
+        self._backfill_after = last
 
     def _vector_step(self) -> bool:
         with self._vec_lock:
@@ -275,12 +317,21 @@ class Indexer:
         """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
         live = [row for _, row, is_live in pending if is_live]
         dead = [row.item.id for _, row, is_live in pending if not is_live]
+        features = {}
         if live:
             self.keywords.add(self._keyword_docs(live))
+            analyze = self.keywords.analyze
+            features = {
+                seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
+                for seq, row, is_live in pending
+                if is_live
+            }
         if dead:
             self.keywords.delete(dead)
         self.keywords.commit()
-        self.records.index.mark_keyword_done([(seq, is_live) for seq, _, is_live in pending])
+        self.records.index.mark_keyword_done(
+            [(seq, is_live) for seq, _, is_live in pending], features
+        )
 
     def _contexts(self, rows: list[Row], n: int) -> dict[str, str]:
         """The ``n`` messages before each chat message of ``rows`` in its session, as text.

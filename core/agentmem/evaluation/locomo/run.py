@@ -216,7 +216,11 @@ def _ask(
     peers: dict[str, dict[str, Any]] | None = None,
     captions: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, list[float]], list[str], float]:
-    """Ask every question in every mode (hybrid first, so its query embedding is uncached).
+    """Ask every question in every mode.
+
+    The question is embedded once first, so every mode reads the same cached query vector
+    and its latency is its own retrieval work; the modes take each question in rotating
+    order, so a change in machine load hits all of them alike.
 
     Peer modes are built per conversation, before its questions; one that fails to build
     is dropped from the run (its figures so far removed) and its ``peers`` entry says why.
@@ -241,7 +245,8 @@ def _ask(
                     del latencies[name]
                     for earlier in records:
                         earlier["modes"].pop(name, None)
-            for q in qs:
+            for n, q in enumerate(qs):
+                mem.embedder.embed_query(q.question)
                 rec: dict[str, Any] = {
                     "sample_id": q.sample_id,
                     "qa_index": q.index,
@@ -249,9 +254,10 @@ def _ask(
                     "question": q.question,
                     "evidence": list(q.evidence),
                     "dropped_evidence": list(q.dropped),
-                    "modes": {},
+                    "modes": dict.fromkeys(modes),
                 }
-                for mode in modes:
+                k = n % len(modes)
+                for mode in modes[k:] + modes[:k]:
                     t = time.perf_counter()
                     if mode == "hybrid":
                         metas = hybrid(m, q.question)

@@ -1,0 +1,124 @@
+"""What a candidate's text says about a query: the text features of ranking, one row at a time.
+
+For each candidate row, :class:`TextScorer` works out how many analysed terms it has, how much
+of the query's IDF it covers, whether it names identifiers other than the query's, and whether
+the query names its speaker (see :mod:`agentmem.recall.ranking` for how they are used). It
+reads the row's analysed terms as the keyword indexer stored them, and analyses the text only
+for a row the indexer has not reached yet. Each row is looked at once per query, so the rows
+the keyword side found can be scored while the query is still being embedded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..storage.rows import Brief
+from ..write.index_text import analysed_terms
+from .ranking import coverage
+
+_DIGIT = re.compile(r"\d")
+_SPEAKER_PREFIX = re.compile(r"([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}): \S")
+
+
+@dataclass(frozen=True, slots=True)
+class TextEvidence:
+    """The text features of one row for one query."""
+
+    terms: int
+    """Analysed terms of the row's keyword text (repeats included)."""
+    coverage: float
+    id_miss: float
+    speaker_match: bool
+
+
+class TextScorer:
+    """Text evidence of rows for one query (``terms``: the query's distinct analysed terms,
+    ``idf``: their IDF over the keyword index)."""
+
+    def __init__(
+        self,
+        terms: Sequence[str],
+        idf: Mapping[str, float],
+        analyze: Callable[[str], list[str]],
+    ) -> None:
+        self._idf = idf
+        self._analyze = analyze
+        self._query_terms = set(terms)
+        self._id_terms = identifier_terms(terms)
+        self._named: dict[str, bool] = {}  # speaker -> named in the query
+        self._seen: dict[str, TextEvidence] = {}
+
+    def prime(self, rows: Iterable[Brief]) -> None:
+        """Work out the evidence of ``rows`` now (while the query is being embedded)."""
+        for row in rows:
+            self.evidence(row)
+
+    def evidence(self, row: Brief) -> TextEvidence:
+        found = self._seen.get(row.id)
+        if found is None:
+            found = self._seen[row.id] = self._evidence(row)
+        return found
+
+    def _evidence(self, row: Brief) -> TextEvidence:
+        if row.kw_terms is not None and row.kw_term_count is not None:
+            # stored by the keyword indexer: no analysis per candidate
+            doc_set = set(row.kw_terms.split())
+            n_terms = row.kw_term_count
+        else:  # not indexed yet (read-your-writes), or an older data dir not yet filled in
+            doc_terms = analysed_terms(self._analyze, row.content, row.speaker)
+            doc_set = set(doc_terms)
+            n_terms = len(doc_terms)
+        cov = coverage(self._idf, doc_set) if self._idf else 0.0
+        id_miss = 0.0
+        id_terms = self._id_terms
+        if id_terms and set(identifier_terms(doc_set)) - self._query_terms:
+            # The memory names identifiers of its own but not (all of) the query's: it is
+            # about another order, ticket or host. A memory naming none, such as a refund
+            # policy for "order 4711 refund", is not penalised.
+            id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
+            if id_miss == 1.0:
+                # The words around an identifier say nothing when the identifier itself
+                # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
+                # neither does the meaning of the whole, which those words dominate (the
+                # engine then zeroes the cosine too).
+                cov = 0.0
+        speaker_match = False
+        speaker = row.speaker or speaker_in_content(row.content)
+        if self._query_terms and speaker is not None:
+            named = self._named.get(speaker)
+            if named is None:
+                name = set(self._analyze(speaker))
+                named = self._named[speaker] = bool(name) and name <= self._query_terms
+            speaker_match = named
+        return TextEvidence(n_terms, cov, id_miss, speaker_match)
+
+
+def identifier_terms(terms: Iterable[str]) -> list[str]:
+    """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
+    ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
+    Years and one- or two-digit numbers are left out: they are mostly dates and counts,
+    which text states in many ways; so are ordinals and clock times."""
+    out = []
+    for t in terms:
+        if _DIGIT.search(t) is None:
+            continue
+        if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
+            continue
+        if _NOT_IDENTIFIER.fullmatch(t):
+            continue
+        out.append(t)
+    return out
+
+
+#: Terms mixing letters and digits that are dates and times, not names: ordinals ("21st"),
+#: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
+#: "21t09").
+_NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
+
+
+def speaker_in_content(content: str) -> str | None:
+    """The speaker a message names at its start (``"Caroline: I went..."``), if any."""
+    m = _SPEAKER_PREFIX.match(content)
+    return m.group(1) if m else None
