@@ -34,7 +34,7 @@
    ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
    (the golden set, ``--dataset golden``, and ``eval/calibration_cases.json``: facts,
    preferences, chat turns, tool outputs, document chunks), cross-validated by case, plus
-   the LoCoMo evidence turns as positives weighing a fifth of the labelled positives; the
+   the LoCoMo evidence turns as positives weighing 0.3 of the labelled positives; the
    script reports the calibration per kind. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
 
@@ -96,21 +96,21 @@ RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
 #: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside
 #: :data:`CALIBRATION_FEATURES`).
 WEIGHTS: tuple[float, ...] = (
-    4.253,  # cos
-    1.660,  # coverage
-    0.657,  # fused
-    -3.121,  # cos_gap
-    -1.909,  # coverage_gap
+    4.469,  # cos
+    1.793,  # coverage
+    0.462,  # fused
+    -3.171,  # cos_gap
+    -1.754,  # coverage_gap
     0.000,  # bm25_rel
     0.000,  # speaker_match
     0.000,  # in_keyword
     0.000,  # in_vector
     0.000,  # brevity
-    0.168,  # prev_coverage
-    2.690,  # prev_cos
-    -0.627,  # id_miss
+    0.231,  # prev_coverage
+    2.830,  # prev_cos
+    -0.587,  # id_miss
 )
-BIAS = -2.382
+BIAS = -2.312
 
 #: Ranking weights over the same features: the order of candidates within one query. Only
 #: the order matters, so there is no bias.
