@@ -519,7 +519,9 @@ def test_forget(make_memory, rows) -> None:
     gone = m.remember("The garage door code is 4455-garden")
     msg = m.add_message("user", "Please water the garden plants on Friday")
     mem.flush()
-    assert {keep.id, gone.id, msg.id} <= {h.id for h in m.recall("garden", top_k=10).items}
+    assert {keep.id, gone.id, msg.id} <= {
+        h.id for h in m.recall("garden", top_k=10, min_score=0.0).items
+    }
 
     assert m.forget(gone.id) is True
     assert m.forget(msg.id) is True

@@ -35,7 +35,7 @@ from ..storage.vector_index import VectorIndex, collection_name
 from ..tokens import count_tokens, truncate_to_tokens
 from . import profile as recall_profile
 from .pending import PendingScorer, merge
-from .ranking import Candidate, brevity, features, monotone, rrf, score_all
+from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
 from .request import RecallRequest
 from .text import TextScorer
 
@@ -125,7 +125,10 @@ class RecallEngine:
                 )
         if prof is not None:
             prof.lap("rerank")
-        ranked = [c for c in ranked if c.score >= req.min_score][: req.top_k]
+        # the gap was fitted on calibrated scores; a reranker's scores are on another scale
+        gap = None if rerank_used else SCORE_GAP
+        kinds = [visible[c.id][1].kind for c in ranked]
+        ranked = kept(ranked, kinds, req.min_score, gap)[: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)

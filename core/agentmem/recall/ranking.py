@@ -34,14 +34,16 @@
    ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
    (the golden set, ``--dataset golden``, and ``eval/calibration_cases.json``: facts,
    preferences, chat turns, tool outputs, document chunks), cross-validated by case, plus
-   the LoCoMo evidence turns as positives weighing a fifth of the labelled positives; the
+   the LoCoMo evidence turns as positives weighing 0.3 of the labelled positives; the
    script reports the calibration per kind. A query unrelated to every memory lands below
    the default ``min_score`` of 0.3.
 
 4. **Ranking**: candidates are ordered by a second linear model over
    :data:`RANK_FEATURES` (``RANK_WEIGHTS``), fitted on the evidence labels of the LoCoMo
    development split (leave one conversation out: R@10 0.806, in-sample 0.813). Items whose
-   calibrated score is below ``min_score`` are dropped; the scores of the items kept are made
+   calibrated score is below ``min_score`` are dropped, and so is (:func:`kept`) a
+   self-contained item (anything but a chat message) scoring more than :data:`SCORE_GAP`
+   below the best candidate of the query; the scores of the items kept are made
    non-increasing down the list, so higher is better everywhere.
 """
 
@@ -94,21 +96,21 @@ RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
 #: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside
 #: :data:`CALIBRATION_FEATURES`).
 WEIGHTS: tuple[float, ...] = (
-    4.253,  # cos
-    1.662,  # coverage
-    0.655,  # fused
-    -3.120,  # cos_gap
-    -1.910,  # coverage_gap
+    4.469,  # cos
+    1.793,  # coverage
+    0.462,  # fused
+    -3.171,  # cos_gap
+    -1.754,  # coverage_gap
     0.000,  # bm25_rel
     0.000,  # speaker_match
     0.000,  # in_keyword
     0.000,  # in_vector
     0.000,  # brevity
-    0.167,  # prev_coverage
-    2.693,  # prev_cos
-    -0.627,  # id_miss
+    0.231,  # prev_coverage
+    2.830,  # prev_cos
+    -0.587,  # id_miss
 )
-BIAS = -2.380
+BIAS = -2.312
 
 #: Ranking weights over the same features: the order of candidates within one query. Only
 #: the order matters, so there is no bias.
@@ -127,6 +129,10 @@ RANK_WEIGHTS: tuple[float, ...] = (
     0.000,  # prev_cos
     0.000,  # id_miss
 )
+
+#: How far below the best candidate's score a self-contained item (a fact, preference, tool
+#: output or document chunk) may score and still be returned when ``min_score`` is above 0.
+SCORE_GAP: float | None = 0.300
 # -- fitted by benchmarks/fit_calibration.py (end) --
 
 
@@ -219,6 +225,30 @@ def monotone(scores: Sequence[float]) -> list[float]:
     for i in range(len(out) - 2, -1, -1):
         out[i] = max(out[i], out[i + 1])
     return out
+
+
+def kept(
+    ranked: Sequence[Candidate], kinds: Sequence[str], min_score: float, gap: float | None
+) -> list[Candidate]:
+    """The candidates recall returns, in order: a score of at least ``min_score`` and, unless
+    ``min_score`` is 0 (the caller asked for everything) or ``gap`` is None, a chat message or
+    a score within ``gap`` of the best candidate's (``kinds``: each candidate's kind).
+
+    A fact, a tool output or a document chunk says its whole piece: when one answers the
+    question clearly, another of the same topic scoring far below it is a neighbour (the
+    user's other card, the office's opening hours next to its holiday), not a second answer.
+    A conversation is different: the answer to a question about it is spread over several
+    turns, each scoring well below the best one, so chat messages are only cut by
+    ``min_score``.
+    """
+    floor = min_score
+    if min_score > 0 and gap is not None and ranked:
+        floor = max(min_score, max(c.score for c in ranked) - gap)
+    return [
+        c
+        for c, kind in zip(ranked, kinds, strict=True)
+        if c.score >= min_score and (c.score >= floor or kind == "chat_message")
+    ]
 
 
 def score_all(cands: Sequence[Candidate]) -> None:

@@ -1,0 +1,53 @@
+"""The score gap: a self-contained item far below the best candidate is not returned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentmem.recall.ranking import SCORE_GAP, Candidate, kept
+
+QUERY = "when is the office closed over Christmas?"
+CLOSED = "The office is closed from 24 December to 1 January"
+NEIGHBOURS = (
+    "The office is open 8:00 to 19:00 on weekdays",
+    "The Christmas party is on 13 December",
+)
+
+
+def _office(make_memory: Any) -> Any:
+    mem = make_memory(background=False)
+    m = mem.bind("t", user_id="u", session_id="s1")
+    m.remember(CLOSED, memory_type="fact")
+    for text in NEIGHBOURS:
+        m.remember(text, memory_type="fact")
+    m.remember("I prefer working from home in winter", memory_type="preference")
+    mem.flush()  # indexed: the scores do not depend on how far the indexer got
+    return m
+
+
+def test_a_neighbouring_fact_far_below_the_answer_is_not_returned(make_memory: Any) -> None:
+    m = _office(make_memory)
+    everything = {h.content: h.score for h in m.recall(QUERY, min_score=0.0, top_k=10).items}
+    # the neighbours clear the default min_score: only the gap to the answer cuts them
+    assert all(everything[n] >= 0.3 for n in NEIGHBOURS)
+    assert all(everything[CLOSED] - everything[n] > SCORE_GAP for n in NEIGHBOURS)
+    assert [h.content for h in m.recall(QUERY).items] == [CLOSED]
+    assert [h.content for h in m.recall(QUERY, min_score=0.3).items] == [CLOSED]
+
+
+def _cand(id_: str, score: float) -> Candidate:
+    return Candidate(id=id_, scope="user", score=score)
+
+
+def test_kept_cuts_only_self_contained_items_and_only_above_min_score_zero() -> None:
+    ranked = [_cand("best", 0.95), _cand("fact", 0.5), _cand("turn", 0.45), _cand("low", 0.2)]
+    kinds = ["memory", "memory", "chat_message", "tool_output"]
+    ids = lambda cs: [c.id for c in cs]  # noqa: E731
+    # a chat message is one part of a conversation: only min_score cuts it
+    assert ids(kept(ranked, kinds, 0.3, 0.3)) == ["best", "turn"]
+    # within the gap: kept
+    assert ids(kept(ranked, kinds, 0.3, 0.5)) == ["best", "fact", "turn"]
+    # min_score 0 asks for everything, and no gap (reranked scores) is min_score alone
+    assert ids(kept(ranked, kinds, 0.0, 0.3)) == ["best", "fact", "turn", "low"]
+    assert ids(kept(ranked, kinds, 0.3, None)) == ["best", "fact", "turn"]
+    assert kept([], [], 0.3, 0.3) == []
