@@ -228,8 +228,8 @@ class PostgresDatabase(Database):
             return _version(conn)
 
     def reclaim(self, *, vacuum: bool) -> bool:
-        """With ``vacuum``, rewrite every table (``VACUUM FULL``): the old files, holding
-        deleted rows, are removed. Postgres' write-ahead log, replicas and backups keep their
+        """With ``vacuum``, rewrite every table of the store's schema (``VACUUM FULL``): the
+        old files, holding deleted rows, are removed. Postgres' write-ahead log, replicas and backups keep their
         own copies until they are recycled; that is the operator's retention, not ours."""
         self._check()
         if self.read_only:
@@ -238,7 +238,12 @@ class PostgresDatabase(Database):
             return True
         try:
             with self._write_lock, self._pool.connection() as conn:
-                conn.execute("VACUUM FULL")
+                tables = conn.execute(
+                    "SELECT quote_ident(tablename) FROM pg_tables "
+                    "WHERE schemaname = current_schema()"
+                ).fetchall()
+                if tables:
+                    conn.execute("VACUUM FULL " + ", ".join(t[0] for t in tables))
         except self._psycopg.Error as exc:
             raise StorageError(f"records store compaction failed: {exc}") from exc
         return True
