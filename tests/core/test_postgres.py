@@ -163,6 +163,21 @@ def test_a_write_on_one_node_is_recallable_on_another_within_a_second(
     assert not mb.recall("KX-93-ZQ-771").degraded
 
 
+def test_a_change_on_one_node_wakes_the_others(make_memory: MakeMemory, pg_url: str) -> None:
+    writer = make_memory(records_url=pg_url, background=False)
+    listener = PostgresDatabase(pg_url)
+    woke = threading.Event()
+    try:
+        listener.listen(woke.set)
+        assert woke.wait(10)  # once when it starts listening: changes made before it
+        time.sleep(0.2)
+        woke.clear()
+        writer.bind("acme", user_id="u1").remember("A change the other nodes hear about")
+        assert woke.wait(10)
+    finally:
+        listener.close()
+
+
 def test_each_row_is_embedded_once_across_the_nodes(
     make_memory: MakeMemory, pg_url: str, chroma: Any, shared_embedder: CachedEmbedder
 ) -> None:
@@ -244,7 +259,7 @@ def test_concurrent_supersession_on_two_nodes_leaves_one_current_row(
     def write(i: int) -> None:
         m = nodes[i].bind("acme", user_id="u1")
         barrier.wait()
-        for n in range(10):
+        for n in range(15):
             m.remember(f"Deploys go out on day {i}-{n}", memory_type="fact", topic_key="deploy")
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
@@ -256,7 +271,27 @@ def test_concurrent_supersession_on_two_nodes_leaves_one_current_row(
         "topic_key = 'deploy' AND superseded_by IS NULL AND deleted_at IS NULL"
     )
     assert current == 1
-    assert nodes[1].records.count("topic_key = 'deploy'") == 20
+    assert nodes[1].records.count("topic_key = 'deploy'") == 30
+
+
+def test_writes_of_all_nodes_are_serial(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:
+    # one write transaction at a time cluster-wide: read-then-write steps (supersession,
+    # dedup, close order) see each other's effects, and change numbers commit in order
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    done = threading.Event()
+
+    def write_on_b() -> None:
+        b.bind("acme", user_id="u1").remember("Written while the other node held a write")
+        done.set()
+
+    with a.records.write() as tx:
+        tx.execute("SELECT 1")
+        thread = threading.Thread(target=write_on_b)
+        thread.start()
+        assert not done.wait(1.0)  # B waits for A's transaction
+    thread.join(30)
+    assert done.is_set()
 
 
 def test_the_same_write_through_two_nodes_is_stored_once(
