@@ -7,6 +7,7 @@ each on a new schema. Nodes that share the records share one vector index too: a
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections import Counter
@@ -136,6 +137,22 @@ def test_the_environment_variable_selects_postgres(
         assert db.read("SELECT content FROM memories") == [("The boiler was serviced in March",)]
     finally:
         db.close()
+
+
+def test_a_second_node_with_its_own_embedded_chroma_is_refused(
+    make_memory: MakeMemory, pg_url: str, tmp_path: Path
+) -> None:
+    first = make_memory(records_url=pg_url)
+    first.bind("acme", user_id="u1").remember("The first node keeps the vectors")
+    with pytest.raises(StorageError, match="same Chroma"):
+        make_memory(records_url=pg_url)
+    # the node that owns them opens again (here: after losing its keyword index)
+    home = first.home
+    first.close()
+    shutil.rmtree(home / "keywords")
+    again = make_memory(path=home, records_url=pg_url, background=False)
+    assert again.flush(timeout=60)
+    assert again.keywords.num_docs() == 1
 
 
 # -- several nodes --------------------------------------------------------------------------------
@@ -351,8 +368,11 @@ def test_every_command_takes_records_url(
     base = ["--records-url", pg_url, "--tenant", "acme", "--user", "u1"]
     assert main([*base, "--home", one, "remember", "The wifi password is zqwifi99"]) == 0
     capsys.readouterr()
-    assert main([*base, "--home", two, "--json", "recall", "zqwifi99"]) == 0
+    assert main([*base, "--home", one, "--json", "recall", "zqwifi99"]) == 0
     assert "The wifi password is zqwifi99" in capsys.readouterr().out
+    # a second node needs the shared Chroma server the first one's embedded store is not
+    assert main([*base, "--home", two, "--json", "recall", "zqwifi99"]) == 1
+    assert "same Chroma server" in capsys.readouterr().out
     assert main(["--records-url", pg_url, "--home", one, "keys", "create", "--tenant", "acme"]) == 0
     capsys.readouterr()
     # the key lives in Postgres: another home lists it
