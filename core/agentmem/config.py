@@ -470,12 +470,18 @@ class Settings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    records_url: str | None = None
+    """A ``postgresql://`` URL: the records (and every other piece of state) live in that
+    database, shared by every agentmem node opened on it; the data dir then holds only the
+    node's keyword index and local state (``AGENTMEM_RECORDS_URL``, ``--records-url``).
+    None: the records are a SQLite file in the data dir."""
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> Settings:
         """All settings from the environment (``os.environ`` when omitted)."""
         env = _environ(environ)
         return cls(
+            records_url=_raw(env, "AGENTMEM_RECORDS_URL") or None,
             memory=MemoryConfig.from_env(env),
             tiers=TierConfig.from_env(env),
             judge=JudgeConfig.from_env(env),

@@ -17,26 +17,39 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 from .config import Settings
 from .embeddings import Embedder, default_embedder
-from .errors import StorageError
+from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
 from .recall.engine import RecallEngine
 from .rerank import HttpReranker, Reranker
 from .storage import fingerprint
 from .storage.access import AccessTracker
-from .storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, DataDirLock, set_aside
+from .storage.datadir import (
+    KEYWORDS_DIR,
+    NODE_FILE,
+    RECORDS_FILE,
+    VECTORS_DIR,
+    DataDirLock,
+    set_aside,
+)
 from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
+from .storage.postgres import redact
 from .storage.records import RecordStore
 from .storage.vector_index import VectorIndex
 from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
+
+#: Meta key naming the one node whose embedded Chroma holds a shared store's vectors.
+EMBEDDED_VECTORS_KEY = "embedded_vectors_node"
 
 
 class KeyedLocks:
@@ -99,6 +112,8 @@ class StoreContext:
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
         self.engine.access = None if self.read_only else self.access
         cfg = settings.memory
+        if records.shared and not self.read_only:
+            records.on_change(self._wake_indexer)
         self.indexer = Indexer(
             records,
             keywords,
@@ -110,6 +125,12 @@ class StoreContext:
             vector_context=cfg.vector_context,
             before_first_vectors=None if embedder_recorded else self._record_first_embedder,
         )
+
+    def _wake_indexer(self) -> None:
+        # the listener may hear a change before __init__ has built the indexer
+        indexer = getattr(self, "indexer", None)
+        if indexer is not None and indexer.running:
+            indexer.notify()
 
     @property
     def llm(self) -> LLM:
@@ -193,12 +214,23 @@ def open_store(
     emb = embedder or default_embedder()
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
+    url = records_url(settings)
     lock = DataDirLock(home)
     recovered: list[str] = []
     records: RecordStore | None = None
     vectors: VectorIndex | None = None
     try:
-        records = RecordStore(home / RECORDS_FILE, durable=settings.memory.durable_writes)
+        had_keywords = (home / KEYWORDS_DIR).is_dir()
+        records = RecordStore(
+            home / RECORDS_FILE,
+            durable=settings.memory.durable_writes,
+            url=url,
+            node_id=None if url is None else node_id(home),
+        )
+        if records.shared:
+            _check_vector_owner(records, chroma_client)
+            if not had_keywords:  # a new (or lost) keyword index follows the changes anew
+                records.index.mark_keywords_pending()
         vectors = VectorIndex(home / VECTORS_DIR, client=chroma_client)
         index = vectors
 
@@ -241,9 +273,16 @@ def _open_read_only(
     llm: LLM | None,
     chroma_client: Any,
 ) -> StoreContext:
-    if not (home / RECORDS_FILE).is_file() or not (home / KEYWORDS_DIR).is_dir():
+    url = records_url(settings)
+    has_records = url is not None or (home / RECORDS_FILE).is_file()
+    if not has_records or not (home / KEYWORDS_DIR).is_dir():
         raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
-    records = RecordStore(home / RECORDS_FILE, read_only=True)
+    records = RecordStore(
+        home / RECORDS_FILE,
+        read_only=True,
+        url=url,
+        node_id=None if url is None else node_id(home, create=False),
+    )
     try:
         recorded = fingerprint.read(records)
         current = EmbedderFingerprint.of(embedder, origin="reindex")
@@ -296,3 +335,56 @@ def _drop_vectors(vectors: VectorIndex) -> list[str]:
     for name in names:
         vectors.drop(name)
     return notes
+
+
+def records_url(settings: Settings) -> str | None:
+    """The Postgres URL of the records, checked, or None (SQLite in the data dir).
+
+    Raises:
+        ValidationError: the URL is not a ``postgresql://`` URL.
+    """
+    url = settings.records_url
+    if url is None:
+        return None
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValidationError("records_url", f"must be a postgresql:// URL, got {redact(url)!r}")
+    return url
+
+
+def node_id(home: Path, *, create: bool = True) -> str:
+    """This node's name in the shared records (its keyword-index progress, the owner of an
+    embedded vector store), kept in ``home/NODE_ID``."""
+    path = home / NODE_FILE
+    if path.is_file():
+        return path.read_text().strip()
+    name = f"{socket.gethostname()}-{uuid.uuid4().hex[:12]}"
+    if create:
+        try:
+            path.write_text(name)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}", path=str(path)) from exc
+    return name
+
+
+def _check_vector_owner(records: RecordStore, chroma_client: Any) -> None:
+    """Refuse a second node with its own embedded Chroma over shared records.
+
+    The records say which rows are embedded, once for the whole cluster; an embedded Chroma
+    lives in one node's home, so only that node has the vectors. Nodes that share Postgres
+    share a Chroma server (``chroma_client``) instead.
+
+    Raises:
+        StorageError: another node keeps this store's vectors in its embedded Chroma.
+    """
+    if chroma_client is not None:
+        return
+    me = records.index.node_id or ""
+    records.meta.set(EMBEDDED_VECTORS_KEY, me, replace=False)
+    owner = records.meta.get(EMBEDDED_VECTORS_KEY)
+    if owner != me:
+        raise StorageError(
+            f"the vectors of the records store {records.location} are in the embedded Chroma of "
+            f"node {owner}; every node sharing a Postgres records store needs the same Chroma "
+            "server: pass chroma_client=chromadb.HttpClient(...) (or --chroma-url)",
+            path=records.location,
+        )

@@ -152,6 +152,9 @@ def _finish_erasures(ctx: StoreContext) -> None:
 class AgentMemory:
     """A memory store on one data dir: SQLite records, Tantivy keywords, Chroma vectors.
 
+    With ``records_url`` the records live in Postgres instead, shared by every node (each
+    with its own data dir for its keyword index) opened on the same database.
+
     Args:
         path: Data dir; ``None`` means ``$AGENTMEM_HOME`` or a per-user data dir.
         embedder: Any :class:`~agentmem.embeddings.Embedder`; default all-MiniLM-L6-v2 (int8
@@ -163,6 +166,11 @@ class AgentMemory:
             default Anthropic when ``ANTHROPIC_API_KEY`` is set, else the offline heuristics,
             built on first use.
         chroma_client: A Chroma client to use instead of the embedded one (e.g. ``HttpClient``).
+        records_url: A ``postgresql://`` URL: the records, and every other piece of state,
+            live in that database, shared by every agentmem node opened on it (each on its
+            own ``path``, which then holds only that node's keyword index and local state).
+            Default ``settings.records_url`` (``AGENTMEM_RECORDS_URL``); None there too means
+            a SQLite file in ``path``.
         config: Recall, indexing and durability settings (shortcut for ``settings.memory``).
         background: Index in background threads (default). With False, indexing happens in
             :meth:`flush`.
@@ -203,9 +211,12 @@ class AgentMemory:
         allow_embedder_change: bool = False,
         settings: Settings | None = None,
         read_only: bool = False,
+        records_url: str | None = None,
     ) -> None:
         home = Path(path).expanduser() if path is not None else default_home()
-        resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
+        resolved = (settings or Settings.from_env()).replace(
+            memory=config, tiers=tier_config, records_url=records_url
+        )
 
         unusable: list[str] = []
 

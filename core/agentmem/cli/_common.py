@@ -149,6 +149,13 @@ def home_of(args: argparse.Namespace) -> Path | None:
     return Path(home).expanduser() if home else None
 
 
+def records_url_of(args: argparse.Namespace) -> str | None:
+    """The ``--records-url`` flag, or None (then ``$AGENTMEM_RECORDS_URL``, read with the
+    other settings, decides)."""
+    url = getattr(args, "records_url", None)
+    return str(url) if url else None
+
+
 @functools.cache
 def shared_embedder() -> CachedEmbedder:
     """One default embedder per process, so commands run in-process share the loaded model."""
@@ -171,6 +178,7 @@ def open_memory(
     holds is opened read-only instead of refused.
     """
     kwargs.setdefault("embedder", shared_embedder())
+    kwargs.setdefault("records_url", records_url_of(args))
     path = home or home_of(args)
     try:
         mem = AgentMemory(path, background=background, **kwargs)

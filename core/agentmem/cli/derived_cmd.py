@@ -37,6 +37,7 @@ from ._common import (
     home_of,
     markup,
     read_text_arg,
+    records_url_of,
     resolve_identity,
     shared_embedder,
     short,
@@ -114,7 +115,12 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 @contextmanager
 def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
     embedder = shared_embedder()
-    mem = AgentMemory(home_of(args), embedder=embedder, llm=_llm(args, embedder))
+    mem = AgentMemory(
+        home_of(args),
+        embedder=embedder,
+        llm=_llm(args, embedder),
+        records_url=records_url_of(args),
+    )
     try:
         yield mem
     finally:

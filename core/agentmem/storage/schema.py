@@ -216,3 +216,78 @@ MIGRATIONS: list[str] = [
         ON CONFLICT (key) DO NOTHING;
     """,
 ]
+
+
+def _postgres(sql: str) -> str:
+    """A shared migration in PostgreSQL's types: 64-bit keys and counters, double floats."""
+    return (
+        sql.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY")
+        .replace("INTEGER", "BIGINT")
+        .replace("REAL", "DOUBLE PRECISION")
+    )
+
+
+def _without_backfill(sql: str) -> str:
+    """Migration 7 without its backfill from SQLite's JSON functions: a Postgres records
+    store starts at this schema (Postgres support came later), so it has nothing to fill."""
+    start = sql.index("INSERT INTO memory_sources")
+    end = sql.index("CREATE TABLE erasures")
+    return sql[:start] + sql[end:]
+
+
+#: The Postgres schema: the shared migrations in Postgres types, then what only a shared,
+#: multi-node records store needs.
+POSTGRES_MIGRATIONS: list[str] = [
+    *(_postgres(m) for m in MIGRATIONS[:6]),
+    _postgres(_without_backfill(MIGRATIONS[6])),
+    _postgres(MIGRATIONS[7]),
+    # 9: the change sequence and the embedding claims. Every node follows ``change_seq``
+    # into its own keyword index (its progress in ``index_progress``); a write asks for a
+    # keyword update by setting ``kw_pending = 1``, which this trigger turns into the next
+    # change number (the flag itself stays 0: keyword progress is per node, not per row)
+    # and a notification. A row deleted outright (an erasure) leaves its id and a change
+    # number in ``memory_deletions`` (no content), so each node removes its keyword entry.
+    # ``vec_claim_*`` lease a row to the one node embedding it.
+    """
+    ALTER TABLE memories ADD COLUMN change_seq BIGINT;
+    ALTER TABLE memories ADD COLUMN vec_claim_node TEXT;
+    ALTER TABLE memories ADD COLUMN vec_claim_until TIMESTAMPTZ;
+    CREATE SEQUENCE memories_change_seq;
+    UPDATE memories SET change_seq = nextval('memories_change_seq'), kw_pending = 0;
+    CREATE INDEX memories_change ON memories (change_seq);
+    CREATE INDEX memories_change_partition ON memories (tenant_id, partition, change_seq);
+    CREATE TABLE index_progress (
+        node_id TEXT PRIMARY KEY,
+        keyword_seq BIGINT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE FUNCTION agentmem_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' OR NEW.kw_pending = 1 THEN
+            NEW.change_seq := nextval('memories_change_seq');
+            NEW.kw_pending := 0;
+            PERFORM pg_notify('agentmem_changes', '');
+        ELSIF NEW.vec_pending = 1 AND OLD.vec_pending != 1 THEN
+            PERFORM pg_notify('agentmem_changes', '');
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER memories_changed BEFORE INSERT OR UPDATE ON memories
+        FOR EACH ROW EXECUTE FUNCTION agentmem_memory_changed();
+    CREATE TABLE memory_deletions (
+        change_seq BIGINT PRIMARY KEY,
+        id TEXT NOT NULL
+    );
+    CREATE FUNCTION agentmem_memory_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO memory_deletions (change_seq, id)
+            VALUES (nextval('memories_change_seq'), OLD.id);
+        PERFORM pg_notify('agentmem_changes', '');
+        RETURN OLD;
+    END
+    $$;
+    CREATE TRIGGER memories_deleted AFTER DELETE ON memories
+        FOR EACH ROW EXECUTE FUNCTION agentmem_memory_deleted();
+    """,
+]
