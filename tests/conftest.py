@@ -5,6 +5,8 @@
 - ``make_memory(**kw)``: builder that opens an :class:`~agentmem.AgentMemory` on a fresh
   directory under ``tmp_path`` (or on ``path=`` to reopen one), with the shared embedder
   unless ``embedder=`` is given, and closes every memory it opened after the test.
+- ``chroma_server`` (session): a real ``chroma run`` on loopback; ``chroma_url`` and
+  ``chroma_client`` give each test a Chroma database of its own on it.
 - An autouse fixture that removes ``AGENTMEM_*`` variables from the environment and points
   ``AGENTMEM_HOME`` at a temporary directory, so no test depends on (or writes to) the
   developer's real configuration or data dir.
@@ -13,14 +15,18 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _chroma_server import ChromaServer, chroma_executable
 
 from agentmem import AgentMemory
+from agentmem.config import ChromaAddress
 from agentmem.embeddings import CachedEmbedder, default_embedder
+from agentmem.storage.chroma_server import http_client
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +76,28 @@ def make_memory(tmp_path: Path, shared_embedder: CachedEmbedder) -> Iterator[Mak
     yield build
     for mem in reversed(opened):
         mem.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """A running ``chroma run`` for the session (skipped when chromadb has no ``chroma``)."""
+    executable = chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` console script (shipped with chromadb) is not installed")
+    server = ChromaServer(executable, tmp_path_factory.mktemp("chroma-server")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_url(chroma_server: ChromaServer) -> str:
+    """The session's Chroma server with a database of this test's own (``?database=``)."""
+    return f"{chroma_server.url}?database=t{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def chroma_client(chroma_url: str) -> Any:
+    """An ``HttpClient`` on this test's database of the session's Chroma server."""
+    return http_client(ChromaAddress.parse(chroma_url))

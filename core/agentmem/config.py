@@ -14,6 +14,7 @@ RetentionPolicy     anonymization of retired rows
 RerankConfig        the HTTP reranker (TEI)
 LLMConfig           which LLM does extraction, summaries, the judge and answers
 ServerConfig        ``agentmem serve``: request limits and its background jobs
+StorageConfig       where the stores live when they are servers (a Chroma server)
 Settings            all of the above, built once per ``AgentMemory``
 ==================  =========================================================================
 
@@ -38,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from .errors import ValidationError
 
@@ -454,6 +456,83 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class ChromaAddress:
+    """A Chroma server and the tenant/database of this store on it, parsed from a URL.
+
+    ``http(s)://HOST[:PORT][?database=NAME&tenant=NAME]``; the port defaults to 8000 (http)
+    or 443 (https), the tenant and database to Chroma's defaults.
+
+    Example:
+        >>> ChromaAddress.parse("http://chroma:9000?database=prod").port
+        9000
+    """
+
+    host: str
+    port: int
+    ssl: bool = False
+    tenant: str = "default_tenant"
+    database: str = "default_database"
+
+    @classmethod
+    def parse(cls, url: str) -> ChromaAddress:
+        """Raises ValidationError naming what is wrong with ``url``."""
+        field_name = "chroma_url"
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError as exc:
+            raise ValidationError(field_name, f"not a URL: {url!r} ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(
+                field_name, f"expected http(s)://HOST[:PORT][?database=NAME], got {url!r}"
+            )
+        if parts.path not in ("", "/") or parts.fragment or parts.username:
+            raise ValidationError(
+                field_name, f"{url!r}: only a host, a port and ?database=/&tenant= are accepted"
+            )
+        query: dict[str, str] = {}
+        for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+            if key not in ("database", "tenant") or len(values) != 1 or not values[0].strip():
+                raise ValidationError(
+                    field_name, f"{url!r}: unknown or empty query parameter {key!r}"
+                )
+            query[key] = values[0].strip()
+        ssl = parts.scheme == "https"
+        return cls(
+            host=parts.hostname,
+            port=port if port is not None else (443 if ssl else 8000),
+            ssl=ssl,
+            **query,
+        )
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """Stores reached over the network instead of kept in the data dir.
+
+    Example:
+        >>> StorageConfig.from_env({"AGENTMEM_CHROMA_URL": "http://chroma:8000"}).chroma_url
+        'http://chroma:8000'
+    """
+
+    chroma_url: str | None = None
+    """A Chroma server holding the vectors (``AGENTMEM_CHROMA_URL``, ``--chroma-url``), e.g.
+    ``http://chroma:8000``; ``?database=NAME`` (and ``&tenant=NAME``) pick the Chroma database
+    of this store, created when missing. None keeps an embedded Chroma store in the data dir.
+    An explicit ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
+
+    def __post_init__(self) -> None:
+        if self.chroma_url is not None:
+            # a malformed address must not silently fall back to vectors in the data dir
+            ChromaAddress.parse(self.chroma_url)
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> StorageConfig:
+        """Raises ValidationError for a malformed ``AGENTMEM_CHROMA_URL``."""
+        return cls(chroma_url=_raw(_environ(environ), "AGENTMEM_CHROMA_URL"))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of an :class:`~agentmem.AgentMemory`, read once.
 
@@ -470,6 +549,7 @@ class Settings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> Settings:
@@ -483,6 +563,7 @@ class Settings:
             rerank=RerankConfig.from_env(env),
             llm=LLMConfig.from_env(env),
             server=ServerConfig.from_env(env),
+            storage=StorageConfig.from_env(env),
         )
 
     def replace(self, **parts: Any) -> Settings:

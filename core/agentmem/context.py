@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
+from .config import ChromaAddress, Settings
 from .embeddings import Embedder, default_embedder
 from .errors import StorageError
 from .llm import LLM, default_llm
@@ -199,7 +199,7 @@ def open_store(
     vectors: VectorIndex | None = None
     try:
         records = RecordStore(home / RECORDS_FILE, durable=settings.memory.durable_writes)
-        vectors = VectorIndex(home / VECTORS_DIR, client=chroma_client)
+        vectors = _vector_index(home, settings, chroma_client, read_only=False)
         index = vectors
 
         def drop() -> None:
@@ -258,7 +258,7 @@ def _open_read_only(
         settings=settings,
         records=records,
         keywords=keywords,
-        vectors=VectorIndex(home / VECTORS_DIR, client=chroma_client, read_only=True),
+        vectors=_vector_index(home, settings, chroma_client, read_only=True),
         embedder=embedder,
         reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
         llm=llm,
@@ -267,6 +267,16 @@ def _open_read_only(
         recovered=[],
         replaced_embedder=None,
     )
+
+
+def _vector_index(
+    home: Path, settings: Settings, chroma_client: Any, *, read_only: bool
+) -> VectorIndex:
+    """The caller's Chroma client, else the configured Chroma server, else the embedded
+    store in the data dir."""
+    url = settings.storage.chroma_url
+    server = ChromaAddress.parse(url) if chroma_client is None and url is not None else None
+    return VectorIndex(home / VECTORS_DIR, client=chroma_client, server=server, read_only=read_only)
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:

@@ -34,8 +34,8 @@ from ._common import (
     Output,
     bind,
     command,
-    home_of,
     markup,
+    open_memory,
     read_text_arg,
     resolve_identity,
     shared_embedder,
@@ -114,11 +114,8 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 @contextmanager
 def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
     embedder = shared_embedder()
-    mem = AgentMemory(home_of(args), embedder=embedder, llm=_llm(args, embedder))
-    try:
+    with open_memory(args, embedder=embedder, llm=_llm(args, embedder)) as mem:
         yield mem
-    finally:
-        mem.close()
 
 
 def read_conversation(text: str, name: str) -> tuple[str | None, list[dict[str, Any]]]:

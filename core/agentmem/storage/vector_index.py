@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import ChromaAddress
 from ..errors import StorageError
 
 _PREFIX = "am_"
@@ -50,8 +51,11 @@ class VectorIndex:
     """Chroma-backed vector index.
 
     Args:
-        path: Directory for an embedded ``PersistentClient`` (ignored when ``client`` is given).
+        path: Directory for an embedded ``PersistentClient`` (unused when ``client`` or
+            ``server`` is given).
         client: A caller-supplied Chroma client, e.g. ``chromadb.HttpClient(...)``.
+        server: A Chroma server to reach with an ``HttpClient`` made on first use (so
+            opening a store does no network I/O).
         read_only: Opened beside the process that writes to the data dir: :meth:`close`
             leaves the files alone.
 
@@ -60,13 +64,19 @@ class VectorIndex:
     """
 
     def __init__(
-        self, path: Path | None = None, *, client: Any = None, read_only: bool = False
+        self,
+        path: Path | None = None,
+        *,
+        client: Any = None,
+        server: ChromaAddress | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.path = path
+        self.path = None if client is not None or server is not None else path
         #: Opened beside the writing process: never rewrites files (no scrub at close).
         self.read_only = read_only
+        self.server = server
         self._client = client
-        self._owns_client = client is None
+        self._owns_client = client is None and server is None
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
@@ -76,8 +86,19 @@ class VectorIndex:
 
     @property
     def owns_client(self) -> bool:
-        """True for the embedded store this index opened itself (not a caller's client)."""
+        """True for the embedded store this index opened itself (not a server)."""
         return self._owns_client
+
+    @property
+    def location(self) -> str:
+        """Where the vectors are, for people: a server address or the embedded dir."""
+        if self.server is not None:
+            a = self.server
+            scheme = "https" if a.ssl else "http"
+            return f"{scheme}://{a.host}:{a.port} (database {a.database})"
+        if self.path is None:
+            return "a caller's Chroma client"
+        return str(self.path)
 
     @property
     def client(self) -> Any:
@@ -85,6 +106,10 @@ class VectorIndex:
         if client is not None:
             return client
         with self._lock:  # one open at a time (and none while compact_files runs)
+            if self._client is None and self.server is not None:
+                from .chroma_server import http_client
+
+                self._client = http_client(self.server)
             if self._client is None:
                 import chromadb
                 from chromadb.config import Settings
@@ -359,7 +384,8 @@ class VectorIndex:
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
-        self._client = None
+        if self._owns_client or self.server is not None:
+            self._client = None  # a caller's client stays theirs, reusable after close
         if (
             self._owns_client
             and not self.read_only
