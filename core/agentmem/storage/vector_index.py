@@ -47,6 +47,12 @@ def _client_error(exc: Exception) -> bool:
     return type(exc).__module__.startswith("chromadb")
 
 
+def _gone(exc: Exception) -> bool:
+    """The collection behind a cached handle no longer exists (dropped, maybe recreated,
+    by another process sharing a Chroma server, or by an operator)."""
+    return _client_error(exc) and "does not exist" in str(exc).lower()
+
+
 class VectorIndex:
     """Chroma-backed vector index.
 
@@ -161,22 +167,32 @@ class VectorIndex:
         embeddings: np.ndarray,
         metadatas: Sequence[dict[str, str]],
     ) -> None:
-        col = self._collection(collection, create=True)
-        try:
-            col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
+        for attempt in (1, 2):
+            col = self._collection(collection, create=True)
+            try:
+                col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
+                return
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if attempt == 1 and _gone(exc):
+                    continue  # dropped and perhaps recreated behind this handle's back
+                raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
-        col = self._collection(collection, create=False)
-        if col is None or not ids:
+        if not ids:
             return
-        try:
-            col.delete(ids=list(ids))
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
+        for attempt in (1, 2):
+            col = self._collection(collection, create=False)
+            if col is None:
+                return
+            try:
+                col.delete(ids=list(ids))
+                return
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if attempt == 1 and _gone(exc):
+                    continue
+                raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
 
     def query(
         self,
@@ -186,21 +202,25 @@ class VectorIndex:
         where: dict[str, Any] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest neighbours: (id, cosine similarity) best first; [] for an unknown collection."""
-        col = self._collection(collection, create=False)
-        if col is None:
-            return []
-        try:
-            result = col.query(
-                query_embeddings=embedding.reshape(1, -1),
-                n_results=n,
-                where=where,
-                include=["distances"],
-            )
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            if _client_error(exc) and "does not exist" in str(exc).lower():
+        for attempt in (1, 2):
+            col = self._collection(collection, create=False)
+            if col is None:
                 return []
-            raise StorageError(f"vector query on {collection} failed: {exc}") from exc
+            try:
+                result = col.query(
+                    query_embeddings=embedding.reshape(1, -1),
+                    n_results=n,
+                    where=where,
+                    include=["distances"],
+                )
+                break
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if _gone(exc):
+                    if attempt == 1:
+                        continue
+                    return []
+                raise StorageError(f"vector query on {collection} failed: {exc}") from exc
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
