@@ -14,7 +14,6 @@ RetentionPolicy     anonymization of retired rows
 RerankConfig        the HTTP reranker (TEI)
 LLMConfig           which LLM does extraction, summaries, the judge and answers
 ServerConfig        ``agentmem serve``: request limits and its background jobs
-StorageConfig       where the stores live when they are servers (a Chroma server)
 Settings            all of the above, built once per ``AgentMemory``
 ==================  =========================================================================
 
@@ -507,32 +506,6 @@ class ChromaAddress:
 
 
 @dataclass(frozen=True)
-class StorageConfig:
-    """Stores reached over the network instead of kept in the data dir.
-
-    Example:
-        >>> StorageConfig.from_env({"AGENTMEM_CHROMA_URL": "http://chroma:8000"}).chroma_url
-        'http://chroma:8000'
-    """
-
-    chroma_url: str | None = None
-    """A Chroma server holding the vectors (``AGENTMEM_CHROMA_URL``, ``--chroma-url``), e.g.
-    ``http://chroma:8000``; ``?database=NAME`` (and ``&tenant=NAME``) pick the Chroma database
-    of this store, created when missing. None keeps an embedded Chroma store in the data dir.
-    An explicit ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
-
-    def __post_init__(self) -> None:
-        if self.chroma_url is not None:
-            # a malformed address must not silently fall back to vectors in the data dir
-            ChromaAddress.parse(self.chroma_url)
-
-    @classmethod
-    def from_env(cls, environ: Environ | None = None) -> StorageConfig:
-        """Raises ValidationError for a malformed ``AGENTMEM_CHROMA_URL``."""
-        return cls(chroma_url=_raw(_environ(environ), "AGENTMEM_CHROMA_URL"))
-
-
-@dataclass(frozen=True)
 class Settings:
     """Every setting of an :class:`~agentmem.AgentMemory`, read once.
 
@@ -549,11 +522,24 @@ class Settings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
-    storage: StorageConfig = field(default_factory=StorageConfig)
+    chroma_url: str | None = None
+    """A Chroma server holding the vectors (``AGENTMEM_CHROMA_URL``, ``--chroma-url``), e.g.
+    ``http://chroma:8000?database=NAME`` (see :class:`ChromaAddress`); the data dir then holds
+    nothing of the vectors. None keeps an embedded Chroma store in the data dir. A
+    ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
+
+    def __post_init__(self) -> None:
+        if self.chroma_url is not None:
+            # a malformed address must not silently fall back to vectors in the data dir
+            ChromaAddress.parse(self.chroma_url)
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> Settings:
-        """All settings from the environment (``os.environ`` when omitted)."""
+        """All settings from the environment (``os.environ`` when omitted).
+
+        Raises:
+            ValidationError: a malformed ``AGENTMEM_CHROMA_URL`` or reranker timeout.
+        """
         env = _environ(environ)
         return cls(
             memory=MemoryConfig.from_env(env),
@@ -563,7 +549,7 @@ class Settings:
             rerank=RerankConfig.from_env(env),
             llm=LLMConfig.from_env(env),
             server=ServerConfig.from_env(env),
-            storage=StorageConfig.from_env(env),
+            chroma_url=_raw(env, "AGENTMEM_CHROMA_URL"),
         )
 
     def replace(self, **parts: Any) -> Settings:

@@ -274,7 +274,7 @@ def _vector_index(
 ) -> VectorIndex:
     """The caller's Chroma client, else the configured Chroma server, else the embedded
     store in the data dir."""
-    url = settings.storage.chroma_url
+    url = settings.chroma_url
     server = ChromaAddress.parse(url) if chroma_client is None and url is not None else None
     return VectorIndex(home / VECTORS_DIR, client=chroma_client, server=server, read_only=read_only)
 

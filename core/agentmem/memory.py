@@ -147,7 +147,10 @@ class AgentMemory:
         llm: The :class:`~agentmem.llm.LLM` for extraction, summaries, the judge and answers;
             default Anthropic when ``ANTHROPIC_API_KEY`` is set, else the offline heuristics,
             built on first use.
-        chroma_client: A Chroma client to use instead of the embedded one (e.g. ``HttpClient``).
+        chroma_client: A Chroma client to use instead of the embedded one, e.g.
+            ``chromadb.HttpClient(...)``: the vectors then live on that server, nothing of
+            them in ``path``. Without one, ``settings.chroma_url`` (``AGENTMEM_CHROMA_URL``)
+            names a Chroma server to reach; without either, Chroma is embedded in ``path``.
         config: Recall, indexing and durability settings (shortcut for ``settings.memory``).
         background: Index in background threads (default). With False, indexing happens in
             :meth:`flush`.

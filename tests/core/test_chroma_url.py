@@ -19,7 +19,7 @@ import pytest
 
 from agentmem import ValidationError
 from agentmem.cli import main
-from agentmem.config import ChromaAddress, Settings, StorageConfig
+from agentmem.config import ChromaAddress, Settings
 from agentmem.maintenance import transfer
 from agentmem.maintenance.doctor import diagnose
 from agentmem.models import Identity
@@ -49,7 +49,7 @@ def _server_ids(client: Any, tenant: str, partition: str) -> set[str]:
 def test_chroma_url_setting_drives_every_vector_operation(
     make_memory, chroma_url: str, chroma_client: Any, tmp_path: Path
 ) -> None:
-    settings = Settings(storage=StorageConfig(chroma_url=chroma_url))
+    settings = Settings(chroma_url=chroma_url)
     mem = make_memory(settings=settings)
     acme = mem.bind("acme", user_id="u1", session_id="s1")
     bob = mem.bind("acme", user_id="u2", session_id="s9")
@@ -93,7 +93,7 @@ def test_chroma_url_setting_drives_every_vector_operation(
     # export from this store, import into another store on another Chroma database
     lines = [json.dumps(line) for line in transfer.export_lines(mem.context)]
     other_url = chroma_url.replace("?database=", "?database=other-")
-    other = make_memory(settings=Settings(storage=StorageConfig(chroma_url=other_url)))
+    other = make_memory(settings=Settings(chroma_url=other_url))
     plan = transfer.parse_lines(lines, Identity(tenant_id="acme"))
     transfer.apply_plan(other.context, plan)
     assert other.flush(timeout=120)
@@ -133,7 +133,7 @@ def test_a_caller_client_wins_over_the_url(
 )
 def test_malformed_url_is_refused_naming_it(url: str, tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="chroma_url"):
-        StorageConfig(chroma_url=url)
+        Settings(chroma_url=url)
     with pytest.raises(ValidationError, match="chroma_url"):
         Settings.from_env({"AGENTMEM_CHROMA_URL": url})
     # the CLI stops before touching the data dir
@@ -146,7 +146,7 @@ def test_unreachable_server_keeps_writes_and_degrades_recall(
     make_memory, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = "http://127.0.0.1:9?database=x"  # the discard port: nothing listens
-    mem = make_memory(settings=Settings(storage=StorageConfig(chroma_url=url)))  # no I/O yet
+    mem = make_memory(settings=Settings(chroma_url=url))  # no I/O yet
     m = mem.bind("acme", user_id="u1")
     fact = m.remember("The deploy key for staging is KX-93-ZQ-771")  # acknowledged
     result = m.recall("KX-93-ZQ-771")

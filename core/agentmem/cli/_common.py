@@ -61,7 +61,7 @@ from rich.progress import (
 )
 
 from .. import validation as v
-from ..config import Settings, StorageConfig
+from ..config import Settings
 from ..embeddings import CachedEmbedder, default_embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
@@ -171,7 +171,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         settings = Settings.from_env()
         url = getattr(args, "chroma_url", None)
         if url:
-            settings = settings.replace(storage=StorageConfig(chroma_url=url))
+            settings = settings.replace(chroma_url=url)
     except ValidationError as exc:
         raise CliError(str(exc)) from exc
     return settings
