@@ -522,6 +522,11 @@ class Settings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    records_url: str | None = None
+    """A ``postgresql://`` URL: the records (and every other piece of state) live in that
+    database, shared by every agentmem node opened on it; the data dir then holds only the
+    node's keyword index and local state (``AGENTMEM_RECORDS_URL``, ``--records-url``).
+    None: the records are a SQLite file in the data dir."""
     chroma_url: str | None = None
     """A Chroma server holding the vectors (``AGENTMEM_CHROMA_URL``, ``--chroma-url``), e.g.
     ``http://chroma:8000?database=NAME`` (see :class:`ChromaAddress`); the data dir then holds
@@ -542,6 +547,7 @@ class Settings:
         """
         env = _environ(environ)
         return cls(
+            records_url=_raw(env, "AGENTMEM_RECORDS_URL") or None,
             memory=MemoryConfig.from_env(env),
             tiers=TierConfig.from_env(env),
             judge=JudgeConfig.from_env(env),

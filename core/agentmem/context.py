@@ -17,21 +17,31 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 from .config import ChromaAddress, Settings
 from .embeddings import Embedder, default_embedder
-from .errors import StorageError
+from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
 from .recall.engine import RecallEngine
 from .rerank import HttpReranker, Reranker
 from .storage import fingerprint
 from .storage.access import AccessTracker
-from .storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, DataDirLock, set_aside
+from .storage.datadir import (
+    KEYWORDS_DIR,
+    NODE_FILE,
+    RECORDS_FILE,
+    VECTORS_DIR,
+    DataDirLock,
+    set_aside,
+)
 from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
+from .storage.postgres import redact
 from .storage.records import RecordStore
 from .storage.vector_index import VectorIndex
 from .write.indexer import Indexer
@@ -99,6 +109,8 @@ class StoreContext:
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
         self.engine.access = None if self.read_only else self.access
         cfg = settings.memory
+        if records.shared and not self.read_only:
+            records.on_change(self._wake_indexer)
         self.indexer = Indexer(
             records,
             keywords,
@@ -110,6 +122,12 @@ class StoreContext:
             vector_context=cfg.vector_context,
             before_first_vectors=None if embedder_recorded else self._record_first_embedder,
         )
+
+    def _wake_indexer(self) -> None:
+        # the listener may hear a change before __init__ has built the indexer
+        indexer = getattr(self, "indexer", None)
+        if indexer is not None and indexer.running:
+            indexer.notify()
 
     @property
     def llm(self) -> LLM:
@@ -193,12 +211,18 @@ def open_store(
     emb = embedder or default_embedder()
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
+    url = records_url(settings)
     lock = DataDirLock(home)
     recovered: list[str] = []
     records: RecordStore | None = None
     vectors: VectorIndex | None = None
     try:
-        records = RecordStore(home / RECORDS_FILE, durable=settings.memory.durable_writes)
+        records = RecordStore(
+            home / RECORDS_FILE,
+            durable=settings.memory.durable_writes,
+            url=url,
+            node_id=None if url is None else node_id(home),
+        )
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
         index = vectors
 
@@ -241,9 +265,16 @@ def _open_read_only(
     llm: LLM | None,
     chroma_client: Any,
 ) -> StoreContext:
-    if not (home / RECORDS_FILE).is_file() or not (home / KEYWORDS_DIR).is_dir():
+    url = records_url(settings)
+    has_records = url is not None or (home / RECORDS_FILE).is_file()
+    if not has_records or not (home / KEYWORDS_DIR).is_dir():
         raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
-    records = RecordStore(home / RECORDS_FILE, read_only=True)
+    records = RecordStore(
+        home / RECORDS_FILE,
+        read_only=True,
+        url=url,
+        node_id=None if url is None else node_id(home, create=False),
+    )
     try:
         recorded = fingerprint.read(records)
         current = EmbedderFingerprint.of(embedder, origin="reindex")
@@ -306,3 +337,36 @@ def _drop_vectors(vectors: VectorIndex) -> list[str]:
     for name in names:
         vectors.drop(name)
     return notes
+
+
+def records_url(settings: Settings) -> str | None:
+    """The Postgres URL of the records, checked, or None (SQLite in the data dir).
+
+    Raises:
+        ValidationError: the URL is not a ``postgresql://`` URL.
+    """
+    url = settings.records_url
+    if url is None:
+        return None
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValidationError("records_url", f"must be a postgresql:// URL, got {redact(url)!r}")
+    return url
+
+
+def node_id(home: Path, *, create: bool = True) -> str:
+    """This node's name in the shared records' index progress, kept in ``home/NODE_ID``.
+
+    The name stands for this home's keyword index: a home whose keyword index is missing
+    (new, or deleted) gets a new name, so its index is built again from the change
+    sequence's start instead of from a position an index that is gone had reached.
+    """
+    path = home / NODE_FILE
+    if path.is_file() and (home / KEYWORDS_DIR).is_dir():
+        return path.read_text().strip()
+    name = f"{socket.gethostname()}-{uuid.uuid4().hex[:12]}"
+    if create:
+        try:
+            path.write_text(name)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}", path=str(path)) from exc
+    return name

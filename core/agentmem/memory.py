@@ -151,6 +151,11 @@ class AgentMemory:
             ``chromadb.HttpClient(...)``: the vectors then live on that server, nothing of
             them in ``path``. Without one, ``settings.chroma_url`` (``AGENTMEM_CHROMA_URL``)
             names a Chroma server to reach; without either, Chroma is embedded in ``path``.
+        records_url: A ``postgresql://`` URL: the records, and every other piece of state,
+            live in that database, shared by every agentmem node opened on it (each on its
+            own ``path``, which then holds only that node's keyword index and local state).
+            Default ``settings.records_url`` (``AGENTMEM_RECORDS_URL``); None there too means
+            a SQLite file in ``path``.
         config: Recall, indexing and durability settings (shortcut for ``settings.memory``).
         background: Index in background threads (default). With False, indexing happens in
             :meth:`flush`.
@@ -191,9 +196,12 @@ class AgentMemory:
         allow_embedder_change: bool = False,
         settings: Settings | None = None,
         read_only: bool = False,
+        records_url: str | None = None,
     ) -> None:
         home = Path(path).expanduser() if path is not None else default_home()
-        resolved = (settings or Settings.from_env()).replace(memory=config, tiers=tier_config)
+        resolved = (settings or Settings.from_env()).replace(
+            memory=config, tiers=tier_config, records_url=records_url
+        )
 
         def opener() -> StoreContext:
             ctx = open_store(

@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--home", help="data dir (default: $AGENTMEM_HOME or a per-user dir)")
     parser.add_argument(
+        "--records-url",
+        default=None,
+        metavar="URL",
+        help="postgresql:// URL of the shared records store; --home then holds only this "
+        "node's keyword index and local state ($AGENTMEM_RECORDS_URL)",
+    )
+    parser.add_argument(
         "--tenant", default=None, help="tenant id (default: $AGENTMEM_TENANT or 'default')"
     )
     parser.add_argument("--user", default=None, help="user id ($AGENTMEM_USER)")

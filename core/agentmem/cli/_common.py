@@ -162,7 +162,8 @@ def add_storage_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    """The settings of a command: the environment, with the global storage flags on top.
+    """The settings of a command: the environment, with the global storage flags
+    (``--records-url``, ``--chroma-url``) on top.
 
     Raises:
         CliError: a malformed ``--chroma-url`` (or ``$AGENTMEM_CHROMA_URL``).
@@ -170,8 +171,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     try:
         settings = Settings.from_env()
         url = getattr(args, "chroma_url", None)
-        if url:
-            settings = settings.replace(chroma_url=url)
+        settings = settings.replace(chroma_url=url or None, records_url=records_url_of(args))
     except ValidationError as exc:
         raise CliError(str(exc)) from exc
     return settings
@@ -181,6 +181,13 @@ def home_of(args: argparse.Namespace) -> Path | None:
     """The ``--home`` dir, or None for ``$AGENTMEM_HOME`` / the per-user default."""
     home = getattr(args, "home", None)
     return Path(home).expanduser() if home else None
+
+
+def records_url_of(args: argparse.Namespace) -> str | None:
+    """The ``--records-url`` flag, or None (then ``$AGENTMEM_RECORDS_URL``, read with the
+    other settings, decides)."""
+    url = getattr(args, "records_url", None)
+    return str(url) if url else None
 
 
 @functools.cache

@@ -22,11 +22,12 @@ from typing import Any
 
 from rich.table import Table
 
-from ..config import default_home
+from ..config import Settings, default_home
+from ..context import records_url
 from ..server.keys import ApiKey, create_key, list_keys, revoke_key
 from ..storage.datadir import RECORDS_FILE
 from ..storage.records import RecordStore
-from ._common import EXIT_OK, Output, command, home_of, markup
+from ._common import EXIT_OK, Output, command, home_of, markup, records_url_of
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,7 +69,8 @@ def open_records(args: argparse.Namespace) -> Iterator[RecordStore]:
     """The records store of ``--home`` alone (no lock, no indexes), closed afterwards."""
     home = home_of(args) or default_home()
     home.mkdir(parents=True, exist_ok=True)
-    records = RecordStore(home / RECORDS_FILE)
+    url = records_url(Settings.from_env().replace(records_url=records_url_of(args)))
+    records = RecordStore(home / RECORDS_FILE, url=url)
     try:
         yield records
     finally:

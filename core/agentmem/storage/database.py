@@ -119,8 +119,11 @@ class Database:
         return self._closed
 
     @contextmanager
-    def write(self) -> Iterator[Transaction]:
-        """A write transaction; it commits on exit and rolls back on any exception."""
+    def write(self, *, serial: bool = True) -> Iterator[Transaction]:
+        """A write transaction; it commits on exit and rolls back on any exception.
+
+        Every SQLite write is serial (one writer); ``serial`` matters only on Postgres.
+        """
         if self._closed:
             raise StorageError("records store is closed", path=str(self.path))
         if self._writer is None:

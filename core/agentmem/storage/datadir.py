@@ -3,7 +3,9 @@
 Layout of a data dir::
 
     LOCK               held (flock) by the process that writes to the dir
-    records.sqlite3    the records store (system of record)
+    records.sqlite3    the records store (system of record; absent with a Postgres records URL)
+    NODE_ID            with a Postgres records URL: this node's name in the shared index
+                       progress (stands for the keyword index beside it)
     keywords/          Tantivy index (derived)
     chroma/            embedded Chroma store (derived; absent with a Chroma server)
     keywords.broken-*  an unreadable index set aside at open (kept for inspection)
@@ -23,6 +25,7 @@ from ..errors import DataDirLockedError, StorageError
 log = logging.getLogger("agentmem.storage")
 
 RECORDS_FILE = "records.sqlite3"
+NODE_FILE = "NODE_ID"
 KEYWORDS_DIR = "keywords"
 VECTORS_DIR = "chroma"
 

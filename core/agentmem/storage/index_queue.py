@@ -5,12 +5,21 @@ and ``vec_pending`` (:data:`~agentmem.storage.rows.VEC_PENDING`: its vector must
 removed; ``VEC_FAILED``: embedding failed after retries; ``VEC_SKIP``: never embedded). A
 write sets them in its own transaction; the indexer clears them after the index write, so a
 crash at any point only means the work is done again.
+
+On Postgres, where several nodes share the records and each keeps its own keyword index, the
+keyword state is per node instead: a write's ``kw_pending = 1`` becomes the row's next
+number in the change sequence (``change_seq``, see the Postgres schema), and each node
+records how far along that sequence its keyword index is (``index_progress``, one row per
+node). The vector index is shared, so ``vec_pending`` stays per row; a node takes rows to
+embed by claiming them (``FOR UPDATE SKIP LOCKED`` and a lease), so each row is embedded once
+cluster-wide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import StorageError
 from .database import Database, chunks, marks
 from .rows import (
     COLUMNS,
@@ -21,18 +30,63 @@ from .rows import (
     VEC_SYNCED,
     VECTOR_LIVE,
     Row,
+    iso,
+    now_utc,
     row_to_item,
 )
 
+#: Seconds a node holds the rows it claimed to embed; a node that dies holding them delays
+#: their embedding by at most this long (another node then claims them).
+CLAIM_SECONDS = 60
+
 
 class IndexQueue:
-    """The pending flags of the ``memories`` table (``records.index``)."""
+    """The pending flags of the ``memories`` table (``records.index``).
 
-    def __init__(self, db: Database) -> None:
+    Args:
+        db: The records database.
+        node_id: This node's name in ``index_progress`` (Postgres only; a node's keyword
+            progress belongs to its keyword index, so a new home gets a new name). None
+            (a command that keeps no index, e.g. ``agentmem keys``): position 0, not saved.
+    """
+
+    def __init__(self, db: Database, node_id: str | None = None) -> None:
         self._db = db
+        self.node_id = node_id
+        #: True when keyword progress is this node's position in the change sequence.
+        self.follows_changes = db.dialect == "postgres"
+        self._cursor = 0
+        self._read_through = 0
+        if self.follows_changes and node_id is not None:
+            rows = db.read("SELECT keyword_seq FROM index_progress WHERE node_id = ?", (node_id,))
+            self._cursor = int(rows[0][0]) if rows else 0
+
+    @property
+    def keyword_position(self) -> int:
+        """How far along the change sequence this node's keyword index is (Postgres)."""
+        return self._cursor
+
+    def _kw_stale(self) -> str:
+        """The condition of a row whose keyword entry this node has still to update."""
+        if self.follows_changes:
+            return f"change_seq > {int(self._cursor)}"
+        return "kw_pending = 1"
 
     def pending_keyword(self, limit: int) -> list[tuple[int, Row, bool]]:
-        """Rows whose keyword-index state is stale: (seq, row, live), oldest first."""
+        """Rows whose keyword-index state is stale: (seq, row, live), oldest first.
+
+        On Postgres these follow the change sequence after this node's position; call
+        :meth:`keyword_read_done` once they are in the keyword index.
+        """
+        if self.follows_changes:
+            found = self._db.read(
+                f"SELECT seq, {COLUMNS}, ({LIVE}), change_seq FROM memories "
+                f"WHERE change_seq > ? ORDER BY change_seq LIMIT ?",
+                (self._cursor, limit),
+            )
+            if found:
+                self._read_through = max(int(r[-1]) for r in found)
+            return [(r[0], row_to_item(r[1:-2]), bool(r[-2])) for r in found]
         rows = self._db.read(
             f"SELECT seq, {COLUMNS}, ({LIVE}) FROM memories WHERE kw_pending = 1 "
             f"ORDER BY seq LIMIT ?",
@@ -40,11 +94,52 @@ class IndexQueue:
         )
         return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
 
+    def keyword_read_done(self) -> None:
+        """The rows :meth:`pending_keyword` returned last are in this node's keyword index:
+        move its position in the change sequence past them (Postgres; no-op on SQLite).
+
+        Every write takes one lock and numbers its changes inside it, so the numbers commit
+        in order: no change with a lower number can appear after these were read.
+        """
+        if not self.follows_changes or self._read_through <= self._cursor:
+            return
+        self._set_position(self._read_through)
+
+    def _set_position(self, position: int) -> None:
+        if self.node_id is None:
+            raise StorageError("this records store was opened without a node id")
+        with self._db.write(serial=False) as tx:
+            tx.execute(
+                "INSERT INTO index_progress (node_id, keyword_seq, updated_at) VALUES (?,?,?) "
+                "ON CONFLICT (node_id) DO UPDATE SET keyword_seq = excluded.keyword_seq, "
+                "updated_at = excluded.updated_at",
+                (self.node_id, position, iso(now_utc())),
+            )
+        self._cursor = self._read_through = position
+
     def pending_vector(
         self, limit: int, *, retry_failed: bool = False
     ) -> list[tuple[int, Row, bool]]:
-        """Rows whose vector state is stale: (seq, row, belongs in the vector index)."""
+        """Rows whose vector state is stale: (seq, row, belongs in the vector index).
+
+        On Postgres the rows are claimed for this node (the others skip them until the
+        claim is cleared by :meth:`mark_vector_done` or its lease runs out).
+        """
         state = "" if retry_failed else f" AND vec_pending = {VEC_PENDING}"
+        if self.follows_changes:
+            with self._db.write(serial=False) as tx:
+                claimed = tx.execute(
+                    f"UPDATE memories SET vec_claim_node = ?, "
+                    f"vec_claim_until = now() + interval '{CLAIM_SECONDS} seconds' "
+                    f"WHERE seq IN (SELECT seq FROM memories "
+                    f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
+                    f"AND (vec_claim_until IS NULL OR vec_claim_until < now()) "
+                    f"ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED) "
+                    f"RETURNING seq, {COLUMNS}, ({VECTOR_LIVE})",
+                    (self.node_id, limit),
+                ).fetchall()
+            claimed.sort(key=lambda r: int(r[0]))
+            return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in claimed]
         rows = self._db.read(
             f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY memories_vec_todo "
             f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
@@ -77,8 +172,8 @@ class IndexQueue:
                 found[r[0]] = (r[0], row_to_item(r[1:-1]), False, True)
         for r in self._db.read(
             f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
-            f"AND ({VECTOR_LIVE}) FROM memories INDEXED BY memories_kw_pending "
-            f"WHERE kw_pending = 1 AND {where} ORDER BY seq DESC LIMIT ?",
+            f"AND ({VECTOR_LIVE}) FROM memories{self._kw_hint()} "
+            f"WHERE {self._kw_stale()} AND {where} ORDER BY seq DESC LIMIT ?",
             (*params, limit),
         ):
             found[r[0]] = (r[0], row_to_item(r[1:-1]), True, bool(r[-1]))
@@ -90,7 +185,7 @@ class IndexQueue:
         out: list[tuple[int, Row, bool, bool, bool, bool]] = []
         for chunk in chunks(ids):
             for r in self._db.read(
-                f"SELECT seq, {COLUMNS}, ({LIVE}), kw_pending, "
+                f"SELECT seq, {COLUMNS}, ({LIVE}), {self._kw_stale()}, "
                 f"vec_pending IN ({VEC_PENDING}, {VEC_FAILED}), ({VECTOR_LIVE}) FROM memories "
                 f"WHERE id IN ({marks(len(chunk))})",
                 chunk,
@@ -143,7 +238,7 @@ class IndexQueue:
             tx.executemany(
                 f"UPDATE memories SET kw_pending = 0, keyword_indexed = ? "
                 f"WHERE seq = ? AND ({LIVE}) = ?",
-                [(int(indexed), seq, int(indexed)) for seq, indexed in done],
+                [(int(indexed), seq, bool(indexed)) for seq, indexed in done],
             )
 
     def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
@@ -156,27 +251,32 @@ class IndexQueue:
         with self._db.write() as tx:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
-                f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
-                [(int(embedded), seq, int(embedded)) for seq, embedded in done],
+                f"embed_error = NULL{self._unclaim()} WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
+                [(int(embedded), seq, bool(embedded)) for seq, embedded in done],
             )
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE seq = ? "
                 f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
-                [(seq, int(embedded)) for seq, embedded in done if embedded],
+                [(seq, bool(embedded)) for seq, embedded in done if embedded],
             )
 
     def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:
         with self._db.write() as tx:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_FAILED}, embedded = 0, "
-                f"embed_attempts = embed_attempts + 1, embed_error = ? WHERE seq = ?",
+                f"embed_attempts = embed_attempts + 1, embed_error = ?{self._unclaim()} "
+                f"WHERE seq = ?",
                 [(error[:500], seq) for seq in seqs],
             )
 
     def mark_all_pending(self) -> None:
-        """Flag every row for both indexes (``reindex``)."""
+        """Flag every row for both indexes (``reindex``); on Postgres this node's keyword
+        index starts the change sequence again (the other nodes' are not touched)."""
+        if self.follows_changes:
+            self._set_position(0)
         with self._db.write() as tx:
-            tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
+            if not self.follows_changes:
+                tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
             tx.execute(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
                 f"WHERE vec_pending != {VEC_SKIP}"
@@ -184,6 +284,9 @@ class IndexQueue:
 
     def mark_keywords_pending(self) -> None:
         """Flag every row for the keyword index (a rebuilt keyword index)."""
+        if self.follows_changes:
+            self._set_position(0)
+            return
         with self._db.write() as tx:
             tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
 
@@ -197,7 +300,7 @@ class IndexQueue:
 
     def pending_counts(self) -> tuple[int, int, int]:
         """(keyword pending, vector pending, vector failed)."""
-        kw = int(self._db.read("SELECT COUNT(*) FROM memories WHERE kw_pending = 1")[0][0])
+        kw = int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}")[0][0])
         rows = self._db.read(
             f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
             f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) GROUP BY vec_pending"
@@ -220,11 +323,12 @@ class IndexQueue:
     def state(self) -> list[tuple[str, str, str, int, int, int, int, int]]:
         """(id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded,
         belongs in the vector index) of every live row (``agentmem doctor``)."""
+        indexed = f"NOT ({self._kw_stale()})" if self.follows_changes else "keyword_indexed"
         return [
             tuple(r)
             for r in self._db.read(
-                f"SELECT id, tenant_id, partition, kw_pending, keyword_indexed, vec_pending, "
-                f"embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
+                f"SELECT id, tenant_id, partition, {self._kw_stale()}, {indexed}, "
+                f"vec_pending, embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
             )
         ]
 
@@ -232,7 +336,9 @@ class IndexQueue:
         """Retired rows whose keyword entry is still to be removed."""
         return {
             r[0]
-            for r in self._db.read(f"SELECT id FROM memories WHERE kw_pending = 1 AND NOT ({LIVE})")
+            for r in self._db.read(
+                f"SELECT id FROM memories WHERE {self._kw_stale()} AND NOT ({LIVE})"
+            )
         }
 
     def queued_vector_ids(self) -> set[str]:
@@ -253,3 +359,10 @@ class IndexQueue:
                 (limit,),
             )
         ]
+
+    def _kw_hint(self) -> str:
+        return "" if self.follows_changes else " INDEXED BY memories_kw_pending"
+
+    def _unclaim(self) -> str:
+        """Clears a row's embedding claim (Postgres; SQLite has one embedding process)."""
+        return ", vec_claim_node = NULL, vec_claim_until = NULL" if self.follows_changes else ""

@@ -16,7 +16,7 @@ Feature code calls these named operations and never writes SQL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from .erasure import ErasureStore
 from .index_queue import IndexQueue
 from .keys import ApiKeyTable
 from .meta import IngestLog, MetaTable
+from .postgres import PostgresDatabase
 from .rows import (
     BRIEF_COLUMNS,
     COLUMNS,
@@ -44,7 +45,7 @@ from .rows import (
     row_to_item,
     vectorized,
 )
-from .schema import MIGRATIONS
+from .schema import MIGRATIONS, POSTGRES_MIGRATIONS
 from .sessions import SessionTable, WorkingStateTable
 from .sources import SourceLinks, link, unlink
 
@@ -92,14 +93,19 @@ def _audit(
 
 
 class RecordStore:
-    """The records store of one data dir (SQLite, WAL, versioned migrations).
+    """The records store of one data dir (SQLite, WAL), or of a cluster (PostgreSQL), with
+    versioned migrations.
 
     Args:
-        path: The SQLite file.
+        path: The SQLite file (unused with ``url``).
         durable: ``synchronous=FULL`` instead of ``NORMAL`` (see
-            :attr:`~agentmem.config.MemoryConfig.durable_writes`).
-        read_only: Open for reading only (no migration, no writer connection), e.g. for
+            :attr:`~agentmem.config.MemoryConfig.durable_writes`); a Postgres commit is
+            durable as the server is configured.
+        read_only: Open for reading only (no migration, no writes), e.g. for
             ``agentmem stats`` beside a running process.
+        url: A ``postgresql://`` URL: the records live in that database, shared by every
+            node opened on it.
+        node_id: This node's name in the Postgres store's index progress.
 
     Example:
         >>> store = RecordStore(tmp_path / "records.sqlite3")  # doctest: +SKIP
@@ -107,11 +113,26 @@ class RecordStore:
         [('3f2a...', True)]
     """
 
-    def __init__(self, path: Path, *, durable: bool = False, read_only: bool = False) -> None:
-        self.path = path
-        self.db = Database(path, durable=durable, read_only=read_only)
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durable: bool = False,
+        read_only: bool = False,
+        url: str | None = None,
+        node_id: str | None = None,
+    ) -> None:
+        self.db: Database
+        if url is not None:
+            self.db = PostgresDatabase(url, read_only=read_only)
+            migrations = POSTGRES_MIGRATIONS
+        else:
+            self.db = Database(path, durable=durable, read_only=read_only)
+            migrations = MIGRATIONS
+        self.path = self.db.path
         try:
-            self.db.migrate(MIGRATIONS)
+            self.db.migrate(migrations)
+            self.index = IndexQueue(self.db, node_id)
         except BaseException:
             self.db.close()
             raise
@@ -120,7 +141,6 @@ class RecordStore:
         self.agent_state = AgentStateTable(self.db)
         self.meta = MetaTable(self.db)
         self.ingest_log = IngestLog(self.db)
-        self.index = IndexQueue(self.db)
         self.api_keys = ApiKeyTable(self.db)
         self.activity = ActivityLog(self.db)
         self.sources = SourceLinks(self.db)
@@ -149,6 +169,17 @@ class RecordStore:
 
     def close(self) -> None:
         self.db.close()
+
+    @property
+    def shared(self) -> bool:
+        """True when other nodes may write to these records too (Postgres)."""
+        return isinstance(self.db, PostgresDatabase)
+
+    def on_change(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` when another node changes indexed rows (Postgres ``LISTEN``; on
+        SQLite this process is the only writer, so there is nothing to hear)."""
+        if isinstance(self.db, PostgresDatabase):
+            self.db.listen(wake)
 
     # -- inserts and deletes -----------------------------------------------------------------
     def insert(self, records: Iterable[NewRecord]) -> list[tuple[str, bool]]:
@@ -482,9 +513,17 @@ class RecordStore:
         extracted (its ``source_message_ids``)."""
         if not message_ids:
             return set()
+        if self.db.dialect == "postgres":
+            each = (
+                "jsonb_array_elements_text(CASE WHEN jsonb_typeof(mem.metadata::jsonb "
+                "-> 'source_message_ids') = 'array' THEN mem.metadata::jsonb "
+                "-> 'source_message_ids' ELSE '[]'::jsonb END) AS s(value)"
+            )
+        else:
+            each = "json_each(mem.metadata, '$.source_message_ids') AS s"
         rows = self.db.read(
-            "SELECT s.value, MAX(mem.superseded_by IS NOT NULL) FROM memories AS mem, "
-            "json_each(mem.metadata, '$.source_message_ids') AS s "
+            "SELECT s.value, MAX(CASE WHEN mem.superseded_by IS NOT NULL THEN 1 ELSE 0 END) "
+            f"FROM memories AS mem, {each} "
             f"WHERE mem.tenant_id = ? AND mem.kind = 'memory' AND s.value IN "
             f"({marks(len(message_ids))}) AND mem.deleted_at IS NULL AND "
             "mem.anonymized_at IS NULL GROUP BY s.value",

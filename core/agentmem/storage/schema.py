@@ -203,3 +203,61 @@ MIGRATIONS: list[str] = [
     );
     """,
 ]
+
+
+def _postgres(sql: str) -> str:
+    """A shared migration in PostgreSQL's types: 64-bit keys and counters, double floats."""
+    return (
+        sql.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY")
+        .replace("INTEGER", "BIGINT")
+        .replace("REAL", "DOUBLE PRECISION")
+    )
+
+
+def _without_backfill(sql: str) -> str:
+    """Migration 7 without its backfill from SQLite's JSON functions: a Postgres records
+    store starts at this schema (Postgres support came later), so it has nothing to fill."""
+    start = sql.index("INSERT INTO memory_sources")
+    end = sql.index("CREATE TABLE erasures")
+    return sql[:start] + sql[end:]
+
+
+#: The Postgres schema: the shared migrations in Postgres types, then what only a shared,
+#: multi-node records store needs.
+POSTGRES_MIGRATIONS: list[str] = [
+    *(_postgres(m) for m in MIGRATIONS[:6]),
+    _postgres(_without_backfill(MIGRATIONS[6])),
+    # 8: the change sequence and the embedding claims. Every node follows ``change_seq``
+    # into its own keyword index (its progress in ``index_progress``); a write asks for a
+    # keyword update by setting ``kw_pending = 1``, which this trigger turns into the next
+    # change number (the flag itself stays 0: keyword progress is per node, not per row)
+    # and a notification. ``vec_claim_*`` lease a row to the one node embedding it.
+    """
+    ALTER TABLE memories ADD COLUMN change_seq BIGINT;
+    ALTER TABLE memories ADD COLUMN vec_claim_node TEXT;
+    ALTER TABLE memories ADD COLUMN vec_claim_until TIMESTAMPTZ;
+    CREATE SEQUENCE memories_change_seq;
+    UPDATE memories SET change_seq = nextval('memories_change_seq'), kw_pending = 0;
+    CREATE INDEX memories_change ON memories (change_seq);
+    CREATE INDEX memories_change_partition ON memories (tenant_id, partition, change_seq);
+    CREATE TABLE index_progress (
+        node_id TEXT PRIMARY KEY,
+        keyword_seq BIGINT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE FUNCTION agentmem_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' OR NEW.kw_pending = 1 THEN
+            NEW.change_seq := nextval('memories_change_seq');
+            NEW.kw_pending := 0;
+            PERFORM pg_notify('agentmem_changes', '');
+        ELSIF NEW.vec_pending = 1 AND OLD.vec_pending != 1 THEN
+            PERFORM pg_notify('agentmem_changes', '');
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER memories_changed BEFORE INSERT OR UPDATE ON memories
+        FOR EACH ROW EXECUTE FUNCTION agentmem_memory_changed();
+    """,
+]

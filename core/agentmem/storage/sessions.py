@@ -262,9 +262,14 @@ class WorkingStateTable:
         )
         key = (tenant_id, partition, session_id, *MESSAGE_KINDS)
         held_sql = ",".join(str(int(s)) for s in held) or "-1"
+        pinned = (
+            "(metadata::jsonb -> 'pinned') IN ('true'::jsonb, '1'::jsonb)"
+            if self._db.dialect == "postgres"
+            else "json_extract(metadata, '$.pinned') = 1"
+        )
         rows = self._db.read(
             f"SELECT seq, {COLUMNS} {base} AND (seq > ? OR seq IN ({held_sql}) "
-            f"OR role = 'system' OR json_extract(metadata, '$.pinned') = 1) ORDER BY seq",
+            f"OR role = 'system' OR {pinned}) ORDER BY seq",
             (*key, boundary),
         )
         latest = self._db.read(f"SELECT MAX(seq) {base} AND role = 'user'", key)

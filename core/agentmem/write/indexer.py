@@ -258,6 +258,7 @@ class Indexer:
             if not pending:
                 return did
             self._apply_keyword(pending)
+            self.records.index.keyword_read_done()
             did = True
             if len(pending) < KEYWORD_BATCH:
                 return did

@@ -1,0 +1,284 @@
+"""The records store on PostgreSQL: the same surface as :class:`~.database.Database`.
+
+Several agentmem nodes share one Postgres database. Each node keeps its own derived keyword
+index; the records, and everything else that is state, live here.
+
+- Statements are the shared SQL of the table modules, translated once per text by
+  :func:`to_postgres` (``?`` placeholders, SQLite's index hints and ``IS ?``).
+- Parameters are bound on the client (``ClientCursor``), so an untyped ``NULL`` or a Python
+  ``bool`` behaves as the same literal would in SQLite.
+- Every write transaction first takes one cluster-wide advisory lock. That keeps the
+  read-then-write steps of the table modules (supersession, close order, dedup) exactly as
+  serial as SQLite's single writer, and it makes the change sequence (``change_seq``,
+  assigned by a trigger inside the transaction) grow in commit order, so a node that has
+  read up to number N has seen every change numbered N or less.
+- Only the claim of rows to embed runs without that lock: it uses ``FOR UPDATE SKIP LOCKED``
+  so nodes embedding at the same time take disjoint rows.
+- ``NOTIFY agentmem_changes`` (sent by the trigger, once per transaction) wakes the other
+  nodes' indexers; they also poll, so a lost notification only delays them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import StorageError
+from .database import Database, Transaction, _too_new
+
+log = logging.getLogger("agentmem.storage")
+
+#: Advisory lock keys: every write transaction, and migrations at open.
+WRITE_LOCK = 0x61676D01
+MIGRATE_LOCK = 0x61676D02
+#: The channel the change trigger notifies.
+CHANNEL = "agentmem_changes"
+
+_INDEXED_BY = re.compile(r"\s+INDEXED BY \w+")
+_UNARY_PLUS = re.compile(r"(?<=[\s(])\+(?=[a-z_])")
+_IS_NOT_PARAM = re.compile(r"\bIS NOT \?")
+_IS_PARAM = re.compile(r"\bIS \?")
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%")
+
+
+@lru_cache(maxsize=1024)
+def to_postgres(sql: str) -> str:
+    """The SQLite-flavoured statement ``sql`` as psycopg expects it.
+
+    SQLite's planner hints (``INDEXED BY``, a unary ``+`` that keeps a column off an index)
+    are dropped; ``IS ?`` becomes ``IS NOT DISTINCT FROM``; ``?`` becomes ``%s`` and a
+    literal ``%`` is doubled (in quoted strings too: psycopg reads the whole text).
+    """
+    sql = _INDEXED_BY.sub("", sql)
+    sql = _UNARY_PLUS.sub("", sql)
+    sql = _IS_NOT_PARAM.sub("IS DISTINCT FROM ?", sql)
+    sql = _IS_PARAM.sub("IS NOT DISTINCT FROM ?", sql)
+
+    def token(m: re.Match[str]) -> str:
+        text = m.group(0)
+        if text == "?":
+            return "%s"
+        return text.replace("%", "%%")
+
+    return _TOKENS.sub(token, sql)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:  # pragma: no cover - the postgres extra is a dependency of all
+        raise StorageError(
+            "records_url needs psycopg 3 and psycopg-pool: pip install 'agentmem[postgres]'"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class _Tx:
+    """A write transaction on one pooled connection (the :class:`Transaction` protocol)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Any = (), /) -> Any:
+        cur = self._conn.cursor()
+        cur.execute(to_postgres(sql), tuple(params))
+        return cur
+
+    def executemany(self, sql: str, params: Any, /) -> Any:
+        cur = self._conn.cursor()
+        cur.executemany(to_postgres(sql), [tuple(p) for p in params])
+        return cur
+
+
+class PostgresDatabase(Database):
+    """A PostgreSQL database (``postgresql://...``) with versioned migrations.
+
+    Same surface as the SQLite :class:`~.database.Database` (``write``, ``read``,
+    ``migrate``, ``reclaim``, ``close``); :attr:`dialect` is ``"postgres"``.
+
+    Args:
+        url: A libpq connection URL.
+        read_only: Writes raise StorageError (the server refuses them too).
+        pool_size: Most connections this process opens.
+
+    Example:
+        >>> db = PostgresDatabase("postgresql://agentmem@db/agentmem")  # doctest: +SKIP
+        >>> db.read("SELECT COUNT(*) FROM memories")  # doctest: +SKIP
+        [(0,)]
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 16) -> None:
+        psycopg, psycopg_pool = _driver()
+        self._psycopg = psycopg
+        self.url = url
+        #: For messages; a Postgres store has no file.
+        self.path = Path(redact(url))
+        self.read_only = read_only
+        self._write_lock = threading.RLock()
+        self._closed = False
+        self._listeners: list[threading.Thread] = []
+        self._stop = threading.Event()
+        options = "-c default_transaction_read_only=on" if read_only else None
+        kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor}
+        if options:
+            kwargs["options"] = options
+        try:
+            self._pool = psycopg_pool.ConnectionPool(
+                url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False, timeout=30.0
+            )
+            self._pool.open(wait=True, timeout=30.0)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StorageError(
+                f"cannot open records store at {redact(url)}: {exc}", path=redact(url)
+            ) from exc
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StorageError("records store is closed", path=str(self.path))
+
+    @contextmanager
+    def write(self, *, serial: bool = True) -> Iterator[Transaction]:
+        """A write transaction; commits on exit, rolls back on any exception.
+
+        ``serial=False`` skips the cluster-wide write lock (only for statements that change
+        no indexed state, such as claiming rows to embed).
+        """
+        self._check()
+        if self.read_only:
+            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+        psycopg = self._psycopg
+        with self._write_lock:
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    if serial:
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    yield _Tx(conn)
+            except psycopg.Error as exc:
+                raise StorageError(f"records store write failed: {exc}") from exc
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """All rows of a query (its own snapshot)."""
+        self._check()
+        try:
+            with self._pool.connection() as conn:
+                return list(conn.execute(to_postgres(sql), tuple(params)).fetchall())
+        except self._psycopg.Error as exc:
+            raise StorageError(f"records store read failed: {exc}") from exc
+
+    def migrate(self, migrations: Sequence[str]) -> None:
+        """Apply the migrations this database has not seen, each in its own transaction,
+        under an advisory lock (nodes starting together migrate once).
+
+        Raises:
+            StorageError: the database was migrated by a newer agentmem.
+        """
+        self._check()
+        try:
+            with self._pool.connection() as conn:
+                if self.read_only:
+                    version = _version(conn)
+                    if version > len(migrations):
+                        raise _too_new(self.path, version, len(migrations))
+                    return
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+                    )
+                    current = _version(conn)
+                    if current > len(migrations):
+                        raise _too_new(self.path, current, len(migrations))
+                    for version in range(current + 1, len(migrations) + 1):
+                        # one text per migration: a function body holds semicolons
+                        with conn.transaction():
+                            conn.execute(migrations[version - 1])
+                            conn.execute(
+                                "INSERT INTO schema_version (version) VALUES (%s)", (version,)
+                            )
+        except self._psycopg.Error as exc:
+            raise StorageError(
+                f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
+            ) from exc
+
+    def schema_version(self) -> int:
+        with self._pool.connection() as conn:
+            return _version(conn)
+
+    def reclaim(self, *, vacuum: bool) -> bool:
+        """With ``vacuum``, rewrite every table (``VACUUM FULL``): the old files, holding
+        deleted rows, are removed. Postgres' write-ahead log, replicas and backups keep their
+        own copies until they are recycled; that is the operator's retention, not ours."""
+        self._check()
+        if self.read_only:
+            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+        if not vacuum:
+            return True
+        try:
+            with self._write_lock, self._pool.connection() as conn:
+                conn.execute("VACUUM FULL")
+        except self._psycopg.Error as exc:
+            raise StorageError(f"records store compaction failed: {exc}") from exc
+        return True
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` whenever another transaction changed indexed rows (a daemon thread
+        on its own connection; it reconnects after an error)."""
+        thread = threading.Thread(
+            target=self._listen_loop, args=(wake,), name="agentmem-listen", daemon=True
+        )
+        self._listeners.append(thread)
+        thread.start()
+
+    def _listen_loop(self, wake: Callable[[], None]) -> None:
+        psycopg = self._psycopg
+        while not self._stop.is_set():
+            try:
+                with psycopg.Connection.connect(self.url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    wake()  # whatever changed while not listening
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            wake()
+            except psycopg.Error as exc:
+                log.warning("change notifications interrupted (%s); polling meanwhile", exc)
+                self._stop.wait(1.0)
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop.set()
+            for thread in self._listeners:
+                thread.join(2.0)
+            self._pool.close()
+
+
+def _version(conn: Any) -> int:
+    exists = conn.execute("SELECT to_regclass('schema_version')").fetchone()[0]
+    if exists is None:
+        return 0
+    return int(conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0)
