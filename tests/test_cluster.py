@@ -31,6 +31,26 @@ pytestmark = pytest.mark.slow
 VISIBLE_WITHIN = 1.0
 
 
+@pytest.fixture(scope="module")
+def _postgres() -> Iterator[Any]:
+    from _postgres_server import PostgresServer, missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def records_url(_postgres: Any) -> str:
+    """An empty schema of the module's Postgres server."""
+    return str(_postgres.new_schema())
+
+
 @pytest.fixture
 def cluster(records_url: str, chroma_url: str, tmp_path: Path) -> Iterator[tuple[list[str], Any]]:
     """(global flags of a node of this cluster, a factory of nodes on fresh homes)."""
@@ -81,19 +101,18 @@ def test_write_on_one_node_read_on_another_kill_and_catch_up(cluster, tmp_path: 
     on_b = agentmem.connect(b.url, api_key=key).bind(user_id="u1")
 
     # 1. a write accepted by A is recallable on B within a second (keyword and vector half)
+    on_b.recall("warm up the query path")  # a node's first query loads its embedder
     lags = []
     for i in range(5):
         token = _token()
         written = on_a.remember(f"Shipment {token} leaves the Rotterdam warehouse on day {i}")
         start = time.monotonic()
-        while True:
-            ids, _ = _recall_ids(on_b, token)
-            if written.id in ids:
-                break
+        while written.id not in _recall_ids(on_b, token)[0]:
             assert time.monotonic() - start < VISIBLE_WITHIN, f"{token} not on B after 1 s"
             time.sleep(0.02)
         lags.append(time.monotonic() - start)
-    print(f"A->B visibility: max {max(lags) * 1000:.0f} ms over {len(lags)} writes")
+    assert max(lags) < VISIBLE_WITHIN, lags  # found, but by a recall that ended too late
+    print("A->B visibility (ms):", [round(lag * 1000) for lag in lags])
     fact = on_a.remember("The customer's daughter plays the violin every evening")
     start = time.monotonic()
     while on_b.recall("musical instrument child").items[:1] == [] or (
@@ -138,7 +157,10 @@ def test_write_on_one_node_read_on_another_kill_and_catch_up(cluster, tmp_path: 
         assert id_ in ids
 
     # 3. a fresh node on an empty home catches up and serves correct results
-    bulk = on_b.remember_many([f"Bulk note {i} about invoice INV-{i:05d}" for i in range(300)])
+    bulk = []
+    for start in range(0, 2000, 500):
+        notes = [f"Bulk note {i} about invoice INV-{i:05d}" for i in range(start, start + 500)]
+        bulk += on_b.remember_many(notes)
     c = node("c")
     on_c = agentmem.connect(c.url, api_key=key).bind(user_id="u1")
     seen_degraded = []
@@ -151,8 +173,9 @@ def test_write_on_one_node_read_on_another_kill_and_catch_up(cluster, tmp_path: 
             break
         assert time.monotonic() < deadline, "the fresh node did not catch up in 120 s"
         time.sleep(0.1)
-    print(f"fresh node: {len(seen_degraded)} answers until caught up ({seen_degraded[:3]}...)")
+    print(f"fresh node: {sum(seen_degraded)} degraded answers, then caught up")
     for id_, token in acked[:10]:
         ids, degraded = _recall_ids(on_c, token)
         assert id_ in ids and not degraded
-    assert on_c.recall("musical instrument child").items[0].id == fact.id
+    meaning = on_c.recall("musical instrument child")
+    assert [h.id for h in meaning.items[:1]] == [fact.id], (meaning, c.output()[-3000:])
