@@ -204,12 +204,14 @@ class RecallEngine:
         query_vec = self._await_embedding(embedding, notes)
         if query_vec is not None:
             try:
-                vector_lists = [
-                    self.vectors.query(
-                        collection_name(identity.tenant_id, partition), query_vec, pool, where
-                    )
-                    for partition, _, where in searches
-                ]
+                vector_lists = self.vectors.query_many(
+                    [
+                        (collection_name(identity.tenant_id, partition), where)
+                        for partition, _, where in searches
+                    ],
+                    query_vec,
+                    pool,
+                )
             except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
                 event = {"event": "vector_query_failed", "detail": str(exc)[:200]}
                 log.warning(json.dumps(event))

@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,8 @@ class VectorIndex:
         #: When this index first opened its embedded client (segment files written since
         #: are scrubbed at close).
         self._opened_at: float | None = None
+        #: Runs the queries of one recall side by side on a Chroma server.
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def owns_client(self) -> bool:
@@ -224,6 +227,24 @@ class VectorIndex:
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def query_many(
+        self, requests: Sequence[tuple[str, dict[str, Any] | None]], embedding: np.ndarray, n: int
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`query` for several (collection, where) pairs, results in request order.
+
+        On a Chroma server each query is a network round trip, so they run side by side (a
+        recall searches up to four partitions); the embedded store answers in-process and
+        runs them one after the other.
+        """
+        if self._owns_client or len(requests) < 2:
+            return [self.query(name, embedding, n, where) for name, where in requests]
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(4, thread_name_prefix="agentmem-vector-query")
+            pool = self._pool
+        futures = [pool.submit(self.query, name, embedding, n, where) for name, where in requests]
+        return [f.result() for f in futures]
 
     def ids(self, collection: str) -> set[str]:
         col = self._collection(collection, create=False)
@@ -401,6 +422,9 @@ class VectorIndex:
         (:func:`scrub_hnsw_files`: Chroma writes them whenever it loads a collection)."""
         self._collections.clear()
         self._missing.clear()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
