@@ -7,6 +7,10 @@
   unless ``embedder=`` is given, and closes every memory it opened after the test.
 - ``chroma_server`` (session): a real ``chroma run`` on loopback; ``chroma_url`` and
   ``chroma_client`` give each test a Chroma database of its own on it.
+- ``postgres_server``: one real PostgreSQL server for the session (skipped, with the reason,
+  where the binaries are missing); ``records_url``: None (SQLite in the data dir) or, in
+  modules marked ``both_backends``, also a fresh Postgres schema, so ``make_memory`` opens
+  every memory of those tests on each backend in turn.
 - An autouse fixture that removes ``AGENTMEM_*`` variables from the environment and points
   ``AGENTMEM_HOME`` at a temporary directory, so no test depends on (or writes to) the
   developer's real configuration or data dir.
@@ -22,6 +26,7 @@ from typing import Any
 
 import pytest
 from _chroma_server import ChromaServer, chroma_executable
+from _postgres_server import PostgresServer, missing_reason
 
 from agentmem import AgentMemory
 from agentmem.config import ChromaAddress
@@ -35,6 +40,34 @@ def shared_embedder() -> CachedEmbedder:
     embedder = default_embedder()
     embedder.embed_query("warm up the model")  # load the ONNX session and tokenizer now
     return embedder
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A running PostgreSQL 15 on 127.0.0.1 for the whole session."""
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "records_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("records_url", ["sqlite", "postgres"], indirect=True)
+
+
+@pytest.fixture
+def records_url(request: pytest.FixtureRequest) -> Callable[[], str] | None:
+    """Where ``make_memory`` puts the records: None (SQLite in each data dir) or a maker of
+    new Postgres schemas (one per new data dir)."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.new_schema
 
 
 @pytest.fixture(scope="session")
@@ -54,14 +87,21 @@ MakeMemory = Callable[..., AgentMemory]
 
 
 @pytest.fixture
-def make_memory(tmp_path: Path, shared_embedder: CachedEmbedder) -> Iterator[MakeMemory]:
+def make_memory(
+    tmp_path: Path, shared_embedder: CachedEmbedder, records_url: Callable[[], str] | None
+) -> Iterator[MakeMemory]:
     """Builder: ``make_memory(path=None, **AgentMemory kwargs) -> AgentMemory``.
+
+    The records go where ``records_url`` says (each backend in turn in modules marked
+    ``both_backends``): on Postgres each new dir gets its own schema, and reopening a dir
+    opens its schema again.
 
     Each call without ``path`` gets its own new directory; pass the ``home`` of an earlier
     (closed) memory as ``path`` to reopen it. Every memory opened here is closed afterwards.
     """
     opened: list[AgentMemory] = []
     counter = 0
+    schemas: dict[Path, str] = {}
 
     def build(path: str | os.PathLike[str] | None = None, **kw: Any) -> AgentMemory:
         nonlocal counter
@@ -69,6 +109,11 @@ def make_memory(tmp_path: Path, shared_embedder: CachedEmbedder) -> Iterator[Mak
             counter += 1
             path = tmp_path / f"mem{counter}"
         kw.setdefault("embedder", shared_embedder)
+        if records_url is not None and "records_url" not in kw:
+            home = Path(path).expanduser().resolve()
+            if home not in schemas:
+                schemas[home] = records_url()
+            kw["records_url"] = schemas[home]
         mem = AgentMemory(path, **kw)
         opened.append(mem)
         return mem

@@ -32,26 +32,6 @@ pytestmark = pytest.mark.slow
 VISIBLE_WITHIN = 1.0
 
 
-@pytest.fixture(scope="module")
-def _postgres() -> Iterator[Any]:
-    from _postgres_server import PostgresServer, missing_reason
-
-    reason = missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    server = PostgresServer()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def records_url(_postgres: Any) -> str:
-    """An empty schema of the module's Postgres server."""
-    return str(_postgres.new_schema())
-
-
 @pytest.fixture
 def cluster(records_url: str, chroma_url: str, tmp_path: Path) -> Iterator[tuple[list[str], Any]]:
     """(global flags of a node of this cluster, a factory of nodes on fresh homes)."""

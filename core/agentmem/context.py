@@ -48,6 +48,9 @@ from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
 
+#: Meta key naming the one node whose embedded Chroma holds a shared store's vectors.
+EMBEDDED_VECTORS_KEY = "embedded_vectors_node"
+
 
 class KeyedLocks:
     """One lock per key, created on first use (e.g. one per session being closed)."""
@@ -217,6 +220,7 @@ def open_store(
     records: RecordStore | None = None
     vectors: VectorIndex | None = None
     try:
+        had_keywords = (home / KEYWORDS_DIR).is_dir()
         records = RecordStore(
             home / RECORDS_FILE,
             durable=settings.memory.durable_writes,
@@ -224,6 +228,10 @@ def open_store(
             node_id=None if url is None else node_id(home),
         )
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
+        if records.shared:
+            _check_vector_owner(records, embedded=vectors.owns_client)
+            if not had_keywords:  # a new (or lost) keyword index follows the changes anew
+                records.index.mark_keywords_pending()
         index = vectors
 
         def drop() -> None:
@@ -354,14 +362,10 @@ def records_url(settings: Settings) -> str | None:
 
 
 def node_id(home: Path, *, create: bool = True) -> str:
-    """This node's name in the shared records' index progress, kept in ``home/NODE_ID``.
-
-    The name stands for this home's keyword index: a home whose keyword index is missing
-    (new, or deleted) gets a new name, so its index is built again from the change
-    sequence's start instead of from a position an index that is gone had reached.
-    """
+    """This node's name in the shared records (its keyword-index progress, the owner of an
+    embedded vector store), kept in ``home/NODE_ID``."""
     path = home / NODE_FILE
-    if path.is_file() and (home / KEYWORDS_DIR).is_dir():
+    if path.is_file():
         return path.read_text().strip()
     name = f"{socket.gethostname()}-{uuid.uuid4().hex[:12]}"
     if create:
@@ -370,3 +374,27 @@ def node_id(home: Path, *, create: bool = True) -> str:
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}", path=str(path)) from exc
     return name
+
+
+def _check_vector_owner(records: RecordStore, *, embedded: bool) -> None:
+    """Refuse a second node with its own embedded Chroma over shared records.
+
+    The records say which rows are embedded, once for the whole cluster; an embedded Chroma
+    lives in one node's home, so only that node has the vectors. Nodes that share Postgres
+    share a Chroma server (``chroma_client`` or ``chroma_url``) instead.
+
+    Raises:
+        StorageError: another node keeps this store's vectors in its embedded Chroma.
+    """
+    if not embedded:
+        return
+    me = records.index.node_id or ""
+    records.meta.set(EMBEDDED_VECTORS_KEY, me, replace=False)
+    owner = records.meta.get(EMBEDDED_VECTORS_KEY)
+    if owner != me:
+        raise StorageError(
+            f"the vectors of the records store {records.location} are in the embedded Chroma of "
+            f"node {owner}; every node sharing a Postgres records store needs the same Chroma "
+            "server: pass chroma_client=chromadb.HttpClient(...) (or --chroma-url)",
+            path=records.location,
+        )

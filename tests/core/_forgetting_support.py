@@ -42,7 +42,9 @@ def keyword_terms_left(mem: AgentMemory, text: str) -> dict[str, int]:
 
 def rows_containing(mem: AgentMemory, needle: str) -> int:
     """Rows of every records table whose text holds ``needle`` (read with a separate
-    connection)."""
+    connection; on Postgres, every table of the store's schema through its pool)."""
+    if mem.records.shared:
+        return _pg_rows_containing(mem, needle)
     conn = sqlite3.connect(f"file:{mem.home / 'records.sqlite3'}?mode=ro", uri=True)
     try:
         total = 0
@@ -56,6 +58,23 @@ def rows_containing(mem: AgentMemory, needle: str) -> int:
         return int(total)
     finally:
         conn.close()
+
+
+def _pg_rows_containing(mem: AgentMemory, needle: str) -> int:
+    total = 0
+    tables = mem.records.read(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    )
+    for (table,) in tables:
+        cols = mem.records.read(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ?",
+            (table,),
+        )
+        where = " OR ".join(f"CAST({c} AS TEXT) LIKE ?" for (c,) in cols)
+        params = [f"%{needle}%"] * len(cols)
+        total += int(mem.records.read(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
+    return total
 
 
 def everything_readable(m: BoundMemory, query: str) -> list[str]:

@@ -13,8 +13,18 @@ from agentmem import AgentMemory
 Snapshot = dict[str, list[tuple[Any, ...]]]
 
 
+#: How each snapshot table is ordered on Postgres (SQLite uses its rowid).
+_ORDER = {"memories": "seq", "payloads": "key", "partitions": "collection", "audit_log": "seq"}
+
+
 def read_snapshot(mem: AgentMemory) -> Snapshot:
-    """Every stored row of every table, read through a separate read-only SQLite connection."""
+    """Every stored row of every table, read through a separate read-only SQLite connection
+    (or, on Postgres, through the store's own pool)."""
+    if mem.records.shared:
+        return {
+            table: [tuple(r) for r in mem.records.read(f"SELECT * FROM {table} ORDER BY {o}")]
+            for table, o in _ORDER.items()
+        }
     uri = f"file:{mem.home / 'records.sqlite3'}?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:
@@ -33,7 +43,10 @@ def snapshot() -> Callable[[AgentMemory], Snapshot]:
 
 
 def count_rows(mem: AgentMemory, where: str = "1=1", params: tuple[Any, ...] = ()) -> int:
-    """Rows of the ``memories`` table matching ``where``, read straight from SQLite."""
+    """Rows of the ``memories`` table matching ``where``, read straight from SQLite (or
+    through the store on Postgres)."""
+    if mem.records.shared:
+        return int(mem.records.count(where, params))
     uri = f"file:{mem.home / 'records.sqlite3'}?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:

@@ -1,5 +1,6 @@
 """The core contract against a real Chroma server (``chroma run``, the session's
-``chroma_server`` fixture), each test on a Chroma database of its own."""
+``chroma_server`` fixture), each test on a Chroma database of its own, with the records in
+SQLite and in Postgres."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 from agentmem import NotFoundError
 from agentmem.storage.vector_index import collection_name
+
+pytestmark = pytest.mark.both_backends  # SQLite or Postgres records, vectors on the server
 
 FACTS = [
     "The customer is allergic to peanuts and shellfish",

@@ -46,6 +46,7 @@ def _server_ids(client: Any, tenant: str, partition: str) -> set[str]:
     return set(client.get_collection(name).get(include=[])["ids"])
 
 
+@pytest.mark.both_backends
 def test_chroma_url_setting_drives_every_vector_operation(
     make_memory, chroma_url: str, chroma_client: Any, tmp_path: Path
 ) -> None:

@@ -17,6 +17,8 @@ from _forgetting_support import everything_readable, gettable, rows_containing
 from agentmem import AgentMemory, NotFoundError
 from agentmem.storage.keyword_index import KeywordFilter
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 CANARY = "zqxcanary7731"
 PARTITIONS = ("conv:u:u1", "chunks:conv:u:u1", "user:u1", "tenant")
@@ -210,6 +212,8 @@ def test_a_data_dir_from_before_source_links_gets_them_at_open(make_memory: Make
     import sqlite3
 
     mem = make_memory()
+    if mem.records.shared:
+        pytest.skip("a Postgres records store starts at the current schema: nothing to backfill")
     m, ingested, target = _conversation(mem)
     m.close_session(summary_timeout=10)
     mem.flush()

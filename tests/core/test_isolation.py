@@ -23,6 +23,8 @@ from agentmem import (
 )
 from agentmem.embeddings import CachedEmbedder
 
+pytestmark = pytest.mark.both_backends
+
 SCOPES = ("session", "history", "user", "agent", "tenant", "any")
 QUERIES = (
     "orchid",

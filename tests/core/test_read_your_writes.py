@@ -13,6 +13,8 @@ import pytest
 
 from agentmem import AgentMemory, MemoryConfig
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 WEATHER = "Tomorrow's forecast: heavy rain and strong wind along the coast"
 

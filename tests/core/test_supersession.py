@@ -18,6 +18,8 @@ from agentmem.derived.supersession import judge_pending
 from agentmem.errors import LLMError, NotFoundError, ValidationError
 from agentmem.llm import Answer, ChatTurn, Extracted, OfflineLLM, SummaryDelta, Verdict
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from agentmem import AgentMemory, ValidationError
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -222,7 +222,7 @@ class Database:
                 self._all_conns.clear()
 
 
-def _too_new(path: Path, version: int, known: int) -> StorageError:
+def _too_new(path: Path | str, version: int, known: int) -> StorageError:
     return StorageError(
         f"records store schema version {version} is newer than this agentmem ({known}); "
         "upgrade agentmem",

@@ -57,6 +57,7 @@ class IndexQueue:
         self.follows_changes = db.dialect == "postgres"
         self._cursor = 0
         self._read_through = 0
+        self._removed: list[str] = []
         if self.follows_changes and node_id is not None:
             rows = db.read("SELECT keyword_seq FROM index_progress WHERE node_id = ?", (node_id,))
             self._cursor = int(rows[0][0]) if rows else 0
@@ -84,15 +85,34 @@ class IndexQueue:
                 f"WHERE change_seq > ? ORDER BY change_seq LIMIT ?",
                 (self._cursor, limit),
             )
-            if found:
-                self._read_through = max(int(r[-1]) for r in found)
-            return [(r[0], row_to_item(r[1:-2]), bool(r[-2])) for r in found]
+            gone = self._db.read(
+                "SELECT change_seq, id FROM memory_deletions WHERE change_seq > ? "
+                "ORDER BY change_seq LIMIT ?",
+                (self._cursor, limit),
+            )
+            # read as far as both lists are complete: a full list may go on past its end
+            ends = [int(found[-1][-1])] if found else []
+            ends += [int(gone[-1][0])] if gone else []
+            full = [int(found[-1][-1])] if len(found) == limit else []
+            full += [int(gone[-1][0])] if len(gone) == limit else []
+            through = min(full) if full else max(ends, default=self._cursor)
+            self._read_through = through
+            self._removed = [str(r[1]) for r in gone if int(r[0]) <= through]
+            return [
+                (r[0], row_to_item(r[1:-2]), bool(r[-2])) for r in found if int(r[-1]) <= through
+            ]
         rows = self._db.read(
             f"SELECT seq, {COLUMNS}, ({LIVE}) FROM memories WHERE kw_pending = 1 "
             f"ORDER BY seq LIMIT ?",
             (limit,),
         )
         return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
+
+    def keyword_removals(self) -> list[str]:
+        """Ids of rows deleted outright (erased) within what :meth:`pending_keyword` read
+        last: their keyword entries go too (Postgres; SQLite's indexer owns the only keyword
+        index, and the erasure rewrites it)."""
+        return list(self._removed)
 
     def keyword_read_done(self) -> None:
         """The rows :meth:`pending_keyword` returned last are in this node's keyword index:

@@ -130,8 +130,10 @@ class PostgresDatabase(Database):
         psycopg, psycopg_pool = _driver()
         self._psycopg = psycopg
         self.url = url
-        #: For messages; a Postgres store has no file.
-        self.path = Path(redact(url))
+        #: For messages and logs.
+        self.url_redacted = redact(url)
+        #: A Postgres store has no file; the (redacted) URL stands in for messages.
+        self.path = Path(self.url_redacted)
         self.read_only = read_only
         self._write_lock = threading.RLock()
         self._closed = False
@@ -157,7 +159,7 @@ class PostgresDatabase(Database):
 
     def _check(self) -> None:
         if self._closed:
-            raise StorageError("records store is closed", path=str(self.path))
+            raise StorageError("records store is closed", path=self.url_redacted)
 
     @contextmanager
     def write(self, *, serial: bool = True) -> Iterator[Transaction]:
@@ -168,7 +170,9 @@ class PostgresDatabase(Database):
         """
         self._check()
         if self.read_only:
-            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+            raise StorageError(
+                f"records store {self.url_redacted} is open read-only", path=self.url_redacted
+            )
         psycopg = self._psycopg
         with self._write_lock:
             try:
@@ -201,7 +205,7 @@ class PostgresDatabase(Database):
                 if self.read_only:
                     version = _version(conn)
                     if version > len(migrations):
-                        raise _too_new(self.path, version, len(migrations))
+                        raise _too_new(self.url_redacted, version, len(migrations))
                     return
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
@@ -210,7 +214,7 @@ class PostgresDatabase(Database):
                     )
                     current = _version(conn)
                     if current > len(migrations):
-                        raise _too_new(self.path, current, len(migrations))
+                        raise _too_new(self.url_redacted, current, len(migrations))
                     for version in range(current + 1, len(migrations) + 1):
                         # one text per migration: a function body holds semicolons
                         with conn.transaction():
@@ -220,7 +224,8 @@ class PostgresDatabase(Database):
                             )
         except self._psycopg.Error as exc:
             raise StorageError(
-                f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
+                f"cannot migrate records store at {self.url_redacted}: {exc}",
+                path=self.url_redacted,
             ) from exc
 
     def schema_version(self) -> int:
@@ -228,17 +233,24 @@ class PostgresDatabase(Database):
             return _version(conn)
 
     def reclaim(self, *, vacuum: bool) -> bool:
-        """With ``vacuum``, rewrite every table (``VACUUM FULL``): the old files, holding
-        deleted rows, are removed. Postgres' write-ahead log, replicas and backups keep their
+        """With ``vacuum``, rewrite every table of the store's schema (``VACUUM FULL``): the
+        old files, holding deleted rows, are removed. Postgres' write-ahead log, replicas and backups keep their
         own copies until they are recycled; that is the operator's retention, not ours."""
         self._check()
         if self.read_only:
-            raise StorageError(f"records store {self.path} is open read-only", path=str(self.path))
+            raise StorageError(
+                f"records store {self.url_redacted} is open read-only", path=self.url_redacted
+            )
         if not vacuum:
             return True
         try:
             with self._write_lock, self._pool.connection() as conn:
-                conn.execute("VACUUM FULL")
+                tables = conn.execute(
+                    "SELECT quote_ident(tablename) FROM pg_tables "
+                    "WHERE schemaname = current_schema()"
+                ).fetchall()
+                if tables:
+                    conn.execute("VACUUM FULL " + ", ".join(t[0] for t in tables))
         except self._psycopg.Error as exc:
             raise StorageError(f"records store compaction failed: {exc}") from exc
         return True

@@ -171,6 +171,12 @@ class RecordStore:
         self.db.close()
 
     @property
+    def location(self) -> str:
+        """Where the records are, for messages: the SQLite file, or the Postgres URL without
+        its password."""
+        return self.db.url_redacted if isinstance(self.db, PostgresDatabase) else str(self.path)
+
+    @property
     def shared(self) -> bool:
         """True when other nodes may write to these records too (Postgres)."""
         return isinstance(self.db, PostgresDatabase)

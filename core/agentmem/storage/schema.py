@@ -231,7 +231,9 @@ POSTGRES_MIGRATIONS: list[str] = [
     # into its own keyword index (its progress in ``index_progress``); a write asks for a
     # keyword update by setting ``kw_pending = 1``, which this trigger turns into the next
     # change number (the flag itself stays 0: keyword progress is per node, not per row)
-    # and a notification. ``vec_claim_*`` lease a row to the one node embedding it.
+    # and a notification. A row deleted outright (an erasure) leaves its id and a change
+    # number in ``memory_deletions`` (no content), so each node removes its keyword entry.
+    # ``vec_claim_*`` lease a row to the one node embedding it.
     """
     ALTER TABLE memories ADD COLUMN change_seq BIGINT;
     ALTER TABLE memories ADD COLUMN vec_claim_node TEXT;
@@ -259,5 +261,19 @@ POSTGRES_MIGRATIONS: list[str] = [
     $$;
     CREATE TRIGGER memories_changed BEFORE INSERT OR UPDATE ON memories
         FOR EACH ROW EXECUTE FUNCTION agentmem_memory_changed();
+    CREATE TABLE memory_deletions (
+        change_seq BIGINT PRIMARY KEY,
+        id TEXT NOT NULL
+    );
+    CREATE FUNCTION agentmem_memory_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO memory_deletions (change_seq, id)
+            VALUES (nextval('memories_change_seq'), OLD.id);
+        PERFORM pg_notify('agentmem_changes', '');
+        RETURN OLD;
+    END
+    $$;
+    CREATE TRIGGER memories_deleted AFTER DELETE ON memories
+        FOR EACH ROW EXECUTE FUNCTION agentmem_memory_deleted();
     """,
 ]

@@ -255,12 +255,17 @@ class Indexer:
         did = False
         while True:
             pending = self.records.index.pending_keyword(KEYWORD_BATCH)
-            if not pending:
+            removed = self.records.index.keyword_removals()
+            if not pending and not removed:
                 return did
-            self._apply_keyword(pending)
+            if removed:  # first: a row deleted and written again is in ``pending``
+                self.keywords.delete(removed)
+                self.keywords.commit()
+            if pending:
+                self._apply_keyword(pending)
             self.records.index.keyword_read_done()
             did = True
-            if len(pending) < KEYWORD_BATCH:
+            if len(pending) < KEYWORD_BATCH and not self.records.index.follows_changes:
                 return did
 
     def _keyword_docs(self, rows: list[Row]) -> list[KeywordDoc]:

@@ -1,0 +1,381 @@
+"""Postgres as the system of record: several nodes (each its own home) over one database.
+
+Every test here runs against the real PostgreSQL server of the session (``postgres_server``),
+each on a new schema. Nodes that share the records share one vector index too: a Chroma
+``PersistentClient`` passed to both, standing in for the Chroma server of a real cluster.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import pytest
+from chromadb.config import Settings as ChromaSettings
+
+from agentmem import AgentMemory, MemoryConfig, StorageError, ValidationError
+from agentmem.cli import main
+from agentmem.embeddings import CachedEmbedder
+from agentmem.storage.postgres import PostgresDatabase, to_postgres
+from agentmem.storage.records import RecordStore
+from agentmem.storage.schema import POSTGRES_MIGRATIONS
+
+MakeMemory = Callable[..., AgentMemory]
+
+
+@pytest.fixture
+def pg_url(postgres_server: Any) -> str:
+    return str(postgres_server.new_schema())
+
+
+@pytest.fixture
+def chroma(tmp_path: Path) -> Any:
+    """One vector store shared by the nodes of a test."""
+    return chromadb.PersistentClient(
+        path=str(tmp_path / "shared-chroma"), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+
+
+def _until(check: Callable[[], bool], timeout: float) -> float:
+    """Seconds until ``check()`` holds (fails after ``timeout``)."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"not true within {timeout} s")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+# -- the SQL and the schema ---------------------------------------------------------------------
+def test_statements_are_translated_for_postgres() -> None:
+    sql = (
+        "SELECT a FROM memories INDEXED BY memories_vec_todo WHERE +tenant_id = ? "
+        "AND user_id IS ? AND agent_id IS NOT ? AND note = 'what? 100%' AND n = ?"
+    )
+    assert to_postgres(sql) == (
+        "SELECT a FROM memories WHERE tenant_id = %s AND user_id IS NOT DISTINCT FROM %s "
+        "AND agent_id IS DISTINCT FROM %s AND note = 'what? 100%%' AND n = %s"
+    )
+
+
+def test_migrations_apply_once_and_a_newer_schema_is_refused(pg_url: str) -> None:
+    # two nodes starting at once: the advisory lock lets one migrate, the other sees it done
+    stores: list[RecordStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            stores.append(RecordStore(Path("unused"), url=pg_url, node_id="n"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    store = stores[0]
+    assert store.schema_version() == len(POSTGRES_MIGRATIONS)
+    assert store.read("SELECT COUNT(*) FROM schema_version")[0][0] == len(POSTGRES_MIGRATIONS)
+    tables = {
+        r[0]
+        for r in store.read(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+    }
+    assert {"memories", "sessions", "working_state", "agent_state", "meta", "api_keys"} <= tables
+    assert {"audit_log", "erasures", "index_progress", "memory_deletions"} <= tables
+    with store.write() as tx:
+        tx.execute("INSERT INTO schema_version (version) VALUES (?)", (999,))
+    for s in stores:
+        s.close()
+    with pytest.raises(StorageError, match="newer than this agentmem"):
+        RecordStore(Path("unused"), url=pg_url, node_id="n")
+
+
+def test_driver_errors_are_storage_errors(pg_url: str) -> None:
+    db = PostgresDatabase(pg_url)
+    try:
+        with pytest.raises(StorageError, match="read failed"):
+            db.read("SELECT * FROM no_such_table")
+        db.migrate(POSTGRES_MIGRATIONS)
+        with pytest.raises(StorageError, match="write failed"), db.write() as tx:
+            tx.execute("INSERT INTO meta (key, value, updated_at) VALUES (?,?,?)", ("k", "v", "t"))
+            tx.execute("INSERT INTO meta (key, value, updated_at) VALUES (?,?,?)", ("k", "v", "t"))
+        assert db.read("SELECT COUNT(*) FROM meta WHERE key = 'k'")[0][0] == 0  # rolled back
+    finally:
+        db.close()
+    with pytest.raises(StorageError, match="cannot open records store"):
+        PostgresDatabase("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+
+
+def test_a_bad_records_url_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="records_url"):
+        AgentMemory(tmp_path / "home", records_url="mysql://db/agentmem")
+    assert not (tmp_path / "home").exists()
+
+
+def test_the_environment_variable_selects_postgres(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_embedder: CachedEmbedder
+) -> None:
+    monkeypatch.setenv("AGENTMEM_RECORDS_URL", pg_url)
+    with AgentMemory(tmp_path / "node", embedder=shared_embedder, background=False) as mem:
+        mem.bind("acme", user_id="u1").remember("The boiler was serviced in March")
+        assert mem.records.shared
+    # the home holds the node's keyword index and local state, no records file
+    assert not (tmp_path / "node" / "records.sqlite3").exists()
+    assert (tmp_path / "node" / "keywords").is_dir()
+    db = PostgresDatabase(pg_url)
+    try:
+        assert db.read("SELECT content FROM memories") == [("The boiler was serviced in March",)]
+    finally:
+        db.close()
+
+
+def test_a_second_node_with_its_own_embedded_chroma_is_refused(
+    make_memory: MakeMemory, pg_url: str, tmp_path: Path
+) -> None:
+    first = make_memory(records_url=pg_url)
+    first.bind("acme", user_id="u1").remember("The first node keeps the vectors")
+    with pytest.raises(StorageError, match="same Chroma"):
+        make_memory(records_url=pg_url)
+    # the node that owns them opens again (here: after losing its keyword index)
+    home = first.home
+    first.close()
+    shutil.rmtree(home / "keywords")
+    again = make_memory(path=home, records_url=pg_url, background=False)
+    assert again.flush(timeout=60)
+    assert again.keywords.num_docs() == 1
+
+
+# -- several nodes --------------------------------------------------------------------------------
+def test_a_write_on_one_node_is_recallable_on_another_within_a_second(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    ma, mb = a.bind("acme", user_id="u1"), b.bind("acme", user_id="u1")
+    mb.recall("warm up")  # the embedder's first query is not what is measured
+    for n, text in enumerate(
+        ["The staging deploy key is KX-93-ZQ-771", "Invoices go out on the 3rd", "Dana likes jazz"]
+    ):
+        written = ma.remember(text).id
+        token = text.split()[-1]
+
+        def arrived(written: str = written, token: str = token) -> bool:
+            return written in {h.id for h in mb.recall(token).items}
+
+        seen = _until(arrived, 5.0)
+        assert seen < 1.0, f"write {n} took {seen:.2f} s to reach the other node"
+    # and B's own keyword index follows the change sequence (not only B's records scan)
+    assert b.flush(timeout=30)
+    assert b.keywords.num_docs() == 3
+    assert not mb.recall("KX-93-ZQ-771").degraded
+
+
+def test_a_change_on_one_node_wakes_the_others(make_memory: MakeMemory, pg_url: str) -> None:
+    writer = make_memory(records_url=pg_url, background=False)
+    listener = PostgresDatabase(pg_url)
+    woke = threading.Event()
+    try:
+        listener.listen(woke.set)
+        assert woke.wait(10)  # once when it starts listening: changes made before it
+        time.sleep(0.2)
+        woke.clear()
+        writer.bind("acme", user_id="u1").remember("A change the other nodes hear about")
+        assert woke.wait(10)
+    finally:
+        listener.close()
+
+
+def test_each_row_is_embedded_once_across_the_nodes(
+    make_memory: MakeMemory, pg_url: str, chroma: Any, shared_embedder: CachedEmbedder
+) -> None:
+    embedded: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    class Counting(CachedEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            with lock:
+                embedded.update(texts)
+            return super().embed_documents(texts)
+
+    # small batches, so both nodes' embedders are busy at the same time
+    cfg = MemoryConfig(embed_batch_size=8, index_interval=0.0)
+    nodes = [
+        make_memory(
+            records_url=pg_url,
+            chroma_client=chroma,
+            embedder=Counting(shared_embedder.inner),
+            config=cfg,
+        )
+        for _ in range(2)
+    ]
+    texts = [f"Shipment {n} left the Rotterdam warehouse on pallet {n * 7}" for n in range(160)]
+
+    def write(node: AgentMemory, part: list[str]) -> None:
+        node.bind("acme", user_id="u1").remember_many(part)
+
+    threads = [
+        threading.Thread(target=write, args=(nodes[i], texts[i::2])) for i in range(len(nodes))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for node in nodes:
+        assert node.flush(timeout=120)
+    assert sorted(embedded) == sorted(texts)
+    assert set(embedded.values()) == {1}, [t for t, n in embedded.items() if n > 1][:5]
+    assert sum(node.indexer.embedded_total for node in nodes) == len(texts)
+    assert all(node.indexer.embedded_total > 0 for node in nodes)  # both took a share
+    assert nodes[1].vectors.count(nodes[1].vectors.collections()[0]) == len(texts)
+
+
+def test_a_node_on_an_empty_home_rebuilds_its_keyword_index_from_the_records(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    ma = a.bind("acme", user_id="u1")
+    ma.remember_many([f"Ticket {n}: the printer on floor {n} jams" for n in range(60)])
+    needle = ma.remember("The backup generator is tested every Friday at noon")
+    assert a.flush(timeout=120)
+
+    # a fresh node that has not indexed anything yet answers from the records and vectors,
+    # and says so while its backlog is larger than what a recall scans
+    fresh = make_memory(
+        records_url=pg_url,
+        chroma_client=chroma,
+        background=False,
+        config=MemoryConfig(pending_scan=16),
+    )
+    mf = fresh.bind("acme", user_id="u1")
+    assert fresh.keywords.num_docs() == 0
+    result = mf.recall("when is the backup generator tested?")
+    assert result.degraded is True
+    assert result.items[0].id == needle.id  # found through the shared vectors
+    assert fresh.flush(timeout=120)
+    assert fresh.keywords.num_docs() == 61
+    result = mf.recall("backup generator Friday")
+    assert result.degraded is False and result.items[0].id == needle.id
+
+
+def test_concurrent_supersession_on_two_nodes_leaves_one_current_row(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    nodes = [make_memory(records_url=pg_url, chroma_client=chroma) for _ in range(2)]
+    barrier = threading.Barrier(2)
+
+    def write(i: int) -> None:
+        m = nodes[i].bind("acme", user_id="u1")
+        barrier.wait()
+        for n in range(15):
+            m.remember(f"Deploys go out on day {i}-{n}", memory_type="fact", topic_key="deploy")
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    current = nodes[0].records.count(
+        "topic_key = 'deploy' AND superseded_by IS NULL AND deleted_at IS NULL"
+    )
+    assert current == 1
+    assert nodes[1].records.count("topic_key = 'deploy'") == 30
+
+
+def test_writes_of_all_nodes_are_serial(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:
+    # one write transaction at a time cluster-wide: read-then-write steps (supersession,
+    # dedup, close order) see each other's effects, and change numbers commit in order
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    done = threading.Event()
+
+    def write_on_b() -> None:
+        b.bind("acme", user_id="u1").remember("Written while the other node held a write")
+        done.set()
+
+    with a.records.write() as tx:
+        tx.execute("SELECT 1")
+        thread = threading.Thread(target=write_on_b)
+        thread.start()
+        assert not done.wait(1.0)  # B waits for A's transaction
+    thread.join(30)
+    assert done.is_set()
+
+
+def test_the_same_write_through_two_nodes_is_stored_once(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    first = a.bind("acme", user_id="u1").remember("My passport expires in 2031")
+    again = b.bind("acme", user_id="u1").remember("My passport expires in 2031")
+    assert again.id == first.id
+    assert a.records.count("content = 'My passport expires in 2031'") == 1
+
+
+def test_forget_and_erase_on_one_node_reach_the_other_nodes_index(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    ma = a.bind("acme", user_id="u1")
+    keep = a.bind("acme", user_id="u2").remember("Reza parks in bay zqkeep42")
+    gone = ma.remember("The vault code is zqcanary7731")
+    other = ma.remember("Lena's locker is zqlocker55")
+    assert a.flush(timeout=60) and b.flush(timeout=60)
+    assert b.keywords.num_docs() == 3
+
+    assert ma.forget(gone.id)
+    _until(lambda: gone.id not in b.keywords.all_ids(), 5.0)
+    assert not b.bind("acme", user_id="u1").recall("zqcanary7731").items
+
+    receipt = a.erase(tenant_id="acme", user_id="u1")
+    assert receipt is not None
+    _until(lambda: other.id not in b.keywords.all_ids(), 5.0)
+    assert b.keywords.all_ids() == {keep.id}
+    assert a.records.count("user_id = 'u1'") == 0
+    for needle in ("zqcanary7731", "zqlocker55"):
+        assert not a.records.count("content LIKE ?", (f"%{needle}%",))
+        assert not b.bind("acme", user_id="u1").recall(needle, min_score=0.0).items
+    assert b.bind("acme", user_id="u2").recall("zqkeep42").items[0].id == keep.id
+
+
+def test_tenants_stay_apart_across_nodes(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    secret = a.bind("globex", user_id="u1").remember("Globex keeps its violins in vault KX-93")
+    mine = a.bind("acme", user_id="u1").remember("Acme keeps its violins in the attic")
+    assert a.flush(timeout=60) and b.flush(timeout=60)
+    for query in ("violins", "vault KX-93", "musical instruments storage"):
+        seen = {h.id for h in b.bind("acme", user_id="u1").recall(query, min_score=0.0).items}
+        assert secret.id not in seen and mine.id in seen
+
+
+# -- the command line ----------------------------------------------------------------------------
+def test_every_command_takes_records_url(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    base = ["--records-url", pg_url, "--tenant", "acme", "--user", "u1"]
+    assert main([*base, "--home", one, "remember", "The wifi password is zqwifi99"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--home", one, "--json", "recall", "zqwifi99"]) == 0
+    assert "The wifi password is zqwifi99" in capsys.readouterr().out
+    # a second node needs the shared Chroma server the first one's embedded store is not
+    assert main([*base, "--home", two, "--json", "recall", "zqwifi99"]) == 1
+    assert "same Chroma server" in capsys.readouterr().out
+    assert main(["--records-url", pg_url, "--home", one, "keys", "create", "--tenant", "acme"]) == 0
+    capsys.readouterr()
+    # the key lives in Postgres: another home lists it
+    assert main(["--records-url", pg_url, "--home", two, "keys", "list", "--json"]) == 0
+    assert '"tenant": "acme"' in capsys.readouterr().out
+    assert main(["--records-url", "sqlite:///x", "--home", one, "stats"]) == 2
