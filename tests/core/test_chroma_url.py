@@ -91,6 +91,16 @@ def test_chroma_url_setting_drives_every_vector_operation(
     assert _server_ids(chroma_client, "acme", "user:u2") == {bobs.id}
     assert bob.recall("string instrument stored upstairs").items[0].id == bobs.id
 
+    _no_vectors_under(mem.home)
+
+
+def test_export_import_between_stores_on_a_chroma_server(
+    make_memory, chroma_url: str, chroma_client: Any
+) -> None:
+    mem = make_memory(settings=Settings(chroma_url=chroma_url))
+    bob = mem.bind("acme", user_id="u2", session_id="s9")
+    bobs = bob.remember("Bob keeps a violin in the attic")
+    assert mem.flush(timeout=120)
     # export from this store, import into another store on another Chroma database
     lines = [json.dumps(line) for line in transfer.export_lines(mem.context)]
     other_url = chroma_url.replace("?database=", "?database=other-")
