@@ -137,6 +137,9 @@ def _finish_erasures(ctx: StoreContext) -> None:
 class AgentMemory:
     """A memory store on one data dir: SQLite records, Tantivy keywords, Chroma vectors.
 
+    With ``records_url`` the records live in Postgres instead, shared by every node (each
+    with its own data dir for its keyword index) opened on the same database.
+
     Args:
         path: Data dir; ``None`` means ``$AGENTMEM_HOME`` or a per-user data dir.
         embedder: Any :class:`~agentmem.embeddings.Embedder`; default all-MiniLM-L6-v2 (int8
