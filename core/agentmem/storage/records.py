@@ -199,15 +199,15 @@ class RecordStore:
         out: list[tuple[str, bool]] = []
         with self.db.write() as tx:
             for rec in records:
-                found = None
-                if rec.dedup_key is not None:
-                    found = tx.execute(
-                        "SELECT id FROM memories WHERE dedup_key = ?", (rec.dedup_key,)
-                    ).fetchone()
-                if found is None:
-                    found = tx.execute("SELECT id FROM memories WHERE id = ?", (rec.id,)).fetchone()
-                if found is not None:
-                    out.append((found[0], False))
+                # one query for both keys (a round trip per statement counts on Postgres);
+                # a row with the same dedup key wins over one with the same id
+                same = tx.execute(
+                    "SELECT id, dedup_key FROM memories WHERE dedup_key = ? OR id = ?",
+                    (rec.dedup_key, rec.id),
+                ).fetchall()
+                if same:
+                    by_key = [r[0] for r in same if rec.dedup_key and r[1] == rec.dedup_key]
+                    out.append(((by_key or [same[0][0]])[0], False))
                     continue
                 _insert_row(tx, rec, now)
                 link(tx, rec.tenant_id, rec.id, rec.kind, rec.tier, rec.metadata)
