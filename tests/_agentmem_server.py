@@ -30,8 +30,16 @@ _READY = re.compile(r"ready on (http://[0-9.]+:\d+)")
 class ServerProcess:
     """One server subprocess (see the module docstring)."""
 
-    def __init__(self, home: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        env: dict[str, str] | None = None,
+        global_args: list[str] | None = None,
+    ) -> None:
         self.home = Path(home)
+        #: Global flags put before ``serve`` (e.g. ``["--chroma-url", URL]``).
+        self.global_args = list(global_args or [])
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         self.env.update(env or {})
         self.proc: subprocess.Popen[str] | None = None
@@ -51,6 +59,7 @@ class ServerProcess:
                 "agentmem.cli",
                 "--home",
                 str(self.home),
+                *self.global_args,
                 "serve",
                 "--port",
                 "0",

@@ -5,6 +5,8 @@
 - ``make_memory(**kw)``: builder that opens an :class:`~agentmem.AgentMemory` on a fresh
   directory under ``tmp_path`` (or on ``path=`` to reopen one), with the shared embedder
   unless ``embedder=`` is given, and closes every memory it opened after the test.
+- ``chroma_server`` (session): a real ``chroma run`` on loopback; ``chroma_url`` and
+  ``chroma_client`` give each test a Chroma database of its own on it.
 - ``postgres_server``: one real PostgreSQL server for the session (skipped, with the reason,
   where the binaries are missing); ``records_url``: None (SQLite in the data dir) or, in
   modules marked ``both_backends``, also a fresh Postgres schema, so ``make_memory`` opens
@@ -17,15 +19,19 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _chroma_server import ChromaServer, chroma_executable
 from _postgres_server import PostgresServer, missing_reason
 
 from agentmem import AgentMemory
+from agentmem.config import ChromaAddress
 from agentmem.embeddings import CachedEmbedder, default_embedder
+from agentmem.storage.chroma_server import http_client
 
 
 @pytest.fixture(scope="session")
@@ -115,3 +121,28 @@ def make_memory(
     yield build
     for mem in reversed(opened):
         mem.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """A running ``chroma run`` for the session (skipped when chromadb has no ``chroma``)."""
+    executable = chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` console script (shipped with chromadb) is not installed")
+    server = ChromaServer(executable, tmp_path_factory.mktemp("chroma-server")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_url(chroma_server: ChromaServer) -> str:
+    """The session's Chroma server with a database of this test's own (``?database=``)."""
+    return f"{chroma_server.url}?database=t{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def chroma_client(chroma_url: str) -> Any:
+    """An ``HttpClient`` on this test's database of the session's Chroma server."""
+    return http_client(ChromaAddress.parse(chroma_url))

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from .errors import ValidationError
 
@@ -454,6 +455,57 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class ChromaAddress:
+    """A Chroma server and the tenant/database of this store on it, parsed from a URL.
+
+    ``http(s)://HOST[:PORT][?database=NAME&tenant=NAME]``; the port defaults to 8000 (http)
+    or 443 (https), the tenant and database to Chroma's defaults.
+
+    Example:
+        >>> ChromaAddress.parse("http://chroma:9000?database=prod").port
+        9000
+    """
+
+    host: str
+    port: int
+    ssl: bool = False
+    tenant: str = "default_tenant"
+    database: str = "default_database"
+
+    @classmethod
+    def parse(cls, url: str) -> ChromaAddress:
+        """Raises ValidationError naming what is wrong with ``url``."""
+        field_name = "chroma_url"
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError as exc:
+            raise ValidationError(field_name, f"not a URL: {url!r} ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(
+                field_name, f"expected http(s)://HOST[:PORT][?database=NAME], got {url!r}"
+            )
+        if parts.path not in ("", "/") or parts.fragment or parts.username:
+            raise ValidationError(
+                field_name, f"{url!r}: only a host, a port and ?database=/&tenant= are accepted"
+            )
+        query: dict[str, str] = {}
+        for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+            if key not in ("database", "tenant") or len(values) != 1 or not values[0].strip():
+                raise ValidationError(
+                    field_name, f"{url!r}: unknown or empty query parameter {key!r}"
+                )
+            query[key] = values[0].strip()
+        ssl = parts.scheme == "https"
+        return cls(
+            host=parts.hostname,
+            port=port if port is not None else (443 if ssl else 8000),
+            ssl=ssl,
+            **query,
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of an :class:`~agentmem.AgentMemory`, read once.
 
@@ -475,10 +527,24 @@ class Settings:
     database, shared by every agentmem node opened on it; the data dir then holds only the
     node's keyword index and local state (``AGENTMEM_RECORDS_URL``, ``--records-url``).
     None: the records are a SQLite file in the data dir."""
+    chroma_url: str | None = None
+    """A Chroma server holding the vectors (``AGENTMEM_CHROMA_URL``, ``--chroma-url``), e.g.
+    ``http://chroma:8000?database=NAME`` (see :class:`ChromaAddress`); the data dir then holds
+    nothing of the vectors. None keeps an embedded Chroma store in the data dir. A
+    ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
+
+    def __post_init__(self) -> None:
+        if self.chroma_url is not None:
+            # a malformed address must not silently fall back to vectors in the data dir
+            ChromaAddress.parse(self.chroma_url)
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> Settings:
-        """All settings from the environment (``os.environ`` when omitted)."""
+        """All settings from the environment (``os.environ`` when omitted).
+
+        Raises:
+            ValidationError: a malformed ``AGENTMEM_CHROMA_URL`` or reranker timeout.
+        """
         env = _environ(environ)
         return cls(
             records_url=_raw(env, "AGENTMEM_RECORDS_URL") or None,
@@ -489,6 +555,7 @@ class Settings:
             rerank=RerankConfig.from_env(env),
             llm=LLMConfig.from_env(env),
             server=ServerConfig.from_env(env),
+            chroma_url=_raw(env, "AGENTMEM_CHROMA_URL"),
         )
 
     def replace(self, **parts: Any) -> Settings:

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
+from .config import ChromaAddress, Settings
 from .embeddings import Embedder, default_embedder
 from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
@@ -227,11 +227,11 @@ def open_store(
             url=url,
             node_id=None if url is None else node_id(home),
         )
+        vectors = _vector_index(home, settings, chroma_client, read_only=False)
         if records.shared:
-            _check_vector_owner(records, chroma_client)
+            _check_vector_owner(records, embedded=vectors.owns_client)
             if not had_keywords:  # a new (or lost) keyword index follows the changes anew
                 records.index.mark_keywords_pending()
-        vectors = VectorIndex(home / VECTORS_DIR, client=chroma_client)
         index = vectors
 
         def drop() -> None:
@@ -297,7 +297,7 @@ def _open_read_only(
         settings=settings,
         records=records,
         keywords=keywords,
-        vectors=VectorIndex(home / VECTORS_DIR, client=chroma_client, read_only=True),
+        vectors=_vector_index(home, settings, chroma_client, read_only=True),
         embedder=embedder,
         reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
         llm=llm,
@@ -306,6 +306,16 @@ def _open_read_only(
         recovered=[],
         replaced_embedder=None,
     )
+
+
+def _vector_index(
+    home: Path, settings: Settings, chroma_client: Any, *, read_only: bool
+) -> VectorIndex:
+    """The caller's Chroma client, else the configured Chroma server, else the embedded
+    store in the data dir."""
+    url = settings.chroma_url
+    server = ChromaAddress.parse(url) if chroma_client is None and url is not None else None
+    return VectorIndex(home / VECTORS_DIR, client=chroma_client, server=server, read_only=read_only)
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
@@ -366,17 +376,17 @@ def node_id(home: Path, *, create: bool = True) -> str:
     return name
 
 
-def _check_vector_owner(records: RecordStore, chroma_client: Any) -> None:
+def _check_vector_owner(records: RecordStore, *, embedded: bool) -> None:
     """Refuse a second node with its own embedded Chroma over shared records.
 
     The records say which rows are embedded, once for the whole cluster; an embedded Chroma
     lives in one node's home, so only that node has the vectors. Nodes that share Postgres
-    share a Chroma server (``chroma_client``) instead.
+    share a Chroma server (``chroma_client`` or ``chroma_url``) instead.
 
     Raises:
         StorageError: another node keeps this store's vectors in its embedded Chroma.
     """
-    if chroma_client is not None:
+    if not embedded:
         return
     me = records.index.node_id or ""
     records.meta.set(EMBEDDED_VECTORS_KEY, me, replace=False)

@@ -165,7 +165,10 @@ class AgentMemory:
         llm: The :class:`~agentmem.llm.LLM` for extraction, summaries, the judge and answers;
             default Anthropic when ``ANTHROPIC_API_KEY`` is set, else the offline heuristics,
             built on first use.
-        chroma_client: A Chroma client to use instead of the embedded one (e.g. ``HttpClient``).
+        chroma_client: A Chroma client to use instead of the embedded one, e.g.
+            ``chromadb.HttpClient(...)``: the vectors then live on that server, nothing of
+            them in ``path``. Without one, ``settings.chroma_url`` (``AGENTMEM_CHROMA_URL``)
+            names a Chroma server to reach; without either, Chroma is embedded in ``path``.
         records_url: A ``postgresql://`` URL: the records, and every other piece of state,
             live in that database, shared by every agentmem node opened on it (each on its
             own ``path``, which then holds only that node's keyword index and local state).

@@ -1,26 +1,17 @@
-"""The core contract against a real Chroma server (``chroma run``) through ``HttpClient``.
-
-The server is the ``chroma`` console script shipped with chromadb, started on 127.0.0.1 on a
-free port with its own data dir under a temporary directory, and stopped afterwards.
-"""
+"""The core contract against a real Chroma server (``chroma run``, the session's
+``chroma_server`` fixture), each test on a Chroma database of its own, with the records in
+SQLite and in Postgres."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agentmem import NotFoundError
 from agentmem.storage.vector_index import collection_name
+
+pytestmark = pytest.mark.both_backends  # SQLite or Postgres records, vectors on the server
 
 FACTS = [
     "The customer is allergic to peanuts and shellfish",
@@ -29,81 +20,8 @@ FACTS = [
 ]
 
 
-def _chroma_executable() -> str:
-    local = Path(sys.executable).with_name("chroma")
-    if local.exists():
-        return str(local)
-    found = shutil.which("chroma")
-    if found is None:
-        pytest.fail("the chroma console script (shipped with chromadb) is not installed")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A running ``chroma run`` on 127.0.0.1; yields its port."""
-    base = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (base / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            _chroma_executable(),
-            "run",
-            "--path",
-            str(base / "data"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"chroma run exited with {proc.returncode}: "
-                    + (base / "server.log").read_text(errors="replace")[-2000:]
-                )
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).is_success:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("chroma server did not answer its heartbeat within 60 s")
-            time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
-
-
-@pytest.fixture
-def client(chroma_server: int) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    return chromadb.HttpClient(
-        host="127.0.0.1", port=chroma_server, settings=Settings(anonymized_telemetry=False)
-    )
-
-
-def test_core_contract_through_a_chroma_server(make_memory, client: Any) -> None:
+def test_core_contract_through_a_chroma_server(make_memory, chroma_client: Any) -> None:
+    client = chroma_client
     mem = make_memory(chroma_client=client)
     acme = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
     globex = mem.bind("globex", user_id="u1", agent_id="support", session_id="s1")

@@ -7,6 +7,7 @@ each on a new schema. Nodes that share the records share one vector index too: a
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -379,3 +380,37 @@ def test_every_command_takes_records_url(
     assert main(["--records-url", pg_url, "--home", two, "keys", "list", "--json"]) == 0
     assert '"tenant": "acme"' in capsys.readouterr().out
     assert main(["--records-url", "sqlite:///x", "--home", one, "stats"]) == 2
+
+
+def test_export_from_postgres_imports_into_sqlite_exactly(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    from agentmem.maintenance import transfer
+    from agentmem.models import Identity
+
+    source = make_memory(records_url=pg_url, chroma_client=chroma)
+    m = source.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    m.add_messages(
+        [
+            {"role": "user", "content": "My router keeps dropping Wi-Fi"},
+            {"role": "assistant", "content": "Try channel 6"},
+        ]
+    )
+    m.close_session()
+    m.remember("Prefers email over phone calls", memory_type="preference")
+    source.bind("acme", user_id="u2", session_id="s2").add_message("user", "Book a table")
+    assert source.flush(timeout=60)
+    lines = list(transfer.export_lines(source.context))
+    kinds = Counter(line.get("kind") for line in lines)
+    assert kinds["chat_message"] >= 3 and kinds["memory"] >= 1  # messages and chunks
+    assert any(line.get("session_id") == "s1" and line.get("tier") for line in lines)
+
+    target = make_memory()
+    plan = transfer.parse_lines([json.dumps(line) for line in lines], Identity(tenant_id="acme"))
+    transfer.apply_plan(target.context, plan)
+    assert target.flush(timeout=60)
+    again = list(transfer.export_lines(target.context))
+    for n, (a, b) in enumerate(zip(again, lines, strict=False)):
+        diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+        assert not diff, (n, diff)
+    assert again == lines

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentMemError
-from ._common import CliError
+from ._common import CliError, add_storage_flags
 from .remote_cmd import add_flags, remote_command
 
 #: Modules (relative to this package) that register commands, in help order.
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     add_flags(parser)
+    add_storage_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")

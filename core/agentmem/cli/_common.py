@@ -2,6 +2,8 @@
 
 - :func:`open_memory`: the :class:`~agentmem.AgentMemory` of ``--home`` (else
   ``$AGENTMEM_HOME`` or the per-user data dir), as a context manager that closes it.
+- :func:`settings_of`: the settings of a command (the environment, with the global storage
+  flags such as ``--chroma-url`` on top).
 - :func:`resolve_identity` / :func:`bind`: identity from the global flags, else from
   ``AGENTMEM_TENANT``/``AGENTMEM_USER``/``AGENTMEM_AGENT``/``AGENTMEM_SESSION``; the tenant
   defaults to ``"default"``.
@@ -59,6 +61,7 @@ from rich.progress import (
 )
 
 from .. import validation as v
+from ..config import Settings
 from ..embeddings import CachedEmbedder, default_embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
@@ -143,6 +146,37 @@ def require_scope(identity: Identity, scope: str, purpose: str) -> None:
         raise CliError(f"{purpose} needs {options}")
 
 
+#: Environment variable of the global ``--chroma-url`` flag.
+CHROMA_URL_ENV = "AGENTMEM_CHROMA_URL"
+
+
+def add_storage_flags(parser: argparse.ArgumentParser) -> None:
+    """The global flags naming stores that run as servers (every command accepts them)."""
+    parser.add_argument(
+        "--chroma-url",
+        default=None,
+        metavar="URL",
+        help=f"a Chroma server for the vectors instead of the data dir (${CHROMA_URL_ENV}), "
+        "e.g. http://chroma:8000?database=NAME",
+    )
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """The settings of a command: the environment, with the global storage flags
+    (``--records-url``, ``--chroma-url``) on top.
+
+    Raises:
+        CliError: a malformed ``--chroma-url`` (or ``$AGENTMEM_CHROMA_URL``).
+    """
+    try:
+        settings = Settings.from_env()
+        url = getattr(args, "chroma_url", None)
+        settings = settings.replace(chroma_url=url or None, records_url=records_url_of(args))
+    except ValidationError as exc:
+        raise CliError(str(exc)) from exc
+    return settings
+
+
 def home_of(args: argparse.Namespace) -> Path | None:
     """The ``--home`` dir, or None for ``$AGENTMEM_HOME`` / the per-user default."""
     home = getattr(args, "home", None)
@@ -178,7 +212,7 @@ def open_memory(
     holds is opened read-only instead of refused.
     """
     kwargs.setdefault("embedder", shared_embedder())
-    kwargs.setdefault("records_url", records_url_of(args))
+    kwargs.setdefault("settings", settings_of(args))
     path = home or home_of(args)
     try:
         mem = AgentMemory(path, background=background, **kwargs)

@@ -34,10 +34,9 @@ from ._common import (
     Output,
     bind,
     command,
-    home_of,
     markup,
+    open_memory,
     read_text_arg,
-    records_url_of,
     resolve_identity,
     shared_embedder,
     short,
@@ -115,16 +114,8 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 @contextmanager
 def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
     embedder = shared_embedder()
-    mem = AgentMemory(
-        home_of(args),
-        embedder=embedder,
-        llm=_llm(args, embedder),
-        records_url=records_url_of(args),
-    )
-    try:
+    with open_memory(args, embedder=embedder, llm=_llm(args, embedder)) as mem:
         yield mem
-    finally:
-        mem.close()
 
 
 def read_conversation(text: str, name: str) -> tuple[str | None, list[dict[str, Any]]]:

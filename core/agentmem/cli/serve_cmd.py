@@ -16,8 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import Settings
-from ._common import EXIT_FAILED, command, home_of, records_url_of
+from ._common import EXIT_FAILED, command, home_of, settings_of
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
@@ -57,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     return serve(
         home_of(args),
-        settings=Settings.from_env().replace(records_url=records_url_of(args)),
+        settings=settings_of(args),
         host=args.host,
         port=args.port,
         log_level=args.log_level,

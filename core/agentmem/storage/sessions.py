@@ -93,7 +93,8 @@ class SessionTable:
         if tenant_id is not None:
             sql += " WHERE tenant_id = ?"
             params = (tenant_id,)
-        return [(r[0], r[1], _info(r[2:])) for r in self._db.read(sql + " ORDER BY rowid", params)]
+        order = " ORDER BY tenant_id, partition, close_order"
+        return [(r[0], r[1], _info(r[2:])) for r in self._db.read(sql + order, params)]
 
     def restore(self, tenant_id: str, partition: str, info: SessionInfo) -> bool:
         """Insert a copy of a closed session's row unless the session is known; its

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import ChromaAddress
 from ..errors import StorageError
 
 _PREFIX = "am_"
@@ -46,12 +47,21 @@ def _client_error(exc: Exception) -> bool:
     return type(exc).__module__.startswith("chromadb")
 
 
+def _gone(exc: Exception) -> bool:
+    """The collection behind a cached handle no longer exists (dropped, maybe recreated,
+    by another process sharing a Chroma server, or by an operator)."""
+    return _client_error(exc) and "does not exist" in str(exc).lower()
+
+
 class VectorIndex:
     """Chroma-backed vector index.
 
     Args:
-        path: Directory for an embedded ``PersistentClient`` (ignored when ``client`` is given).
+        path: Directory for an embedded ``PersistentClient`` (unused when ``client`` or
+            ``server`` is given).
         client: A caller-supplied Chroma client, e.g. ``chromadb.HttpClient(...)``.
+        server: A Chroma server to reach with an ``HttpClient`` made on first use (so
+            opening a store does no network I/O).
         read_only: Opened beside the process that writes to the data dir: :meth:`close`
             leaves the files alone.
 
@@ -60,13 +70,19 @@ class VectorIndex:
     """
 
     def __init__(
-        self, path: Path | None = None, *, client: Any = None, read_only: bool = False
+        self,
+        path: Path | None = None,
+        *,
+        client: Any = None,
+        server: ChromaAddress | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.path = path
+        self.path = None if client is not None or server is not None else path
         #: Opened beside the writing process: never rewrites files (no scrub at close).
         self.read_only = read_only
+        self.server = server
         self._client = client
-        self._owns_client = client is None
+        self._owns_client = client is None and server is None
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
@@ -76,8 +92,19 @@ class VectorIndex:
 
     @property
     def owns_client(self) -> bool:
-        """True for the embedded store this index opened itself (not a caller's client)."""
+        """True for the embedded store this index opened itself (not a server)."""
         return self._owns_client
+
+    @property
+    def location(self) -> str:
+        """Where the vectors are, for people: a server address or the embedded dir."""
+        if self.server is not None:
+            a = self.server
+            scheme = "https" if a.ssl else "http"
+            return f"{scheme}://{a.host}:{a.port} (database {a.database})"
+        if self.path is None:
+            return "a caller's Chroma client"
+        return str(self.path)
 
     @property
     def client(self) -> Any:
@@ -85,6 +112,10 @@ class VectorIndex:
         if client is not None:
             return client
         with self._lock:  # one open at a time (and none while compact_files runs)
+            if self._client is None and self.server is not None:
+                from .chroma_server import http_client
+
+                self._client = http_client(self.server)
             if self._client is None:
                 import chromadb
                 from chromadb.config import Settings
@@ -145,22 +176,32 @@ class VectorIndex:
         embeddings: np.ndarray,
         metadatas: Sequence[dict[str, str]],
     ) -> None:
-        col = self._collection(collection, create=True)
-        try:
-            col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
+        for attempt in (1, 2):
+            col = self._collection(collection, create=True)
+            try:
+                col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
+                return
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if attempt == 1 and _gone(exc):
+                    continue  # dropped and perhaps recreated behind this handle's back
+                raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
-        col = self._collection(collection, create=False)
-        if col is None or not ids:
+        if not ids:
             return
-        try:
-            col.delete(ids=list(ids))
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
+        for attempt in (1, 2):
+            col = self._collection(collection, create=False)
+            if col is None:
+                return
+            try:
+                col.delete(ids=list(ids))
+                return
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if attempt == 1 and _gone(exc):
+                    continue
+                raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
 
     def query(
         self,
@@ -170,21 +211,25 @@ class VectorIndex:
         where: dict[str, Any] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest neighbours: (id, cosine similarity) best first; [] for an unknown collection."""
-        col = self._collection(collection, create=False)
-        if col is None:
-            return []
-        try:
-            result = col.query(
-                query_embeddings=embedding.reshape(1, -1),
-                n_results=n,
-                where=where,
-                include=["distances"],
-            )
-        except Exception as exc:
-            self._collections.pop(collection, None)
-            if _client_error(exc) and "does not exist" in str(exc).lower():
+        for attempt in (1, 2):
+            col = self._collection(collection, create=False)
+            if col is None:
                 return []
-            raise StorageError(f"vector query on {collection} failed: {exc}") from exc
+            try:
+                result = col.query(
+                    query_embeddings=embedding.reshape(1, -1),
+                    n_results=n,
+                    where=where,
+                    include=["distances"],
+                )
+                break
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                if _gone(exc):
+                    if attempt == 1:
+                        continue
+                    return []
+                raise StorageError(f"vector query on {collection} failed: {exc}") from exc
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
@@ -368,7 +413,8 @@ class VectorIndex:
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
-        self._client = None
+        if self._owns_client or self.server is not None:
+            self._client = None  # a caller's client stays theirs, reusable after close
         if (
             self._owns_client
             and not self.read_only

@@ -1,0 +1,300 @@
+"""Cluster mode against the embedded store: recall latency at N memories, write throughput
+with one and two ``agentmem serve`` nodes.
+
+Needs a running Postgres and Chroma server (their URLs as arguments; an empty Postgres
+schema/database and an unused Chroma database, both created when missing):
+
+    python benchmarks/cluster_bench.py \\
+        --records-url postgresql://postgres@127.0.0.1:5432/bench \\
+        --chroma-url 'http://127.0.0.1:8000?database=bench' --memories 100000
+
+1. **Load**: the same ``N`` memories of the synthetic corpus of ``agentmem bench``
+   (:mod:`agentmem.bench.corpus`) into an embedded store (SQLite, Tantivy, embedded Chroma)
+   and into a cluster store (Postgres records, Tantivy, the Chroma server), one after the
+   other, each until both its indexes caught up. Each text is embedded once: the second store
+   gets the vectors the first one computed (a memo in front of the model), so its figure is
+   the storage path, not the model.
+2. **Recall**: the same queries (half quote an id, half paraphrase) through both stores,
+   interleaved (each query through both back to back, the order rotating), with the query
+   embedding already cached, so the figures compare what the two storage paths cost; the
+   model's ``embed_query`` time (the same for both) is printed beside them. Recall@10 counts
+   queries whose target memory is among the hits.
+3. **Writes**: ``agentmem serve`` nodes over the same Postgres and Chroma server; client
+   threads (``--writers``) call ``remember`` one memory at a time for ``--write-seconds``,
+   spread over one node, then over two. Reported: acknowledged writes per second and the
+   acknowledgement latency p50/p95. Embedding runs meanwhile in the nodes' background.
+
+Nothing here is asserted by the tests; the figures go to stdout (``--json`` for one JSON
+document).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import agentmem
+from agentmem import AgentMemory
+from agentmem.bench.corpus import QUERY_KINDS, memory_at
+from agentmem.bench.harness import (
+    TENANT,
+    USER,
+    agentmem_search,
+    bulk_import,
+    interleaved,
+    make_queries,
+    recall_figures,
+    score,
+)
+from agentmem.bench.stats import summarize
+from agentmem.config import Settings
+from agentmem.embeddings import CachedEmbedder, Embedder, FloatArray, default_embedder
+
+_READY = re.compile(r"ready on (http://[0-9.]+:\d+)")
+
+
+class MemoEmbedder:
+    """The model behind a memo of every document vector it computed (text -> vector)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.memo: dict[str, FloatArray] = {}
+        self.computed = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if todo:
+            for text, vec in zip(todo, self.inner.embed_documents(todo), strict=True):
+                self.memo[text] = vec
+            self.computed += len(todo)
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([self.memo[t] for t in texts]).astype(np.float32)
+
+    def embed_query(self, text: str) -> FloatArray:
+        return self.inner.embed_query(text)
+
+
+def load(
+    name: str, home: Path, settings: Settings, embedder: Embedder, n: int, wanted: set[int]
+) -> tuple[AgentMemory, dict[int, str], dict[str, Any]]:
+    mem = AgentMemory(home, embedder=embedder, settings=settings)
+    t = time.perf_counter()
+    ids, figures, _ = bulk_import(
+        mem, n, 0, 1000, wanted, lambda msg: print(f"[{name}] {msg}", file=sys.stderr)
+    )
+    figures["wall_s"] = round(time.perf_counter() - t, 1)
+    return mem, ids, figures
+
+
+def recall_both(
+    stores: dict[str, tuple[AgentMemory, dict[int, str]]],
+    n: int,
+    queries_n: int,
+    embedder: CachedEmbedder,
+) -> dict[str, Any]:
+    queries = make_queries(queries_n, n, 0)
+    searches = {}
+    for name, (mem, ids) in stores.items():
+        bound = mem.bind(TENANT, user_id=USER, session_id="bench-queries")
+        search, _ = agentmem_search(bound, ids, 10)
+        searches[name] = search
+        for j in range(20):  # warm-up on other queries
+            search(memory_at(n + 5000 + j, 0).query(QUERY_KINDS[j % 2]))
+    floor = []
+    for q in queries:  # cache every query's vector; time the model once per query
+        t = time.perf_counter()
+        embedder.inner.embed_query(q.text)
+        floor.append((time.perf_counter() - t) * 1000)
+        embedder.embed_query(q.text)
+    lat, results = interleaved(searches, [q.text for q in queries])
+    out: dict[str, Any] = {"queries": len(queries), "embed_query_ms": summarize(floor)}
+    for name in stores:
+        out[name] = {
+            "recall_ms": summarize(lat[name]),
+            "recall_at_10": recall_figures(score(queries, results[name], 10)),
+        }
+    return out
+
+
+class Node:
+    """One ``agentmem serve`` subprocess on its own home."""
+
+    def __init__(self, home: Path, flags: list[str]) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+        env.update(AGENTMEM_RATE_LIMIT="0", AGENTMEM_JUDGE_INTERVAL="0")
+        argv = [sys.executable, "-m", "agentmem.cli", "--home", str(home), *flags, "serve"]
+        argv += ["--port", "0", "--no-access-log", "--log-level", "warning"]
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            found = _READY.search(line)
+            if found:
+                self.url = found.group(1)
+                break
+        else:
+            raise RuntimeError(f"node on {home} exited with {self.proc.wait()}")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+
+
+def write_load(urls: list[str], key: str, writers: int, seconds: float) -> dict[str, Any]:
+    lat: list[list[float]] = [[] for _ in range(writers)]
+    errors: list[str] = []
+    go = threading.Event()
+    stop_at = [0.0]
+
+    def writer(w: int) -> None:
+        with agentmem.connect(urls[w % len(urls)], api_key=key) as client:
+            bound = client.bind(user_id=f"writer{w}")
+            go.wait()
+            i = 0
+            while time.perf_counter() < stop_at[0]:
+                m = memory_at(10_000_000 + w * 1_000_000 + i, 0)
+                t = time.perf_counter()
+                try:
+                    bound.remember(m.text, memory_type=m.memory_type)
+                except Exception as exc:
+                    errors.append(repr(exc))
+                    return
+                lat[w].append((time.perf_counter() - t) * 1000)
+                i += 1
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # every client connected
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + seconds
+    go.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    every = [x for per in lat for x in per]
+    return {
+        "nodes": len(urls),
+        "writers": writers,
+        "seconds": round(elapsed, 2),
+        "acked": len(every),
+        "acked_per_s": round(len(every) / elapsed, 1),
+        "ack_ms": summarize(every),
+        "errors": errors[:5],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--records-url", required=True, help="postgresql:// URL (empty schema)")
+    p.add_argument("--chroma-url", required=True, help="http://HOST:PORT?database=NAME")
+    p.add_argument("--memories", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--writers", type=int, default=8, help="client threads of the write phase")
+    p.add_argument("--write-seconds", type=float, default=20.0)
+    p.add_argument("--skip-load", action="store_true", help="only the write phase")
+    p.add_argument("--workdir", default=None, help="where the homes go (default a temp dir)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="agentmem-cluster-bench-", dir=args.workdir))
+    cluster = Settings.from_env().replace(records_url=args.records_url, chroma_url=args.chroma_url)
+    out: dict[str, Any] = {"memories": args.memories, "workdir": str(work)}
+    if not args.skip_load:
+        model = default_embedder()
+        model.embed_query("load the model")
+        memo = MemoEmbedder(model.inner)
+        embedder = CachedEmbedder(memo)
+        wanted = {q.target for q in make_queries(args.queries, args.memories, 0)}
+        stores = {}
+        for name, settings in (("sqlite", Settings.from_env()), ("postgres_chroma", cluster)):
+            mem, ids, figures = load(name, work / name, settings, embedder, args.memories, wanted)
+            figures["vectors_computed_by_the_model"] = memo.computed
+            memo.computed = 0
+            out[f"load_{name}"] = figures
+            stores[name] = (mem, ids)
+            print(f"[{name}] loaded: {json.dumps(figures)}", file=sys.stderr)
+        out["recall"] = recall_both(stores, args.memories, args.queries, embedder)
+        for mem, _ in stores.values():
+            mem.close()
+        del memo.memo
+    flags = ["--records-url", args.records_url, "--chroma-url", args.chroma_url]
+    argv = [sys.executable, "-m", "agentmem.cli", "--home", str(work / "keys"), *flags]
+    argv += ["--json", "keys", "create", "--tenant", "bench-writes"]
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    key = json.loads(done.stdout)["key"]
+    nodes = [Node(work / f"node{i}", flags) for i in range(2)]
+    try:
+        for count in (1, 2):
+            urls = [n.url for n in nodes[:count]]
+            figures = write_load(urls, key, args.writers, args.write_seconds)
+            out[f"writes_{count}_node{'s' if count > 1 else ''}"] = figures
+            print(f"[writes] {json.dumps(figures)}", file=sys.stderr)
+    finally:
+        for n in nodes:
+            n.stop()
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(render(out))
+    return 0
+
+
+def render(out: dict[str, Any]) -> str:
+    lines = [f"# cluster bench, {out['memories']:,} memories"]
+    if "recall" in out:
+        r = out["recall"]
+        lines.append(f"embed_query (same for both) p50 {r['embed_query_ms']['p50']} ms")
+        for name in ("sqlite", "postgres_chroma"):
+            load_f = out[f"load_{name}"]
+            ms = r[name]["recall_ms"]
+            lines.append(
+                f"{name}: recall p50 {ms['p50']} / p95 {ms['p95']} ms (query embedding cached), "
+                f"Recall@10 {r[name]['recall_at_10']['all']}; load {load_f['rows']:,} rows: "
+                f"commit {load_f['commit_rows_per_s']} rows/s, "
+                f"until indexed {load_f['rows_per_s_until_flushed']} rows/s"
+            )
+    for key in ("writes_1_node", "writes_2_nodes"):
+        w = out.get(key)
+        if w:
+            lines.append(
+                f"{key}: {w['acked_per_s']} acked writes/s ({w['writers']} writers, "
+                f"{w['seconds']} s), ack p50 {w['ack_ms']['p50']} / p95 {w['ack_ms']['p95']} ms, "
+                f"errors {len(w['errors'])}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
