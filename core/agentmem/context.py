@@ -215,6 +215,7 @@ def open_store(
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
     url = records_url(settings)
+    _check_node_home(home, url)
     lock = DataDirLock(home)
     recovered: list[str] = []
     records: RecordStore | None = None
@@ -274,6 +275,7 @@ def _open_read_only(
     chroma_client: Any,
 ) -> StoreContext:
     url = records_url(settings)
+    _check_node_home(home, url)
     has_records = url is not None or (home / RECORDS_FILE).is_file()
     if not has_records or not (home / KEYWORDS_DIR).is_dir():
         raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
@@ -359,6 +361,17 @@ def records_url(settings: Settings) -> str | None:
     if not url.startswith(("postgresql://", "postgres://")):
         raise ValidationError("records_url", f"must be a postgresql:// URL, got {redact(url)!r}")
     return url
+
+
+def _check_node_home(home: Path, url: str | None) -> None:
+    """Refuse to open a cluster node's home without its records URL: it holds no records
+    of its own, so opening it alone would start an empty SQLite store beside its index."""
+    if url is None and (home / NODE_FILE).is_file() and not (home / RECORDS_FILE).exists():
+        raise StorageError(
+            f"{home} is the home of a node whose records are in a shared Postgres store: pass "
+            "its records URL (records_url=, --records-url or AGENTMEM_RECORDS_URL)",
+            path=str(home),
+        )
 
 
 def node_id(home: Path, *, create: bool = True) -> str:

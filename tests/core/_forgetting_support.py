@@ -60,18 +60,26 @@ def rows_containing(mem: AgentMemory, needle: str) -> int:
         conn.close()
 
 
+def columns_of(mem: AgentMemory, table: str) -> list[str]:
+    """The columns of a records table, in order, on either backend."""
+    if not mem.records.shared:
+        return [r[1] for r in mem.records.read(f"PRAGMA table_info({table})")]
+    rows = mem.records.read(
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+        (table,),
+    )
+    return [r[0] for r in rows]
+
+
 def _pg_rows_containing(mem: AgentMemory, needle: str) -> int:
     total = 0
     tables = mem.records.read(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
     )
     for (table,) in tables:
-        cols = mem.records.read(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = ?",
-            (table,),
-        )
-        where = " OR ".join(f"CAST({c} AS TEXT) LIKE ?" for (c,) in cols)
+        cols = columns_of(mem, table)
+        where = " OR ".join(f"CAST({c} AS TEXT) LIKE ?" for c in cols)
         params = [f"%{needle}%"] * len(cols)
         total += int(mem.records.read(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
     return total

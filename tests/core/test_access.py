@@ -12,6 +12,8 @@ from agentmem.storage.access import AccessTracker
 from agentmem.storage.records import RecordStore
 from agentmem.storage.rows import NewRecord
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

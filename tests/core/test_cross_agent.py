@@ -14,6 +14,8 @@ import pytest
 
 from agentmem import AgentMemory, NotFoundError, ScopeError
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from _forgetting_support import (
+    columns_of,
     everything_readable,
     files_with,
     gettable,
@@ -30,6 +31,8 @@ from agentmem.storage.keyword_index import KeywordIndex
 from agentmem.storage.records import RecordStore
 from agentmem.storage.vector_index import VectorIndex, collection_name
 from agentmem.write.indexer import Indexer
+
+pytestmark = pytest.mark.both_backends
 
 MakeMemory = Callable[..., AgentMemory]
 U1, U2 = "user-zq81", "user-wk52"
@@ -70,7 +73,7 @@ def fill(
 
 def owned_rows(mem: AgentMemory, where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Rows of ``memories`` (every column but the recall counters), in insertion order."""
-    cols = [r[1] for r in mem.records.read("PRAGMA table_info(memories)")]
+    cols = columns_of(mem, "memories")
     keep = ", ".join(c for c in cols if c not in ("access_count", "last_accessed"))
     return mem.records.read(f"SELECT {keep} FROM memories WHERE {where} ORDER BY seq", params)
 
@@ -271,7 +274,7 @@ def test_erase_needs_a_writer_and_valid_ids(make_memory: MakeMemory) -> None:
         mem.erase(tenant_id="")
     with pytest.raises(ValidationError):
         mem.erase(tenant_id="acme", user_id=7)  # type: ignore[arg-type]
-    reader = AgentMemory(mem.home, read_only=True, embedder=mem.embedder)
+    reader = AgentMemory(mem.home, read_only=True, embedder=mem.embedder, settings=mem.settings)
     try:
         with pytest.raises(StorageError, match="read-only"):
             reader.erase(tenant_id="acme", user_id=U1)
@@ -286,11 +289,12 @@ def test_cli_erase_prints_the_receipt_and_doctor_checks_it(
     mem = make_memory()
     fill(mem, C1, user=U1, agent=None)
     home: Path = mem.home
+    url = mem.settings.records_url
     mem.close()
 
     def run(*argv: str) -> tuple[int, Any]:
         capsys.readouterr()
-        status = main(["--home", str(home), *argv])
+        status = main(["--home", str(home), *(["--records-url", url] if url else []), *argv])
         out = capsys.readouterr().out
         return status, json.loads(out) if out.strip().startswith("{") else out
 

@@ -20,6 +20,8 @@ from agentmem.derived.ingest import derive_session_id
 from agentmem.errors import LLMError, ScopeError, ValidationError
 from agentmem.llm import Answer, ChatTurn, Extracted, OfflineLLM, SummaryDelta, Verdict
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -17,6 +17,8 @@ from agentmem import AgentMemory, ScopeError, ValidationError
 from agentmem.cli import main
 from agentmem.tiers.knowledge import KEY_METADATA
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -414,3 +414,16 @@ def test_export_from_postgres_imports_into_sqlite_exactly(
         diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
         assert not diff, (n, diff)
     assert again == lines
+
+
+def test_a_node_home_opened_without_its_records_url_is_refused(
+    make_memory: MakeMemory, pg_url: str
+) -> None:
+    node = make_memory(records_url=pg_url)
+    node.bind("acme", user_id="u1").remember("Kept in Postgres")
+    home = node.home
+    node.close()
+    for read_only in (False, True):
+        with pytest.raises(StorageError, match="records URL"):
+            AgentMemory(home, read_only=read_only)
+    assert not (home / "records.sqlite3").exists()  # no empty SQLite store was started

@@ -21,6 +21,8 @@ from agentmem.errors import ScopeError, ValidationError
 from agentmem.storage.rows import now_utc
 from agentmem.storage.vector_index import collection_name
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 LATER = timedelta(days=120)
 

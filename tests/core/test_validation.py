@@ -15,6 +15,8 @@ from agentmem import AgentMemory, BoundMemory, ValidationError
 from agentmem.config import CHAT_COPY_MAX_BYTES, MAX_CONTENT_BYTES, MAX_QUERY_CHARS
 from agentmem.embeddings import CachedEmbedder
 
+pytestmark = pytest.mark.both_backends
+
 IDENT = {"tenant_id": "acme", "user_id": "u1", "agent_id": "a1", "session_id": "s1"}
 LONE_SURROGATE = "bad \ud800 text"
 OVER_LIMIT = "a" * (MAX_CONTENT_BYTES + 1)

@@ -22,6 +22,8 @@ from agentmem.tiers.working import (
     message_tokens,
 )
 
+pytestmark = pytest.mark.both_backends
+
 MakeMemory = Callable[..., AgentMemory]
 
 

@@ -320,7 +320,7 @@ class IndexQueue:
         with self._db.write() as tx:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
-                f"embed_error = NULL{self._unclaim()} WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
+                f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
                 [(int(embedded), seq, bool(embedded)) for seq, embedded in done],
             )
             tx.executemany(
@@ -328,6 +328,12 @@ class IndexQueue:
                 f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
                 [(seq, bool(embedded)) for seq, embedded in done if embedded],
             )
+            if self.follows_changes:  # this node is done with them, whatever their state now
+                tx.executemany(
+                    "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
+                    "WHERE seq = ? AND vec_claim_node = ?",
+                    [(seq, self.node_id) for seq, _ in done],
+                )
 
     def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:
         with self._db.write() as tx:

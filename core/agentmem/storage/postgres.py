@@ -139,13 +139,22 @@ class PostgresDatabase(Database):
         self._closed = False
         self._listeners: list[threading.Thread] = []
         self._stop = threading.Event()
-        options = "-c default_transaction_read_only=on" if read_only else None
         kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor}
-        if options:
-            kwargs["options"] = options
+
+        def read_only_session(conn: Any) -> None:
+            # set per connection, not as a connection option: that would replace the
+            # URL's own ``options`` (a search_path, say)
+            conn.execute("SET default_transaction_read_only = on")
+
         try:
             self._pool = psycopg_pool.ConnectionPool(
-                url, min_size=1, max_size=pool_size, kwargs=kwargs, open=False, timeout=30.0
+                url,
+                min_size=1,
+                max_size=pool_size,
+                kwargs=kwargs,
+                configure=read_only_session if read_only else None,
+                open=False,
+                timeout=30.0,
             )
             self._pool.open(wait=True, timeout=30.0)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
