@@ -215,12 +215,12 @@ def open_store(
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
     url = records_url(settings)
-    _check_node_home(home, url)
     lock = DataDirLock(home)
     recovered: list[str] = []
     records: RecordStore | None = None
     vectors: VectorIndex | None = None
     try:
+        _check_node_home(home, url)
         had_keywords = (home / KEYWORDS_DIR).is_dir()
         records = RecordStore(
             home / RECORDS_FILE,
