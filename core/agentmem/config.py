@@ -162,6 +162,11 @@ class MemoryConfig:
     """Rows not yet in an index that a recall reads and scores itself, so a write is
     recallable at once (read-your-writes); past this backlog, the newest are scored and the
     result is ``degraded``."""
+    exact_search_mb: int = 256
+    """Memory for in-process copies of small vector collections (up to 20,000 vectors each),
+    searched exactly instead of through Chroma: ~0.1 ms instead of ~1 ms at 1,000 vectors
+    (``AGENTMEM_EXACT_SEARCH_MB``; 0 turns it off). Only for an embedded store this process
+    writes; idle collections make room for busy ones."""
     durable_writes: bool = False
     """SQLite ``synchronous=FULL``: an acknowledged write also survives power loss or an OS
     crash (``AGENTMEM_SYNC=full``). The default, WAL with ``synchronous=NORMAL``, survives any
@@ -174,6 +179,7 @@ class MemoryConfig:
         kwargs: dict[str, Any] = {}
         _set(kwargs, "token_budget", _int(env, "AGENTMEM_TOKEN_BUDGET"))
         _set(kwargs, "min_score", _float(env, "AGENTMEM_MIN_SCORE", low=0.0, high=1.0))
+        _set(kwargs, "exact_search_mb", _int(env, "AGENTMEM_EXACT_SEARCH_MB", low=0))
         weights = dict(DEFAULT_SCOPE_WEIGHTS)
         for scope in weights:
             value = _float(env, f"AGENTMEM_RECALL_WEIGHT_{scope.upper()}", low=0.0)

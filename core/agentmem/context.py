@@ -317,7 +317,13 @@ def _vector_index(
     store in the data dir."""
     url = settings.chroma_url
     server = ChromaAddress.parse(url) if chroma_client is None and url is not None else None
-    return VectorIndex(home / VECTORS_DIR, client=chroma_client, server=server, read_only=read_only)
+    return VectorIndex(
+        home / VECTORS_DIR,
+        client=chroma_client,
+        server=server,
+        read_only=read_only,
+        exact_search_bytes=settings.memory.exact_search_mb * 2**20,
+    )
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:

@@ -88,7 +88,6 @@ class RecallEngine:
         #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
         self._vector_pool: ThreadPoolExecutor | None = None
-        self._search_pool: ThreadPoolExecutor | None = None
         self._pending_pool: ThreadPoolExecutor | None = None
         self._pending_job: Future[list[tuple[str, float]]] | None = None
         self.pending = PendingScorer(records, embedder, config.pending_scan)
@@ -332,27 +331,12 @@ class RecallEngine:
         finally:
             side.embed_ms = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        vector = side.vector
         try:
-            # several collections (a user's conversations and facts, the tenant's documents)
-            # are searched at once: most of a Chroma query's time is spent outside the GIL
-            others = [
-                self._fanout().submit(self.vectors.query, name, vector, n, w)
-                for name, w in targets[1:]
-            ]
-            first = [self.vectors.query(targets[0][0], vector, n, targets[0][1])]
-            side.lists = first + [job.result() for job in others]
+            side.lists = self.vectors.search_many(targets, side.vector, n)
         except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
             side.search_error = exc
         side.search_ms = (time.perf_counter() - t) * 1000
         return side
-
-    def _fanout(self) -> ThreadPoolExecutor:
-        if self._search_pool is None:
-            self._search_pool = ThreadPoolExecutor(
-                VECTOR_WORKERS, thread_name_prefix="agentmem-vector-search"
-            )
-        return self._search_pool
 
     def _await_vectors(
         self,
@@ -396,10 +380,10 @@ class RecallEngine:
 
     def close(self) -> None:
         """Stop the worker threads (idempotent)."""
-        for pool in (self._vector_pool, self._search_pool, self._pending_pool):
+        for pool in (self._vector_pool, self._pending_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
-        self._vector_pool = self._search_pool = self._pending_pool = None
+        self._vector_pool = self._pending_pool = None
 
     def _score(
         self,

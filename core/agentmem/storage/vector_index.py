@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..config import ChromaAddress
 from ..errors import StorageError
+from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot
 
 _PREFIX = "am_"
 #: The embedded Chroma store's SQLite file, and the name pattern of its segment directories
@@ -64,6 +66,9 @@ class VectorIndex:
             opening a store does no network I/O).
         read_only: Opened beside the process that writes to the data dir: :meth:`close`
             leaves the files alone.
+        exact_search_bytes: Memory for copies of small collections searched exactly in
+            this process (:mod:`~agentmem.storage.exact_vectors`); only for an embedded
+            store this process writes (another writer's vectors would be missed).
 
     Example:
         >>> vi = VectorIndex(tmp_path / "chroma")  # doctest: +SKIP
@@ -76,6 +81,7 @@ class VectorIndex:
         client: Any = None,
         server: ChromaAddress | None = None,
         read_only: bool = False,
+        exact_search_bytes: int = 0,
     ) -> None:
         self.path = None if client is not None or server is not None else path
         #: Opened beside the writing process: never rewrites files (no scrub at close).
@@ -89,6 +95,9 @@ class VectorIndex:
         #: When this index first opened its embedded client (segment files written since
         #: are scrubbed at close).
         self._opened_at: float | None = None
+        budget = exact_search_bytes if self._owns_client and not read_only else 0
+        self.exact = ExactVectors(budget, self._snapshot)
+        self._fanout: ThreadPoolExecutor | None = None
 
     @property
     def owns_client(self) -> bool:
@@ -180,6 +189,7 @@ class VectorIndex:
             col = self._collection(collection, create=True)
             try:
                 col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
+                self.exact.upserted(collection, ids, embeddings, metadatas)
                 return
             except Exception as exc:
                 self._collections.pop(collection, None)
@@ -196,6 +206,7 @@ class VectorIndex:
                 return
             try:
                 col.delete(ids=list(ids))
+                self.exact.deleted(collection, ids)
                 return
             except Exception as exc:
                 self._collections.pop(collection, None)
@@ -211,6 +222,12 @@ class VectorIndex:
         where: dict[str, Any] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest neighbours: (id, cosine similarity) best first; [] for an unknown collection."""
+        exact = self.exact.search(collection, embedding, n, where)
+        return exact if exact is not None else self._chroma_query(collection, where, embedding, n)
+
+    def _chroma_query(
+        self, collection: str, where: dict[str, Any] | None, embedding: np.ndarray, n: int
+    ) -> list[tuple[str, float]]:
         for attempt in (1, 2):
             col = self._collection(collection, create=False)
             if col is None:
@@ -233,6 +250,54 @@ class VectorIndex:
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def search_many(
+        self,
+        targets: Sequence[tuple[str, dict[str, Any] | None]],
+        embedding: np.ndarray,
+        n: int,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`query` of each (collection, where) target; the ones Chroma answers run at
+        once (most of a Chroma query's time is spent outside the GIL)."""
+        out: list[list[tuple[str, float]] | None] = [
+            self.exact.search(name, embedding, n, where) for name, where in targets
+        ]
+        remote = [i for i, hits in enumerate(out) if hits is None]
+        if len(remote) > 1:
+            if self._fanout is None:
+                self._fanout = ThreadPoolExecutor(4, thread_name_prefix="agentmem-vector-search")
+            jobs = {
+                i: self._fanout.submit(self._chroma_query, *targets[i], embedding, n)
+                for i in remote[1:]
+            }
+            out[remote[0]] = self._chroma_query(*targets[remote[0]], embedding, n)
+            for i, job in jobs.items():
+                out[i] = job.result()
+        elif remote:
+            out[remote[0]] = self._chroma_query(*targets[remote[0]], embedding, n)
+        return [hits or [] for hits in out]
+
+    def _snapshot(self, collection: str) -> Snapshot | None:
+        """Every vector of ``collection`` with its metadata, for an exact copy; None when it
+        does not exist; ``OverflowError`` past the size of an exact copy."""
+        col = self._collection(collection, create=False)
+        if col is None:
+            return None
+        if int(col.count()) > MAX_VECTORS:
+            raise OverflowError(collection)
+        ids: list[str] = []
+        vectors: list[Any] = []
+        metadatas: list[Any] = []
+        offset = 0
+        while True:
+            got = col.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+            ids.extend(got["ids"])
+            vectors.extend(got["embeddings"])
+            metadatas.extend(got["metadatas"])
+            if len(got["ids"]) < 5000:
+                break
+            offset += len(got["ids"])
+        return ids, np.asarray(vectors, dtype=np.float32), metadatas
 
     def ids(self, collection: str) -> set[str]:
         col = self._collection(collection, create=False)
@@ -275,6 +340,7 @@ class VectorIndex:
         return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
 
     def drop(self, collection: str) -> None:
+        self.exact.forget(collection)
         self._collections.pop(collection, None)
         self._missing.discard(collection)
         try:
@@ -341,6 +407,7 @@ class VectorIndex:
             return []
         done: list[str] = []
         with self._lock:
+            self.exact.forget()
             self._collections.clear()
             self._missing.clear()
             if self._client is not None:
@@ -408,6 +475,10 @@ class VectorIndex:
     def close(self) -> None:
         """Close the client; segment files the embedded store wrote meanwhile are scrubbed
         (:func:`scrub_hnsw_files`: Chroma writes them whenever it loads a collection)."""
+        self.exact.forget()
+        if self._fanout is not None:
+            self._fanout.shutdown(wait=False, cancel_futures=True)
+            self._fanout = None
         self._collections.clear()
         self._missing.clear()
         if self._owns_client and self._client is not None:

@@ -1,0 +1,234 @@
+"""Exact in-memory search of small collections: same answers as a full scan, kept exact
+through writes (also those made while a collection loads), bounded memory, and only where
+this process is the one writer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentmem import AgentMemory, MemoryConfig
+from agentmem.storage import exact_vectors
+from agentmem.storage.exact_vectors import ExactVectors, Partition
+from agentmem.storage.vector_index import VectorIndex
+
+DIM = 16
+MB = 2**20
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _meta(i: int) -> dict[str, str]:
+    return {
+        "session_id": f"s{i % 3}",
+        "kind": "memory" if i % 2 else "chat_message",
+        "memory_type": "fact" if i % 4 == 1 else "",
+        "scope": "user",
+    }
+
+
+def _reference(
+    vectors: np.ndarray, metas: list[dict[str, str]], q: np.ndarray, n: int, keep: Any = None
+) -> list[str]:
+    sims = vectors @ (q / np.linalg.norm(q))
+    order = [int(i) for i in np.argsort(-sims, kind="stable") if keep is None or keep(metas[i])]
+    return [f"r{i}" for i in order[:n]]
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> tuple[VectorIndex, np.ndarray, list[dict[str, str]]]:
+    rng = np.random.default_rng(7)
+    vectors = _unit(rng, 300)
+    metas = [_meta(i) for i in range(300)]
+    index = VectorIndex(tmp_path / "chroma", exact_search_bytes=64 * MB)
+    index.upsert("am_c", [f"r{i}" for i in range(300)], vectors, metas)
+    yield index, vectors, metas
+    index.close()
+
+
+def _held_query(index: VectorIndex, q: np.ndarray, n: int, where: Any = None) -> list[str]:
+    """Query twice (the copy is made on the second query) and return the ids."""
+    index.query("am_c", q, n, where)
+    hits = index.query("am_c", q, n, where)
+    assert index.exact.held() == {"am_c": 300}
+    return [i for i, _ in hits]
+
+
+def test_exact_answers_are_a_full_scan(filled: Any) -> None:
+    index, vectors, metas = filled
+    rng = np.random.default_rng(1)
+    for q in _unit(rng, 5):
+        assert _held_query(index, q, 20) == _reference(vectors, metas, q, 20)
+        hits = index.query("am_c", q, 5)
+        chroma = index._chroma_query("am_c", None, q, 5)
+        # the same similarity scale as Chroma's cosine distance
+        assert [i for i, _ in hits] == [i for i, _ in chroma]
+        for (_, a), (_, b) in zip(hits, chroma, strict=True):
+            assert a == pytest.approx(b, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("where", "keep"),
+    [
+        ({"session_id": "s1"}, lambda m: m["session_id"] == "s1"),
+        ({"session_id": {"$ne": "s1"}}, lambda m: m["session_id"] != "s1"),
+        ({"kind": {"$in": ["memory"]}}, lambda m: m["kind"] == "memory"),
+        ({"kind": "memory"}, lambda m: m["kind"] == "memory"),
+        (
+            {"$and": [{"session_id": {"$ne": "s0"}}, {"memory_type": {"$in": ["fact", "x"]}}]},
+            lambda m: m["session_id"] != "s0" and m["memory_type"] == "fact",
+        ),
+        ({"session_id": "nobody"}, lambda m: False),
+    ],
+)
+def test_where_filters_match_chroma(filled: Any, where: Any, keep: Any) -> None:
+    index, vectors, metas = filled
+    q = _unit(np.random.default_rng(3), 1)[0]
+    got = _held_query(index, q, 25, where)
+    assert got == _reference(vectors, metas, q, 25, keep)
+    assert got == [i for i, _ in index._chroma_query("am_c", where, q, 25)][: len(got)]
+
+
+def test_an_unsupported_filter_goes_to_chroma(filled: Any) -> None:
+    index, _, _ = filled
+    q = _unit(np.random.default_rng(4), 1)[0]
+    _held_query(index, q, 5)
+    where = {"session_id": {"$gt": "s0"}}
+    assert index.exact.search("am_c", q, 5, where) is None
+    with pytest.raises(Exception, match="gt"):  # Chroma's own answer to it
+        index.query("am_c", q, 5, where)
+
+
+def test_writes_reach_the_copy(filled: Any) -> None:
+    index, _, _ = filled
+    rng = np.random.default_rng(5)
+    q = _unit(rng, 1)[0]
+    _held_query(index, q, 5)
+    index.upsert("am_c", ["new"], q.reshape(1, -1), [_meta(1)])
+    assert index.query("am_c", q, 1)[0][0] == "new"
+    assert index.query("am_c", q, 3, {"session_id": "s1"})[0][0] == "new"
+    # replacing a vector moves the row, deleting it removes it
+    index.upsert("am_c", ["new"], -q.reshape(1, -1), [_meta(1)])
+    assert "new" not in [i for i, _ in index.query("am_c", q, 10)]
+    index.delete("am_c", ["new", "r0", "r299"])
+    assert index.exact.held() == {"am_c": 298}
+    ids = {i for i, _ in index.query("am_c", q, 400)}
+    assert not ids & {"new", "r0", "r299"} and len(ids) == 298
+
+
+def test_a_deleted_vector_leaves_nothing_in_memory() -> None:
+    part = Partition()
+    vectors = _unit(np.random.default_rng(6), 3)
+    part.upsert(["a", "b", "c"], vectors, [{}, {}, {}])
+    part.delete(["c", "a"])
+    assert part.ids == ["b"]
+    used, free = part.matrix[:1], part.matrix[1:]
+    assert np.allclose(used[0], vectors[1]) and not free.any()
+
+
+def test_writes_during_a_load_are_replayed() -> None:
+    """The indexer upserts while a recall copies the collection: without the journal the
+    copy misses the new row (it was not in what the load read)."""
+    rng = np.random.default_rng(8)
+    base = _unit(rng, 4)
+    loading, written = threading.Event(), threading.Event()
+
+    def load(name: str) -> Any:
+        loading.set()
+        assert written.wait(5)
+        return ["a", "b", "c", "d"], base, [{}] * 4
+
+    exact = ExactVectors(64 * MB, load)
+    q = base[0]
+    assert exact.search("c1", q, 3, None) is None  # first query: not copied yet
+    late = -base[0].reshape(1, -1)
+    results: list[Any] = []
+    t = threading.Thread(target=lambda: results.append(exact.search("c1", q, 10, None)))
+    t.start()
+    assert loading.wait(5)
+    exact.upserted("c1", ["late"], late, [{}])
+    exact.deleted("c1", ["b"])
+    written.set()
+    t.join(5)
+    assert {i for i, _ in results[0]} == {"a", "c", "d", "late"}
+    assert exact.held() == {"c1": 4}
+
+
+def test_memory_is_bounded_and_idle_copies_make_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    data = {name: _unit(rng, 100) for name in ("c1", "c2")}
+
+    def load(name: str) -> Any:
+        return [f"{name}-{i}" for i in range(100)], data[name], [{}] * 100
+
+    one_copy = Partition()
+    one_copy.upsert([f"x{i}" for i in range(100)], data["c1"], [{}] * 100)
+    exact = ExactVectors(int(one_copy.nbytes * 1.5), load)
+    q = data["c1"][0]
+    for name in ("c1", "c1", "c2", "c2"):
+        exact.search(name, q, 3, None)
+    assert exact.held() == {"c1": 100}  # c1 is busy: c2 stays with Chroma
+    monkeypatch.setattr(exact_vectors, "IDLE_SECONDS", 0.0)
+    exact.forget("c2")  # its refusal expires
+    assert exact.search("c2", q, 3, None) is not None
+    assert exact.held() == {"c2": 100}
+
+
+def test_large_collections_stay_with_chroma(filled: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    index, vectors, metas = filled
+    monkeypatch.setattr(exact_vectors, "MAX_VECTORS", 299)
+    q = vectors[0]
+    index.query("am_c", q, 5)
+    assert [i for i, _ in index.query("am_c", q, 5)] == _reference(vectors, metas, q, 5)
+    assert index.exact.held() == {}
+    # a copy that grows past the limit is dropped
+    monkeypatch.setattr(exact_vectors, "MAX_VECTORS", 300)
+    index.exact.forget()
+    _held_query(index, q, 5)
+    index.upsert("am_c", ["one-more"], q.reshape(1, -1), [_meta(0)])
+    assert index.exact.held() == {}
+    assert index.query("am_c", q, 1)[0][0] in {"one-more", "r0"}
+
+
+def test_only_the_one_writer_keeps_copies(tmp_path: Path) -> None:
+    assert VectorIndex(tmp_path / "a", exact_search_bytes=MB).exact.budget == MB
+    assert VectorIndex(tmp_path / "a", exact_search_bytes=MB, read_only=True).exact.budget == 0
+    assert VectorIndex(client=object(), exact_search_bytes=MB).exact.budget == 0
+
+
+@pytest.mark.parametrize("exact_mb", [0, 256])
+def test_recall_is_the_same_with_and_without_copies(tmp_path: Path, exact_mb: int) -> None:
+    facts = [
+        "I commute by bicycle every day",
+        "My sister lives in Lisbon",
+        "The staging database is db-stage-04",
+        "I am allergic to penicillin",
+        "Our team standup is at 9:30",
+    ]
+    config = MemoryConfig(exact_search_mb=exact_mb)
+    with AgentMemory(tmp_path / "m", config=config) as memory:
+        bound = memory.bind("acme", user_id="ana", session_id="s1")
+        for fact in facts:
+            bound.remember(fact)
+        memory.flush()
+        got = [
+            [h.content for h in bound.recall(q, min_score=0.0).items]
+            for q in ("how do I get to work?", "which hostname is staging?", "drug allergies")
+            for _ in range(2)
+        ]
+        held = memory.context.vectors.exact.held()
+        # written after the copy was made, found by meaning only (no word in common)
+        bound.remember("My brother works as a dentist in Porto")
+        memory.flush()
+        late = [h.content for h in bound.recall("what is my sibling's job?", min_score=0.0).items]
+    assert bool(held) == (exact_mb > 0)
+    assert got[0][0] == facts[0] and got[2][0] == facts[2] and got[4][0] == facts[3]
+    assert got[0] == got[1]
+    assert "My brother works as a dentist in Porto" in late
