@@ -193,6 +193,9 @@ class _Entry:
     partition: Partition | None = None  # None while loading
     journal: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     last_used: float = 0.0
+    #: Held while the partition is searched or written (searches of different collections
+    #: run at once: numpy releases the GIL).
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ExactVectors:
@@ -223,20 +226,26 @@ class ExactVectors:
         with self._lock:
             entry = self._entries.get(name)
             if entry is not None:
-                if entry.partition is None:  # another thread is loading it
+                partition = entry.partition
+                if partition is None:  # another thread is loading it
                     return None
                 entry.last_used = now
-                return _search(entry.partition, query, n, where)
-            if self._refused.get(name, 0.0) > now:
+            elif self._refused.get(name, 0.0) > now:
                 return None
-            if name not in self._queried:
+            elif name not in self._queried:
                 self._queried[name] = None
                 if len(self._queried) > 100_000:  # forget the oldest
                     del self._queried[next(iter(self._queried))]
                 return None
-            entry = self._entries[name] = _Entry(last_used=now)
-        partition = self._fill(name, entry)
-        return None if partition is None else _search(partition, query, n, where)
+            else:
+                entry = self._entries[name] = _Entry(last_used=now)
+                partition = None
+        if partition is None:  # this call loads it
+            partition = self._fill(name, entry)
+            if partition is None:
+                return None
+        with entry.lock:
+            return _search(partition, query, n, where)
 
     def _fill(self, name: str, entry: _Entry) -> Partition | None:
         """Load ``name`` and install it (writes made meanwhile replayed over it)."""
@@ -308,7 +317,8 @@ class ExactVectors:
             if entry.partition is None:
                 entry.journal.append((op, args))
                 return
-            partition = _apply(entry.partition, op, args)
+            with entry.lock:
+                partition = _apply(entry.partition, op, args)
             if partition is None or len(partition) > MAX_VECTORS:
                 del self._entries[name]  # grown past the limit (or unusable): Chroma's now
                 self._refused[name] = time.monotonic() + 10 * IDLE_SECONDS
