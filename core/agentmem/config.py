@@ -148,8 +148,10 @@ class MemoryConfig:
     scope_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_WEIGHTS))
     """Class priors per scope (``AGENTMEM_RECALL_WEIGHT_<SCOPE>``); 0 leaves a scope out of
     ``scope="any"``."""
-    candidates: int = 40
-    """Candidates fetched from each index per scope before fusion."""
+    candidates: int = 20
+    """Candidates fetched from each index per scope before fusion. 40 cost a third more
+    recall time for the same recall (LoCoMo dev R@10 at defaults 0.815 vs 0.812, R@5 and
+    R@20 higher at 20; bench Recall@10 equal or higher at 10k and 100k)."""
     keyword_context: int = 2
     """Preceding chat messages indexed (keywords) as context of each chat message."""
     vector_context: int = 0

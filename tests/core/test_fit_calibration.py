@@ -61,3 +61,31 @@ def test_rank_l2_changes_the_ordering_fit_not_the_calibration(fc: Any) -> None:
     assert np.abs(rank_tight).sum() < np.abs(rank_shared).sum() < np.abs(rank_loose).sum()
     same = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False, rank_l2=1.0)
     assert np.array_equal(rank_shared, same.fit(labelled, loc)[1])
+
+
+def test_weights_fitted_on_one_pool_are_scored_on_recalls_pool(fc: Any) -> None:
+    """``--fit-candidates``: the held-out figures score the candidates recall itself ranks
+    (its smaller pool), with weights fitted on the larger pool of the same queries."""
+    labelled, loc = _queries(fc, "cases", 20, 0), _queries(fc, "locomo", 30, 1)
+    smaller = [
+        fc.Query(
+            **{
+                **vars(q),
+                "feats": q.feats[:4],
+                "labels": q.labels[:4],
+                "kinds": q.kinds[:4],
+                "tokens": q.tokens[:4],
+                "contents": q.contents[:4],
+            }
+        )
+        for q in labelled + loc
+    ]
+    sets = fc.Sets(labelled, loc, smaller[:20], smaller[20:])
+    setup = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False)
+    lab_cv, loc_cv = fc.held_out(setup, sets, 5)
+    assert sorted(id(t[0]) for t in lab_cv) == sorted(id(q) for q in smaller[:20])
+    assert sorted(id(t[0]) for t in loc_cv) == sorted(id(q) for q in smaller[20:])
+    # each held-out conversation's weights were fitted without it, on the larger pool
+    for q, _cal, rank, _ in loc_cv:
+        train = [x for x in loc if x.group != q.group]
+        assert np.array_equal(rank, setup.fit(labelled, train)[1])

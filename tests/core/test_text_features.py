@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from agentmem import AgentMemory
 from agentmem.recall.request import recall_request
 from agentmem.storage.index_queue import TEXT_FEATURES_DONE
@@ -78,7 +80,12 @@ def test_recall_scores_rows_with_and_without_stored_features_alike(make_memory: 
             "UPDATE memories SET kw_terms = NULL, kw_term_count = NULL, content_tokens = NULL"
         )
     for q in queries:
-        assert _candidate_features(mem, q) == stored[q]
+        # (the cosines may differ in their last float32 bits: Chroma answers the first query
+        # of a collection, its exact in-memory copy the later ones)
+        again = _candidate_features(mem, q)
+        assert again.keys() == stored[q].keys()
+        for id_, features in again.items():
+            assert features == pytest.approx(stored[q][id_], abs=1e-6)
         assert [h.id for h in mem.bind(**IDENT).recall(q, min_score=0.0).items] == hits[q]
     assert any(f[-1] > 0 for f in stored[queries[0]].values())  # id_miss seen (another invoice)
 
