@@ -16,6 +16,7 @@ from agentmem.recall.ranking import (
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
 from agentmem.recall.text import identifier_terms, speaker_in_content
+from agentmem.storage.keyword_index import KeywordFilter
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
 IN_KEYWORD = FEATURE_NAMES.index("in_keyword")
@@ -176,6 +177,35 @@ def test_an_unknown_invoice_returns_nothing_however_alike_the_others(make_memory
     mem.flush()
     assert m.recall("is INV-2024-0498 paid?").items == []
     assert m.recall("is INV-2024-0412 paid?").items[0].id == paid.id
+
+
+def test_an_identifier_outweighs_the_words_around_it_in_the_keyword_search(
+    make_memory: Any,
+) -> None:
+    """Rows sharing every other query word ("medical record MED-...") but naming other ids
+    must not push the one row naming the id out of the keyword candidates."""
+    mem = make_memory()
+    m = mem.bind("t", user_id="u", session_id="s1")
+    kids = ["Ana", "Ben", "Chloe", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"]
+    foods = ("peanuts", "shellfish", "sesame")
+    cities = ("Lisbon", "Oslo", "Lima", "Perth", "Quito", "Turin", "Accra", "Hanoi")
+    for n in range(250):  # other talk: "medical record" is not a common phrase here
+        m.add_message("user", f"Trip {n}: the train to {cities[n % 8]} left at {n % 12 + 1} pm")
+    # (written before the allergy records: a message is indexed with the two before it)
+    target = m.add_message("user", "Allergy note (MED-SY2FJL): Anders must avoid gluten")
+    for n in range(mem.config.candidates + 5):
+        kid, food = kids[n % len(kids)], foods[n % 3]
+        m.add_message("user", f"{kid} is allergic to {food}: medical record MED-{n:03d}Q")
+    mem.flush()
+    plain = mem.keywords.search(
+        mem.keywords.query_terms("medical record MED-SY2FJL"),
+        KeywordFilter(tenant="t", partitions=("conv:u:u",)),
+        mem.config.candidates,
+    )
+    assert target.id not in [i for i, _ in plain]  # without the identifier's weight
+    keyword_side = _candidates((mem, m), "medical record MED-SY2FJL", ("keyword",))
+    assert target.content in keyword_side
+    assert m.recall("medical record MED-SY2FJL").items[0].id == target.id
 
 
 def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> None:

@@ -37,7 +37,7 @@ from . import profile as recall_profile
 from .pending import PendingScorer, merge
 from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
 from .request import RecallRequest
-from .text import TextScorer
+from .text import TextScorer, identifier_terms
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -47,6 +47,8 @@ log = logging.getLogger("agentmem")
 #: Below this many tokens left in the budget, the next item is dropped rather than cut.
 MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
+#: How much more a query's identifier term weighs in the keyword search than its other terms.
+IDENTIFIER_BOOST = 3.0
 #: Seconds recall waits for the embedding of rows not yet in the vector index.
 PENDING_EMBED_TIMEOUT = 1.0
 #: Threads embedding queries and searching vectors (recalls from several threads at once,
@@ -210,10 +212,15 @@ class RecallEngine:
             targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
             vector_job = self._vector_async(req.query, targets, pool)
         terms = self.keywords.query_terms(req.query)
+        # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
+        # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
+        # rows saying "medical record" of another id
+        boosts = dict.fromkeys(identifier_terms(terms), IDENTIFIER_BOOST)
         if prof is not None:
             prof.lap("plan")
         keyword_lists = [
-            self.keywords.search(terms, flt, pool) if use_keyword else [] for _, flt, _ in searches
+            self.keywords.search(terms, flt, pool, boosts) if use_keyword else []
+            for _, flt, _ in searches
         ]
         if prof is not None:
             prof.lap("keyword_search")
@@ -237,8 +244,11 @@ class RecallEngine:
                 vec_rows[row.partition].append(row)
         idf = self.keywords.idf(terms) if terms else {}
         if kw_rows and terms and use_keyword:
+            weights = {t: w * boosts.get(t, 1.0) for t, w in idf.items()}
             for n, (partition, _, _) in enumerate(searches):
-                extra = self.pending.keyword_scores(self.keywords.analyze, idf, kw_rows[partition])
+                extra = self.pending.keyword_scores(
+                    self.keywords.analyze, weights, kw_rows[partition]
+                )
                 keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 
         # the text evidence of the rows found so far is worked out while the query embeds

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,17 +242,26 @@ class KeywordIndex:
         return out
 
     def search(
-        self, terms: Sequence[str], flt: KeywordFilter, limit: int
+        self,
+        terms: Sequence[str],
+        flt: KeywordFilter,
+        limit: int,
+        boosts: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 search for any of ``terms`` among the rows ``flt`` allows: (id, score) best first."""
+        """BM25 search for any of ``terms`` among the rows ``flt`` allows: (id, score) best
+        first; a term's score is multiplied by its entry in ``boosts``."""
         if not terms or not flt.partitions:
             return []
         schema = self._schema
         must = tantivy.Occur.Must
         should = tantivy.Occur.Should
-        text_q = tantivy.Query.boolean_query(
-            [(should, tantivy.Query.term_query(schema, "content", t)) for t in terms]
-        )
+        boosts = boosts or {}
+
+        def term(t: str) -> tantivy.Query:
+            q = tantivy.Query.term_query(schema, "content", t)
+            return tantivy.Query.boost_query(q, boosts[t]) if t in boosts else q
+
+        text_q = tantivy.Query.boolean_query([(should, term(t)) for t in terms])
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
             (must, text_q),
             (must, tantivy.Query.term_query(schema, "tenant", flt.tenant)),
