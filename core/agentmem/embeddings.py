@@ -275,6 +275,11 @@ class OnnxMiniLMEmbedder:
         batch_size: Texts per onnxruntime call.
         max_length: Truncation length in word pieces, special tokens included.
         intra_op_threads: onnxruntime intra-op threads; ``None`` means ``os.cpu_count()``.
+        spin_threads: Let onnxruntime's threads busy-wait for work between calls. A bare
+            call is faster (query p50 2.1 vs 2.9 ms on 2 cores), but the threads go on
+            spinning after it and take the cores from what follows: recall, whose vector
+            search and scoring follow the query embedding, measured p50 / p95 7.3 / 11.3 ms
+            spinning vs 6.5 / 7.7 ms not (100k memories). Off by default.
         dimensions: Expected output width; checked against the model when it loads.
 
     Raises:
@@ -299,6 +304,7 @@ class OnnxMiniLMEmbedder:
         batch_size: int = 32,
         max_length: int = 256,
         intra_op_threads: int | None = None,
+        spin_threads: bool = False,
         dimensions: int = MINILM_DIMENSIONS,
     ) -> None:
         if batch_size < 1:
@@ -320,6 +326,7 @@ class OnnxMiniLMEmbedder:
         self._batch_size = batch_size
         self._max_length = max_length
         self._threads = intra_op_threads
+        self._spin = spin_threads
         self._dimensions = dimensions
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
@@ -442,6 +449,8 @@ class OnnxMiniLMEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self._threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
+        spin = "1" if self._spin else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3

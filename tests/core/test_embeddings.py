@@ -495,3 +495,15 @@ def test_chroma_adapter_translates_errors() -> None:
     fixed = ChromaEmbeddingFunctionEmbedder(lambda texts: [[1.0, 0.0] for _ in texts], dimensions=3)
     with pytest.raises(EmbeddingError):
         fixed.embed_documents(["a"])
+
+
+@pytest.mark.parametrize("spin", [False, True])
+def test_onnxruntime_threads_spin_only_when_asked(spin: bool) -> None:
+    """Spinning threads keep a core busy after each call, taking it from the work recall
+    does next; the default leaves them asleep."""
+    embedder = OnnxMiniLMEmbedder(spin_threads=spin) if spin else OnnxMiniLMEmbedder()
+    vector = embedder.embed_query("a sitting cat")
+    assert vector.shape == (384,)
+    options = embedder._ensure_loaded().session.get_session_options()
+    entry = options.get_session_config_entry("session.intra_op.allow_spinning")
+    assert entry == ("1" if spin else "0")
