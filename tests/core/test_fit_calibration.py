@@ -3,27 +3,16 @@ ordering fit only, never the calibration. Synthetic candidates, no benchmark dat
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from _benchmark_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def fc() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "fit_calibration", ROOT / "benchmarks" / "fit_calibration.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fit_calibration"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fit_calibration")
 
 
 def _queries(fc: Any, source: str, n: int, seed: int) -> list[Any]:

@@ -7,12 +7,12 @@ floors asserted here sit a little below the measured values, so a regression fai
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _benchmark_scripts import load_script
 
 from agentmem.embeddings import CachedEmbedder
 from agentmem.llm import (
@@ -174,13 +174,7 @@ def test_extraction_is_deterministic_and_deduplicated() -> None:
 
 
 def _load_benchmark() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "offline_extraction", ROOT / "benchmarks" / "offline_extraction.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("offline_extraction")
 
 
 @pytest.mark.parametrize(

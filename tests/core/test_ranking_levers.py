@@ -4,14 +4,13 @@ benchmark data). No figure is asserted: the script reports them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _benchmark_scripts import load_script
 
 from agentmem.embeddings import CachedEmbedder
 
@@ -21,14 +20,7 @@ DATA = ROOT / "tests" / "data" / "synthetic_long_conversations.json"
 
 @pytest.fixture(scope="module")
 def levers() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "ranking_levers", ROOT / "benchmarks" / "ranking_levers.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ranking_levers"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("ranking_levers")
 
 
 def _question(levers: Any, terms: list[str], vector: list[float]) -> Any:

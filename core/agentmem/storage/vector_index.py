@@ -189,13 +189,13 @@ class VectorIndex:
             col = self._collection(collection, create=True)
             try:
                 col.upsert(ids=list(ids), embeddings=embeddings, metadatas=list(metadatas))
-                self.exact.upserted(collection, ids, embeddings, metadatas)
-                return
+                break
             except Exception as exc:
                 self._collections.pop(collection, None)
                 if attempt == 1 and _gone(exc):
                     continue  # dropped and perhaps recreated behind this handle's back
                 raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
+        self.exact.upserted(collection, ids, embeddings, metadatas)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if not ids:
@@ -206,13 +206,13 @@ class VectorIndex:
                 return
             try:
                 col.delete(ids=list(ids))
-                self.exact.deleted(collection, ids)
-                return
+                break
             except Exception as exc:
                 self._collections.pop(collection, None)
                 if attempt == 1 and _gone(exc):
                     continue
                 raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
+        self.exact.deleted(collection, ids)
 
     def query(
         self,
