@@ -13,7 +13,7 @@ import pytest
 
 from agentmem import AgentMemory, MemoryConfig
 from agentmem.storage import exact_vectors
-from agentmem.storage.exact_vectors import ExactVectors, Partition
+from agentmem.storage.exact_vectors import ExactVectors, Partition, where_matches
 from agentmem.storage.vector_index import VectorIndex
 
 DIM = 16
@@ -232,3 +232,63 @@ def test_recall_is_the_same_with_and_without_copies(tmp_path: Path, exact_mb: in
     assert got[0][0] == facts[0] and got[2][0] == facts[2] and got[4][0] == facts[3]
     assert got[0] == got[1]
     assert "My brother works as a dentist in Porto" in late
+
+
+@pytest.mark.parametrize(
+    ("where", "keep"),
+    [
+        ({"session_id": {"$ne": "s1"}}, lambda m: m["session_id"] != "s1"),
+        ({"kind": {"$in": ["memory"]}}, lambda m: m["kind"] == "memory"),
+        (
+            {"$or": [{"session_id": "s0"}, {"memory_type": {"$nin": ["", "x"]}}]},
+            lambda m: m["session_id"] == "s0" or m["memory_type"] not in ("", "x"),
+        ),
+        # a few rows pass: too few among the unfiltered results, Chroma filters itself
+        (
+            {"$and": [{"session_id": "s1"}, {"memory_type": "fact"}]},
+            lambda m: m["session_id"] == "s1" and m["memory_type"] == "fact",
+        ),
+    ],
+)
+def test_a_large_collection_is_filtered_after_an_unfiltered_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: Any, keep: Any
+) -> None:
+    """Chroma scans a large collection for a metadata filter (~95 ms at 50,000 vectors for a
+    session_id $ne); past POST_FILTER_MIN vectors the index asks unfiltered for more and
+    filters them itself, with the same answers."""
+    from agentmem.storage import vector_index
+
+    monkeypatch.setattr(vector_index, "POST_FILTER_MIN", 100)
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng, 300)
+    metas = [_meta(i) for i in range(300)]
+    index = VectorIndex(tmp_path / "chroma")  # no exact copies: Chroma answers
+    index.upsert("am_c", [f"r{i}" for i in range(300)], vectors, metas)
+    asked: list[Any] = []
+    real_ask = index._ask
+    monkeypatch.setattr(
+        index, "_ask", lambda c, w, e, n, **kw: asked.append(w) or real_ask(c, w, e, n, **kw)
+    )
+    try:
+        for q in _unit(rng, 3):
+            asked.clear()
+            got = [i for i, _ in index.query("am_c", q, 10, where)]
+            assert got == _reference(vectors, metas, q, 10, keep)
+            assert asked[0] is None  # unfiltered first
+            few = sum(map(keep, metas)) < 30
+            assert (len(asked) == 2 and asked[1] == where) == few  # Chroma filters only then
+    finally:
+        index.close()
+
+
+def test_where_matches_is_chromas_filter() -> None:
+    meta = {"session_id": "s1", "kind": "memory"}
+    assert where_matches({"session_id": "s1"}, meta)
+    assert not where_matches({"session_id": {"$ne": "s1"}}, meta)
+    assert where_matches({"memory_type": {"$ne": "fact"}}, meta)  # missing key: no value
+    assert not where_matches({"memory_type": {"$in": ["fact"]}}, meta)
+    assert where_matches({"$and": [{"kind": "memory"}, {"session_id": {"$nin": ["s2"]}}]}, meta)
+    assert where_matches({"$or": [{"kind": "chat"}, {"session_id": "s1"}]}, meta)
+    for unsupported in ({"session_id": {"$gt": "s0"}}, {"$not": {}}, {"a": 1, "b": 2}):
+        with pytest.raises(ValueError):
+            where_matches(unsupported, meta)

@@ -35,8 +35,37 @@ Hits = list[tuple[str, float]]
 Snapshot = tuple[Sequence[str], np.ndarray, Sequence[Mapping[str, Any]]]
 
 
-class _Unsupported(Exception):
+class _Unsupported(ValueError):
     """A ``where`` clause this module does not evaluate (the query goes to Chroma)."""
+
+
+def where_matches(where: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
+    """Whether ``metadata`` passes a Chroma ``where`` clause of the forms this module
+    evaluates (a key's value, ``$eq``, ``$ne``, ``$in``, ``$nin``, ``$and``, ``$or``);
+    ``ValueError`` for any other. A missing key equals no value."""
+    if len(where) != 1:
+        raise _Unsupported(where)
+    ((key, cond),) = where.items()
+    if key in ("$and", "$or"):
+        if not cond:
+            raise _Unsupported(where)
+        results = [where_matches(part, metadata) for part in cond]
+        return all(results) if key == "$and" else any(results)
+    if key.startswith("$"):
+        raise _Unsupported(where)
+    if not isinstance(cond, Mapping):
+        cond = {"$eq": cond}
+    if len(cond) != 1:
+        raise _Unsupported(where)
+    ((op, arg),) = cond.items()
+    value = metadata.get(key)
+    if op in ("$eq", "$ne"):
+        hit = bool(value == arg)
+        return hit if op == "$eq" else not hit
+    if op in ("$in", "$nin"):
+        hit = bool(value in list(arg))
+        return hit if op == "$in" else not hit
+    raise _Unsupported(where)
 
 
 class Partition:
