@@ -292,3 +292,19 @@ def test_where_matches_is_chromas_filter() -> None:
     for unsupported in ({"session_id": {"$gt": "s0"}}, {"$not": {}}, {"a": 1, "b": 2}):
         with pytest.raises(ValueError):
             where_matches(unsupported, meta)
+
+
+def test_an_emptied_collection_is_held_and_filled_again(tmp_path: Path) -> None:
+    index = VectorIndex(tmp_path / "chroma", exact_search_bytes=64 * MB)
+    try:
+        vectors = _unit(np.random.default_rng(12), 2)
+        index.upsert("am_c", ["a", "b"], vectors, [_meta(0), _meta(1)])
+        index.delete("am_c", ["a", "b"])  # the collection exists, with no vector
+        assert index.query("am_c", vectors[0], 5) == []
+        assert index.query("am_c", vectors[0], 5) == []  # second query: copied (empty)
+        assert index.exact.held() == {"am_c": 0}
+        index.upsert("am_c", ["c"], vectors[:1], [_meta(2)])
+        assert [i for i, _ in index.query("am_c", vectors[0], 5)] == ["c"]
+        assert index.exact.held() == {"am_c": 1}
+    finally:
+        index.close()

@@ -290,7 +290,7 @@ class ExactVectors:
             if self._entries.get(name) is not entry:  # forgotten while loading
                 return None
             partition: Partition | None = Partition()
-            if snapshot is not None:
+            if snapshot is not None and len(snapshot[0]):  # (an empty one is a new Partition)
                 partition = _apply(Partition(), "upsert", snapshot)
             for op, args in entry.journal:
                 if partition is not None:

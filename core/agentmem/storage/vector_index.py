@@ -329,18 +329,18 @@ class VectorIndex:
         if int(col.count()) > MAX_VECTORS:
             raise OverflowError(collection)
         ids: list[str] = []
-        vectors: list[Any] = []
+        pages: list[np.ndarray] = []
         metadatas: list[Any] = []
-        offset = 0
-        while True:
-            got = col.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+        while True:  # a page at a time, each made float32 at once (a copy's peak memory)
+            got = col.get(include=["embeddings", "metadatas"], limit=1000, offset=len(ids))
+            if len(got["ids"]):
+                pages.append(np.asarray(got["embeddings"], dtype=np.float32))
             ids.extend(got["ids"])
-            vectors.extend(got["embeddings"])
             metadatas.extend(got["metadatas"])
-            if len(got["ids"]) < 5000:
+            if len(got["ids"]) < 1000:
                 break
-            offset += len(got["ids"])
-        return ids, np.asarray(vectors, dtype=np.float32), metadatas
+        vectors = np.concatenate(pages) if pages else np.zeros((0, 0), dtype=np.float32)
+        return ids, vectors, metadatas
 
     def ids(self, collection: str) -> set[str]:
         col = self._collection(collection, create=False)
