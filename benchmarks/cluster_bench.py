@@ -43,8 +43,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import agentmem
 from agentmem import AgentMemory
 from agentmem.bench.corpus import QUERY_KINDS, memory_at
@@ -60,39 +58,10 @@ from agentmem.bench.harness import (
 )
 from agentmem.bench.stats import summarize
 from agentmem.config import Settings
-from agentmem.embeddings import CachedEmbedder, Embedder, FloatArray, default_embedder
+from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
+from agentmem.storage.embedding_cache import DiskEmbeddingCache
 
 _READY = re.compile(r"ready on (http://[0-9.]+:\d+)")
-
-
-class MemoEmbedder:
-    """The model behind a memo of every document vector it computed (text -> vector)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.memo: dict[str, FloatArray] = {}
-        self.computed = 0
-
-    @property
-    def model_name(self) -> str:
-        return self.inner.model_name
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if todo:
-            for text, vec in zip(todo, self.inner.embed_documents(todo), strict=True):
-                self.memo[text] = vec
-            self.computed += len(todo)
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.stack([self.memo[t] for t in texts]).astype(np.float32)
-
-    def embed_query(self, text: str) -> FloatArray:
-        return self.inner.embed_query(text)
 
 
 def load(
@@ -112,6 +81,7 @@ def recall_both(
     n: int,
     queries_n: int,
     embedder: CachedEmbedder,
+    model: Embedder,
 ) -> dict[str, Any]:
     queries = make_queries(queries_n, n, 0)
     searches = {}
@@ -124,7 +94,7 @@ def recall_both(
     floor = []
     for q in queries:  # cache every query's vector; time the model once per query
         t = time.perf_counter()
-        embedder.inner.embed_query(q.text)
+        model.embed_query(q.text)
         floor.append((time.perf_counter() - t) * 1000)
         embedder.embed_query(q.text)
     lat, results = interleaved(searches, [q.text for q in queries])
@@ -229,21 +199,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.skip_load:
         model = default_embedder()
         model.embed_query("load the model")
-        memo = MemoEmbedder(model.inner)
+        # both stores embed the same texts: the second reads the first's vectors back
+        memo = DiskEmbeddingCache(model.inner, work / "embeddings")
         embedder = CachedEmbedder(memo)
         wanted = {q.target for q in make_queries(args.queries, args.memories, 0)}
         stores = {}
         for name, settings in (("sqlite", Settings.from_env()), ("postgres_chroma", cluster)):
             mem, ids, figures = load(name, work / name, settings, embedder, args.memories, wanted)
-            figures["vectors_computed_by_the_model"] = memo.computed
-            memo.computed = 0
+            figures["vectors_computed_by_the_model"] = memo.misses
+            memo.misses = 0
             out[f"load_{name}"] = figures
             stores[name] = (mem, ids)
             print(f"[{name}] loaded: {json.dumps(figures)}", file=sys.stderr)
-        out["recall"] = recall_both(stores, args.memories, args.queries, embedder)
+        out["recall"] = recall_both(stores, args.memories, args.queries, embedder, model.inner)
         for mem, _ in stores.values():
             mem.close()
-        del memo.memo
+        memo.close()
     flags = ["--records-url", args.records_url, "--chroma-url", args.chroma_url]
     argv = [sys.executable, "-m", "agentmem.cli", "--home", str(work / "keys"), *flags]
     argv += ["--json", "keys", "create", "--tenant", "bench-writes"]
