@@ -5,9 +5,11 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from agentmem import AgentMemory, DataDirLockedError, StorageError
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
+from agentmem.storage.keyword_index import KeywordIndex
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 
@@ -69,6 +72,36 @@ def test_rerunning_the_cell_reopens_the_same_store(
     assert m.recall("what did the first cell write?").items[0].id == r.id
     mem.close()
     assert probe(home) == "opened"
+
+
+def test_a_closed_memory_leaves_its_dir_alone(
+    tmp_path: Path, shared_embedder: CachedEmbedder
+) -> None:
+    """``close()`` then removing the dir (a notebook's ``TemporaryDirectory``) must not race
+    anything still writing there: Tantivy's reader used to reload after the closing commit,
+    half a second later, and recreate its meta lock file in the half-removed dir."""
+    home = tmp_path / "tmp-notebook-dir"
+    mem = AgentMemory(home, embedder=shared_embedder)
+    m = mem.bind(**IDENT)
+    m.remember_many([f"Note {n} about the ferry schedule" for n in range(30)])
+    mem.flush()
+    m.recall("ferry")
+    mem.close()
+    # rmtree's walk, caught between two files: each index's meta.json is still there
+    for path in home.rglob("*"):
+        if path.is_file() and path.name != "meta.json":
+            path.unlink()
+    time.sleep(1.2)  # longer than the reader's 0.5 s poll of meta.json
+    assert [p.name for p in home.rglob("*") if p.is_file()] == ["meta.json"]
+    shutil.rmtree(home)
+
+
+def test_a_closed_keyword_index_refuses_writes(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "keywords")
+    index.close()
+    with pytest.raises(StorageError, match="closed"):
+        index.delete(["some-id"])
+    index.close()  # idempotent
 
 
 def test_locked_error_says_what_works(tmp_path: Path, shared_embedder: CachedEmbedder) -> None:

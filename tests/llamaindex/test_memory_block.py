@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import Memory, StaticMemoryBlock
 
-from agentmem import AgentMemory, BoundMemory
+from agentmem import AgentMemory, BoundMemory, MemoryItem
 from agentmem.tokens import count_tokens
 from llamaindex_agentmem import AgentMemMemoryBlock
 
@@ -34,18 +35,29 @@ def chat_memory(block: AgentMemMemoryBlock, **kw: object) -> Memory:
     return Memory.from_defaults(session_id="llama-chat-1", memory_blocks=[block], **kw)  # type: ignore[arg-type]
 
 
-def put_all(memory: Memory, use_async: bool) -> None:
+def put_all_then_get(
+    memory: Memory, use_async: bool, before_get: Callable[[], object], question: str
+) -> list[ChatMessage]:
+    """Put the conversation, call ``before_get``, then get the messages for ``question``.
+
+    The async path runs in one event loop: Memory's chat store (aiosqlite) is bound to the
+    loop it was first used in, and a second ``asyncio.run`` leaves its worker thread calling
+    back into a closed loop.
+    """
     messages = [ChatMessage(role=role, content=text) for role, text in CONVERSATION]
-    if use_async:
-
-        async def put() -> None:
-            for m in messages:
-                await memory.aput(m)
-
-        asyncio.run(put())
-    else:
+    if not use_async:
         for m in messages:
             memory.put(m)
+        before_get()
+        return memory.get(question)
+
+    async def run() -> list[ChatMessage]:
+        for m in messages:
+            await memory.aput(m)
+        await asyncio.to_thread(before_get)
+        return await memory.aget(input=question)
+
+    return asyncio.run(run())
 
 
 def memory_text(messages: list[ChatMessage]) -> str:
@@ -57,10 +69,15 @@ def test_flushed_messages_are_stored_and_recalled(
     mem: AgentMemory, bound: BoundMemory, use_async: bool
 ) -> None:
     memory = chat_memory(AgentMemMemoryBlock(memory=bound))
+    question = "What is my dog's name?"
+    stored: list[MemoryItem] = []
 
-    put_all(memory, use_async)
+    def check_stored_then_flush() -> None:
+        stored.extend(bound.messages())
+        mem.flush(timeout=60)
 
-    stored = bound.messages()
+    messages = put_all_then_get(memory, use_async, check_stored_then_flush, question)
+
     assert [(i.role, i.content) for i in stored] == [
         (role, text) for role, text in CONVERSATION[: len(stored)]
     ]
@@ -68,10 +85,6 @@ def test_flushed_messages_are_stored_and_recalled(
     assert stored[0].metadata["llama_index_session_id"] == "llama-chat-1"
     assert stored[0].metadata["llama_index_role"] == "user"
     assert stored[0].session_id == "s1"  # identity is the bound memory's, not Memory's
-
-    mem.flush(timeout=60)
-    question = "What is my dog's name?"
-    messages = asyncio.run(memory.aget(input=question)) if use_async else memory.get(question)
 
     system = messages[0]
     assert system.role == "system"

@@ -99,6 +99,8 @@ class KeywordIndex:
         self._schema = _schema()
         self._lock = threading.Lock()
         self._writer: tantivy.IndexWriter | None = None
+        self._dirty = False  # writes not yet committed
+        self._closed = False
         try:
             path.mkdir(parents=True, exist_ok=True)
             self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
@@ -111,6 +113,9 @@ class KeywordIndex:
 
     # -- writing (single owner) --------------------------------------------------------------
     def _w(self) -> tantivy.IndexWriter:
+        if self._closed:
+            raise StorageError(f"keyword index at {self.path} is closed")
+        self._dirty = True
         if self._writer is None:
             try:
                 self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
@@ -200,17 +205,30 @@ class KeywordIndex:
                 self._writer.commit()
             except ValueError as exc:
                 raise StorageError(f"keyword index commit failed: {exc}") from exc
+            self._dirty = False
         self._index.reload()
 
     def close(self) -> None:
+        """Commit what is left, wait for segment merges, and stop following the files.
+
+        Once this returns nothing touches the directory, so it can be removed at once: the
+        reader stops watching ``meta.json`` (its reload would otherwise recreate the meta
+        lock file up to half a second later), and a commit with nothing to commit is
+        skipped (it would rewrite ``meta.json`` and wake that watcher).
+        """
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             if self._writer is not None:
                 try:
-                    self._writer.commit()
+                    if self._dirty:
+                        self._writer.commit()
                     self._writer.wait_merging_threads()
                 except ValueError:
                     pass
                 self._writer = None
+            self._index.config_reader("Manual")
 
     # -- reading -----------------------------------------------------------------------------
     def num_docs(self) -> int:
