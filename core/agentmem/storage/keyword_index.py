@@ -160,6 +160,7 @@ class KeywordIndex:
                         writer.add_document(_document(doc))
                         n += 1
                 writer.commit()
+                self._dirty = False
             except BaseException as exc:
                 # nothing of a half-done rewrite may reach a later commit
                 writer.rollback()
@@ -168,7 +169,8 @@ class KeywordIndex:
                 raise
         self._index.reload()
         with self._lock:
-            self._w().garbage_collect_files()
+            if self._writer is not None:  # (None once closed meanwhile)
+                self._writer.garbage_collect_files()
         return n
 
     def entries(self, ids: Sequence[str]) -> int:
