@@ -7,7 +7,9 @@ case of a write racing the background indexer).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -109,3 +111,52 @@ def test_write_then_recall_in_a_loop(make_memory: MakeMemory, background: bool) 
         token = f"ZX{n:03d}Q"
         m.add_message("user", f"My reference number is {token}")
         assert m.recall(token).items[0].content.endswith(token), n
+
+
+def test_a_row_indexed_while_recall_searches_is_not_lost(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The indexer finishing a row while recall runs: both index searches answer without it
+    (as they did before it was indexed), then the indexer catches up before recall goes on.
+    Recall reads the pending rows before it searches, so the row is among them; read after
+    the searches, it was in neither (an MCP test saw ``answer`` miss a fact this way)."""
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    fact = m.remember("The user's parcel is 88")
+    engine = mem.engine
+    both_searched = threading.Barrier(2, timeout=30)
+    drained = threading.Lock()
+
+    def without_fact(hits: list[Any]) -> list[Any]:
+        return [h for h in hits if h[0] != fact.id]
+
+    def searched_then_indexed(search: Callable[..., Any], nested: bool) -> Callable[..., Any]:
+        """``search`` as it answered before the fact was indexed; the first call then lets the
+        indexer catch up (once both sides have searched)."""
+        calls = []
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            try:
+                found = search(*args, **kwargs)
+                return [without_fact(h) for h in found] if nested else without_fact(found)
+            finally:
+                if len(calls) == 1:
+                    both_searched.wait()
+                    with drained:
+                        mem.indexer.run_once(drain=True)
+
+        return wrapper
+
+    monkeypatch.setattr(
+        engine.keywords, "search", searched_then_indexed(engine.keywords.search, nested=False)
+    )
+    monkeypatch.setattr(
+        engine.vectors,
+        "search_many",
+        searched_then_indexed(engine.vectors.search_many, nested=True),
+    )
+    result = m.recall("Which parcel is the user's?")
+    assert mem.records.index.pending_counts()[:2] == (0, 0)  # indexed during the recall
+    assert [i.id for i in result.items] == [fact.id]
+    assert not result.degraded

