@@ -3,7 +3,9 @@
 A write returns once its row is committed to the records store; the background indexer adds
 it to Tantivy and Chroma shortly after (about 100 ms, longer during a bulk import). So that
 the next recall sees it anyway, recall reads the searched partitions' pending rows from the
-records store and scores them on the spot:
+records store and scores them on the spot. It reads them before searching either index: the
+indexer clears a row's pending flag only once the index shows the row, so a row it finishes
+during the recall is found one way or the other. A pending row is scored by
 
 - **keywords**: BM25 of the query terms over the row's analysed text, with the keyword index's
   IDF (length normalisation left out: no index statistics exist for a row not yet in it);
