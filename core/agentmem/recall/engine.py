@@ -209,9 +209,7 @@ class RecallEngine:
         # searches it feeds run on worker threads while the keyword side is searched and its
         # rows are read.
         vector_job = None
-        # Read-your-writes: the rows not indexed yet are read before either index is searched.
-        # A row the indexer finishes meanwhile is then in the pending rows or in the index
-        # (the indexer clears a row's flag only once the index shows it), never in neither.
+        # the rows not indexed yet are read before either index is searched (see .pending)
         pending_read = threading.Event()
         if searches and use_vector:
             targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
@@ -220,6 +218,8 @@ class RecallEngine:
             pending = self.pending.read(identity.tenant_id, list(by_partition))
         finally:
             pending_read.set()
+        if prof is not None:
+            prof.lap("pending")
         terms = self.keywords.query_terms(req.query)
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
