@@ -124,15 +124,17 @@ def test_a_row_indexed_while_recall_searches_is_not_lost(
     m = mem.bind("acme", user_id="u1")
     fact = m.remember("The user's parcel is 88")
     engine = mem.engine
-    both_searched = threading.Barrier(2, timeout=30)
-    drained = threading.Lock()
+    # once both sides have searched, the indexer catches up (once) before either goes on
+    both_searched = threading.Barrier(
+        2, action=lambda: mem.indexer.run_once(drain=True), timeout=30
+    )
 
     def without_fact(hits: list[Any]) -> list[Any]:
         return [h for h in hits if h[0] != fact.id]
 
     def searched_then_indexed(search: Callable[..., Any], nested: bool) -> Callable[..., Any]:
-        """``search`` as it answered before the fact was indexed; the first call then lets the
-        indexer catch up (once both sides have searched)."""
+        """``search`` as it answered before the fact was indexed; its first call then waits
+        for the other side's and for the indexer."""
         calls = []
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -143,8 +145,6 @@ def test_a_row_indexed_while_recall_searches_is_not_lost(
             finally:
                 if len(calls) == 1:
                     both_searched.wait()
-                    with drained:
-                        mem.indexer.run_once(drain=True)
 
         return wrapper
 
