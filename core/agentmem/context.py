@@ -122,6 +122,7 @@ class StoreContext:
             batch_size=cfg.embed_batch_size,
             interval=cfg.index_interval,
             keyword_context=cfg.keyword_context,
+            context_similarity=cfg.keyword_context_similarity,
             vector_context=cfg.vector_context,
             before_first_vectors=None if embedder_recorded else self._record_first_embedder,
         )

@@ -342,6 +342,23 @@ class VectorIndex:
         vectors = np.concatenate(pages) if pages else np.zeros((0, 0), dtype=np.float32)
         return ids, vectors, metadatas
 
+    def vectors(self, collection: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those of ``ids`` the collection holds."""
+        col = self._collection(collection, create=False) if ids else None
+        if col is None:
+            return {}
+        try:
+            got = col.get(ids=list(ids), include=["embeddings"])
+        except Exception as exc:
+            self._collections.pop(collection, None)
+            if _gone(exc):
+                return {}
+            raise StorageError(f"vector read from {collection} failed: {exc}") from exc
+        return {
+            id_: np.asarray(vec, dtype=np.float32)
+            for id_, vec in zip(got["ids"], got["embeddings"], strict=True)
+        }
+
     def ids(self, collection: str) -> set[str]:
         col = self._collection(collection, create=False)
         if col is None:

@@ -4,14 +4,19 @@ Both indexes index :func:`index_text` (the content, prefixed by the speaker a ch
 metadata names) followed by a chat message's restatement key (:mod:`.keys`: what it states,
 in the third person with resolved dates); the keyword index also gets camelCase words split
 apart and, for a chat message, a few preceding messages of its session as context, so a
-reply like "Yes, last Tuesday!" is findable by what it answers.
+reply like "Yes, last Tuesday!" is findable by what it answers. Once the messages are
+embedded, a preceding message stays context only if it asks something or is on the same
+topic (:func:`on_topic`): after a change of subject the words of the old one would make the
+new message match queries about it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from ..storage.keyword_index import KeywordDoc
 from ..storage.rows import Row, TextFeatures
@@ -63,6 +68,33 @@ def row_key(row: Row) -> str:
     return restatement(
         item.kind, item.role, item.content, speaker_of(item.metadata), item.event_time
     )
+
+
+def context_text(before: Sequence[Row]) -> str:
+    """The context a chat message is indexed with: the preceding messages it keeps."""
+    return "\n".join(row_text(r)[:CONTEXT_CHARS] for r in before)
+
+
+def on_topic(
+    row: Row,
+    before: Sequence[Row],
+    vectors: Mapping[str, np.ndarray],
+    min_similarity: float,
+) -> list[Row]:
+    """The messages of ``before`` (preceding ``row`` in its session) that are its context: a
+    question ("?": the message may be its answer), or a message whose embedding has cosine
+    similarity ``min_similarity`` or more with the row's. Until both are embedded, or with
+    ``min_similarity`` 0 or less, every one is.
+    """
+    own = vectors.get(row.item.id)
+    if own is None or min_similarity <= 0:
+        return list(before)
+    kept = []
+    for prev in before:
+        vec = vectors.get(prev.item.id)
+        if vec is None or "?" in prev.item.content or float(own @ vec) >= min_similarity:
+            kept.append(prev)
+    return kept
 
 
 def vector_text(row: Row) -> str:

@@ -22,8 +22,10 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+
+import numpy as np
 
 from ..embeddings import Embedder
 from ..errors import AgentMemError, ModelFilesError
@@ -33,9 +35,9 @@ from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
 from .index_text import (
-    CONTEXT_CHARS,
+    context_text,
     keyword_doc,
-    row_text,
+    on_topic,
     speaker_of,
     text_features,
     vector_metadata,
@@ -119,6 +121,7 @@ class Indexer:
         batch_size: int = 64,
         interval: float = 0.05,
         keyword_context: int = 0,
+        context_similarity: float = 0.0,
         vector_context: int = 0,
         retries: int = 3,
         backoff: float = 1.0,
@@ -131,6 +134,15 @@ class Indexer:
         self.embedder = embedder
         self.batch_size = batch_size
         self.keyword_context = keyword_context
+        #: A preceding statement is keyword context of a message from this cosine on
+        #: (:func:`~agentmem.write.index_text.on_topic`; 0: every one is).
+        self.context_similarity = context_similarity
+        #: A keyword batch of at most this many rows with a chat message in it is embedded
+        #: first (the context of a message not yet embedded is provisional: all of it, until
+        #: the embedder requeues the message).
+        self.embed_first_rows = 64
+        #: Rows the keyword pass is about to write (gated): the embedder need not requeue them.
+        self._writing: set[str] = set()
         self.vector_context = vector_context
         self.interval = interval
         self.retries = retries
@@ -270,30 +282,35 @@ class Indexer:
 
         n = self.keyword_context
 
-        def batches() -> Iterator[list[KeywordDoc]]:
+        def docs(
+            rows: list[Row], recent: dict[tuple[str, str, str], deque[Row]]
+        ) -> list[KeywordDoc]:
             # the rows stream in insertion order, so each chat message's context (the live
-            # messages before it in its session, as _contexts reads them one query per
+            # messages before it in its session, as _preceding reads them one query per
             # message) is kept here as it goes: one pass instead of a query per message
-            recent: dict[tuple[str, str, str], deque[str]] = {}
-            docs: list[KeywordDoc] = []
-            for row in self.records.iter_rows(live_only=True):
+            preceding: dict[str, list[Row]] = {}
+            for row in rows:
                 item = row.item
-                context = ""
                 if n > 0 and item.kind == "chat_message" and item.session_id is not None:
                     key = (item.tenant_id, row.partition, item.session_id)
                     before = recent.get(key)
                     if before:
-                        context = "\n".join(before)
+                        preceding[item.id] = list(before)
                     if row.tier is None:
-                        recent.setdefault(key, deque(maxlen=n)).append(
-                            row_text(row)[:CONTEXT_CHARS]
-                        )
-                docs.append(keyword_doc(row, context))
-                if len(docs) >= KEYWORD_BATCH:
-                    yield docs
-                    docs = []
-            if docs:
-                yield docs
+                        recent.setdefault(key, deque(maxlen=n)).append(row)
+            contexts, _ = self._keyword_contexts(rows, preceding)
+            return [keyword_doc(row, contexts.get(row.item.id, "")) for row in rows]
+
+        def batches() -> Iterator[list[KeywordDoc]]:
+            recent: dict[tuple[str, str, str], deque[Row]] = {}
+            rows: list[Row] = []
+            for row in self.records.iter_rows(live_only=True):
+                rows.append(row)
+                if len(rows) >= KEYWORD_BATCH:
+                    yield docs(rows, recent)
+                    rows = []
+            if rows:
+                yield docs(rows, recent)
 
         with self._kw_lock:
             return self.keywords.rewrite(batches())
@@ -309,23 +326,79 @@ class Indexer:
                 self.keywords.delete(removed)
                 self.keywords.commit()
             if pending:
+                if self._embed_first(pending):
+                    # a few rows written just now: embed them before they are keyword-indexed,
+                    # so each chat message's context is decided and written once (a message
+                    # indexed again would leave its old entry in the BM25 statistics)
+                    self._writing = {row.item.id for _, row, _ in pending}
+                    try:
+                        with self._vec_lock:
+                            self._vector_pass()
+                    except AgentMemError as exc:
+                        log.warning("embedding ahead of the keyword index failed: %s", exc)
+                    finally:
+                        self._writing = set()
                 self._apply_keyword(pending)
             self.records.index.keyword_read_done()
             did = True
             if len(pending) < KEYWORD_BATCH and not self.records.index.follows_changes:
                 return did
 
-    def _keyword_docs(self, rows: list[Row]) -> list[KeywordDoc]:
-        ctx = self._contexts(rows, self.keyword_context)
-        return [keyword_doc(r, ctx.get(r.item.id, "")) for r in rows]
+    def _embed_first(self, pending: Sequence[tuple[int, Row, bool]]) -> bool:
+        return (
+            self.context_similarity > 0
+            and self.keyword_context > 0
+            and len(pending) <= self.embed_first_rows
+            and any(live and row.item.kind == "chat_message" for _, row, live in pending)
+        )
+
+    def _keyword_contexts(
+        self, rows: Sequence[Row], preceding: Mapping[str, Sequence[Row]]
+    ) -> tuple[dict[str, str], list[Row]]:
+        """The keyword context of each chat message of ``rows`` with ``preceding`` messages
+        (those on its topic once it is embedded: :func:`on_topic`), and the messages whose
+        context is provisional because they are not embedded yet."""
+        with_context = [r for r in rows if r.item.id in preceding]
+        vectors = self._stored_vectors(
+            with_context + [p for before in preceding.values() for p in before]
+        )
+        out = {}
+        for row in with_context:
+            kept = on_topic(row, preceding[row.item.id], vectors, self.context_similarity)
+            if kept:
+                out[row.item.id] = context_text(kept)
+        gated = self.context_similarity > 0
+        return out, [r for r in with_context if gated and r.item.id not in vectors]
+
+    def _stored_vectors(self, rows: Iterable[Row]) -> dict[str, np.ndarray]:
+        """The vectors of ``rows`` already embedded (none when context is not gated). An
+        unreadable vector index leaves the context ungated for now: keyword indexing does
+        not wait on it."""
+        if self.context_similarity <= 0:
+            return {}
+        by_collection: dict[str, dict[str, None]] = defaultdict(dict)
+        for row in rows:
+            by_collection[collection_name(row.item.tenant_id, row.partition)][row.item.id] = None
+        out: dict[str, np.ndarray] = {}
+        try:
+            for name, ids in by_collection.items():
+                out.update(self.vectors.vectors(name, list(ids)))
+        except AgentMemError as exc:
+            log.warning("turn context left ungated, vectors unreadable: %s", exc)
+            return {}
+        return out
 
     def _apply_keyword(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
         """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
         live = [row for _, row, is_live in pending if is_live]
         dead = [row.item.id for _, row, is_live in pending if not is_live]
         features = {}
+        provisional: list[Row] = []
         if live:
-            self.keywords.add(self._keyword_docs(live))
+            contexts, provisional = self._keyword_contexts(
+                live, self._preceding(live, self.keyword_context)
+            )
+            self.keywords.add([keyword_doc(r, contexts.get(r.item.id, "")) for r in live])
             analyze = self.keywords.analyze
             features = {
                 seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
@@ -338,16 +411,21 @@ class Indexer:
         self.records.index.mark_keyword_done(
             [(seq, is_live) for seq, _, is_live in pending], features
         )
+        if provisional:
+            # embedded while this pass ran: the embedder's requeue was cleared just now
+            embedded = self._stored_vectors(provisional)
+            if embedded:
+                self.records.index.requeue(list(embedded), vectors=False)
 
-    def _contexts(self, rows: list[Row], n: int) -> dict[str, str]:
-        """The ``n`` messages before each chat message of ``rows`` in its session, as text.
+    def _preceding(self, rows: Sequence[Row], n: int) -> dict[str, list[Row]]:
+        """The ``n`` messages before each chat message of ``rows`` in its session.
 
         A reply like "Yes, last Tuesday!" is findable by what it answers. Only preceding
         messages are used: later ones may not exist yet when a message is indexed.
         """
         if n <= 0:
             return {}
-        out: dict[str, str] = {}
+        out: dict[str, list[Row]] = {}
         for row in rows:
             item = row.item
             if item.kind != "chat_message" or item.session_id is None:
@@ -356,7 +434,7 @@ class Indexer:
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
-                out[item.id] = "\n".join(row_text(r)[:CONTEXT_CHARS] for r in before)
+                out[item.id] = before
         return out
 
     def _vector_pass(self, *, retry_failed: bool = False) -> bool:
@@ -382,11 +460,12 @@ class Indexer:
             self._embed_and_store(live)
 
     def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
-        ctx = self._contexts([row for _, row in live], self.vector_context)
+        ctx = self._preceding([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
             text = vector_text(row)
-            texts.append(f"{ctx[row.item.id]}\n{text}" if row.item.id in ctx else text)
+            before = ctx.get(row.item.id)
+            texts.append(f"{context_text(before)}\n{text}" if before else text)
         vectors = None
         error: BaseException | None = None
         for attempt in range(self.retries + 1):
@@ -442,5 +521,33 @@ class Indexer:
         except AgentMemError as exc:
             log.error("vector upsert failed, rows stay pending: %s", exc)
             raise
+        rows = [row for _, row in live]
+        # before the rows leave the queue, so a flush waits for their keyword entries too
+        self._regate(rows, {row.item.id: vec for row, vec in zip(rows, vectors, strict=True)})
         self.records.index.mark_vector_done([(seq, True) for seq, _ in live])
         self.embedded_total += len(live)
+
+    def _regate(self, rows: list[Row], fresh: Mapping[str, np.ndarray]) -> None:
+        """Queue for the keyword index again the chat messages just embedded that were keyword
+        indexed with context off their topic: the keyword pass, which reads their vectors
+        now, leaves that context out."""
+        if self.context_similarity <= 0:
+            return
+        preceding = self._preceding(rows, self.keyword_context)
+        if not preceding:
+            return
+        stored = self._stored_vectors(
+            p for before in preceding.values() for p in before if p.item.id not in fresh
+        )
+        vectors = {**stored, **fresh}
+        writing = self._writing
+        off_topic = [
+            row.item.id
+            for row in rows
+            if (before := preceding.get(row.item.id))
+            and row.item.id not in writing
+            and len(on_topic(row, before, vectors, self.context_similarity)) < len(before)
+        ]
+        if off_topic:
+            self.records.index.requeue(off_topic, vectors=False)
+            self._workers[0].notify()

@@ -1,0 +1,170 @@
+"""A chat message's keyword context keeps, once it is embedded, only the preceding messages
+on its topic (or asking a question): after a change of subject the old subject's words do
+not make the new message match. Both backends: on Postgres the keyword state follows the
+change sequence, and the embedder's requeue must reach it too."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentmem import AgentMemory, MemoryConfig
+from agentmem.errors import StorageError
+from agentmem.recall.request import recall_request
+
+pytestmark = pytest.mark.both_backends
+
+MakeMemory = Callable[..., AgentMemory]
+
+#: Cosine similarities of their texts with MiniLM: budget / slides 0.36, budget / cat 0.05,
+#: slides / cat -0.09.
+BUDGET = "The quarterly budget review is on Friday."
+SLIDES = "We need the finance slides ready for that review."
+CAT = "My cat only eats tuna."
+
+
+def _session(mem: AgentMemory) -> dict[str, str]:
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    return {
+        text: m.add_message("user" if n % 2 == 0 else "assistant", text).id
+        for n, text in enumerate((BUDGET, SLIDES, CAT))
+    }
+
+
+def _found_by_keywords(mem: AgentMemory, query: str) -> set[str]:
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    req = recall_request(mem.config, m.identity, query, min_score=0.0)
+    ranked, _, _ = mem.engine.candidates(
+        m.identity, dataclasses.replace(req, retrievers=("keyword",))
+    )
+    return {c.id for c in ranked}
+
+
+def test_a_few_new_messages_are_embedded_before_their_context_is_written(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written once: an entry written again would stay in the BM25 statistics until Tantivy
+    merges its segment."""
+    mem = make_memory(background=False)
+    written: list[str] = []
+    add = mem.keywords.add
+
+    def spy(docs: Any) -> None:
+        written.extend(d.id for d in docs)
+        add(docs)
+
+    monkeypatch.setattr(mem.keywords, "add", spy)
+    ids = _session(mem)
+    mem.indexer.run_once()  # one keyword pass, which embeds its three rows first
+    found = _found_by_keywords(mem, "quarterly budget")
+    assert ids[SLIDES] in found and ids[CAT] not in found
+    assert mem.flush(timeout=30)
+    assert sorted(written) == sorted(ids.values())
+
+
+def test_context_off_the_topic_is_left_out_once_embedded(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    mem.indexer.embed_first_rows = 0  # as in a bulk import: keywords run ahead of vectors
+    ids = _session(mem)
+    mem.indexer.run_once()  # keyword-indexed with both preceding messages, then embedded
+    found = _found_by_keywords(mem, "quarterly budget")
+    assert ids[CAT] in found  # not embedded when keyword-indexed: all context, for now
+    assert mem.flush(timeout=30)
+    found = _found_by_keywords(mem, "quarterly budget")
+    assert ids[BUDGET] in found and ids[SLIDES] in found  # on topic: kept
+    assert ids[CAT] not in found  # off topic: requeued by the embedder and left out
+    assert ids[CAT] not in _found_by_keywords(mem, "finance slides")
+
+
+def test_without_a_threshold_every_preceding_message_is_context(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False, config=MemoryConfig(keyword_context_similarity=0))
+    ids = _session(mem)
+    assert mem.flush(timeout=30)
+    assert ids[CAT] in _found_by_keywords(mem, "quarterly budget")
+
+
+def test_a_question_stays_context_whatever_its_topic(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    m.add_message("user", "When is my dentist appointment?")
+    reply = m.add_message("assistant", "Thursday at 15:40.").id
+    assert mem.flush(timeout=30)
+    assert reply in _found_by_keywords(mem, "dentist appointment")
+
+
+def test_a_message_embedded_while_the_keyword_pass_runs_is_gated_after_it(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the keyword pass reads no vectors, the embedder then stores them and
+    requeues the message, and the keyword pass marks it done, clearing that requeue."""
+    mem = make_memory(background=False)
+    ids = _session(mem)
+    indexer = mem.indexer
+    indexer.embed_first_rows = 0
+    stored_vectors = indexer._stored_vectors
+    calls = 0
+
+    def embed_meanwhile(rows: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        found = stored_vectors(rows)
+        if calls == 1:
+            assert found == {}
+            assert indexer._vector_pass()  # embeds all three and requeues the cat message
+        return found
+
+    monkeypatch.setattr(indexer, "_stored_vectors", embed_meanwhile)
+    indexer.run_once()
+    monkeypatch.undo()
+    assert mem.flush(timeout=30)
+    assert ids[CAT] not in _found_by_keywords(mem, "quarterly budget")
+
+
+def test_unreadable_vectors_leave_the_context_ungated_not_the_row_unindexed(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = make_memory(background=False)
+    ids = _session(mem)
+    assert mem.flush(timeout=30)
+
+    def fail(collection: str, ids: Any) -> Any:
+        raise StorageError("vector read failed: disk gone")
+
+    monkeypatch.setattr(mem.vectors, "vectors", fail)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    note = m.add_message("user", "Unrelated: the plumber comes at noon.").id
+    assert mem.flush(timeout=30)
+    assert note in _found_by_keywords(mem, "plumber")
+    # indexed with both messages before it, off its topic as they are
+    assert note in _found_by_keywords(mem, "finance slides")
+    assert ids[CAT] not in _found_by_keywords(mem, "finance slides")
+
+
+def test_the_keyword_rewrite_applies_the_threshold(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    ids = _session(mem)
+    assert mem.flush(timeout=30)
+    assert mem.indexer.rewrite_keywords() == 3
+    assert ids[CAT] not in _found_by_keywords(mem, "quarterly budget")
+    assert ids[SLIDES] in _found_by_keywords(mem, "quarterly budget")
+    mem.indexer.context_similarity = 0
+    mem.indexer.rewrite_keywords()
+    assert ids[CAT] in _found_by_keywords(mem, "quarterly budget")
+
+
+def test_a_failed_embedding_ahead_of_the_keyword_pass_does_not_stop_it(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = make_memory(background=False)
+
+    def fail(*args: Any) -> None:
+        raise StorageError("vector upsert failed: disk full")
+
+    monkeypatch.setattr(mem.vectors, "upsert", fail)
+    ids = _session(mem)
+    assert mem.indexer._keyword_pass()
+    found = _found_by_keywords(mem, "quarterly budget")
+    assert ids[BUDGET] in found and ids[CAT] in found  # indexed, context provisional
