@@ -161,11 +161,11 @@ class MemoryConfig:
     keyword_context_similarity: float = 0.3
     """Once a chat message is embedded, a preceding message stays in its keyword context
     only if it asks a question or its embedding's cosine similarity with the message's is at
-    least this (0: every preceding message does): after a change of subject, the old
-    subject's words would make the message match queries about it. LoCoMo dev R@10 at
-    default settings is 0.812 with 0 and 0.812-0.815 from 0.2 to 0.35 (0.809 at 0.4); the
-    synthetic bench's Recall@10 at 100k memories, whose sessions are unrelated statements,
-    is 0.957 with 0 and 0.987 from 0.25 to 0.4."""
+    least this (``AGENTMEM_KEYWORD_CONTEXT_SIMILARITY``; 0: every preceding message does):
+    after a change of subject, the old subject's words would make the message match queries
+    about it. LoCoMo dev R@10 at default settings is 0.812 with 0 and 0.812-0.815 from 0.2
+    to 0.35 (0.809 at 0.4); the synthetic bench's Recall@10 at 100k memories, whose sessions
+    are unrelated statements, is 0.957 with 0 and 0.987 from 0.25 to 0.4."""
     vector_context: int = 0
     """Preceding chat messages embedded as context of each chat message."""
     embed_batch_size: int = 256
@@ -195,6 +195,11 @@ class MemoryConfig:
         _set(kwargs, "min_score", _float(env, "AGENTMEM_MIN_SCORE", low=0.0, high=1.0))
         _set(kwargs, "exact_search_mb", _int(env, "AGENTMEM_EXACT_SEARCH_MB", low=0))
         _set(kwargs, "keyword_context", _int(env, "AGENTMEM_KEYWORD_CONTEXT", low=0))
+        _set(
+            kwargs,
+            "keyword_context_similarity",
+            _float(env, "AGENTMEM_KEYWORD_CONTEXT_SIMILARITY", low=0.0, high=1.0),
+        )
         weights = dict(DEFAULT_SCOPE_WEIGHTS)
         for scope in weights:
             value = _float(env, f"AGENTMEM_RECALL_WEIGHT_{scope.upper()}", low=0.0)

@@ -62,3 +62,14 @@ def test_the_context_setting_is_read_from_the_environment() -> None:
     assert Settings.from_env({"AGENTMEM_KEYWORD_CONTEXT": "0"}).memory.keyword_context == 0
     assert Settings.from_env({}).memory.keyword_context == 2
     assert Settings.from_env({"AGENTMEM_KEYWORD_CONTEXT": "-1"}).memory.keyword_context == 2
+
+
+def test_the_topic_threshold_is_read_from_the_environment() -> None:
+    def read(env: dict[str, str]) -> float:
+        return Settings.from_env(env).memory.keyword_context_similarity
+
+    assert read({}) == 0.3
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "0"}) == 0.0
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "0.45"}) == 0.45
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "1.5"}) == 0.3  # not a cosine
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "high"}) == 0.3
