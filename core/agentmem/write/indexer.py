@@ -3,9 +3,16 @@
 A write commits its row to SQLite and returns. This worker then
 
 1. keyword-indexes every pending row (Tantivy add or delete, one commit per batch), so new
-   rows become keyword-searchable within about ``index_interval`` seconds, and
+   rows become keyword-searchable within about ``index_interval`` seconds (plus their
+   embedding, for a small batch with chat messages: see below), and
 2. embeds pending rows in batches and upserts them into their Chroma partition (or deletes
    retired rows from it).
+
+A chat message's keyword context (the messages before it) keeps only what is on its topic,
+which takes both embeddings (:func:`~agentmem.write.index_text.on_topic`). A small batch is
+embedded before it is keyword-indexed, so its entries are written once; in a bulk import the
+keyword index runs ahead with all the context, and the embedder queues the messages whose
+context it trims for the keyword index again.
 
 The records carry the pending flags, so a crash at any point only means the work is done
 again on the next start (both index writes are idempotent by id). Embedding failures retry
