@@ -387,13 +387,24 @@ class AgentMemory:
         ctx = self._live()
         return True if ctx.read_only else ctx.indexer.flush(timeout)
 
-    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+    def reindex(
+        self,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        keywords_only: bool = False,
+    ) -> int:
         """Rebuild both indexes from the records; returns the number of live rows indexed.
 
         Every row is embedded again with this store's embedder, which is recorded as the
         data dir's embedder (to switch embedders, open with ``allow_embedder_change=True``).
+        With ``keywords_only``, only the keyword index is written anew, from the records and
+        the stored vectors (seconds instead of minutes per 100k rows): enough after a change
+        of ``keyword_context`` or ``keyword_context_similarity``.
         """
-        return reindex_op.reindex(self._live(), progress=progress, restart=self._background)
+        ctx = self._live()
+        if keywords_only:
+            return reindex_op.reindex_keywords(ctx)
+        return reindex_op.reindex(ctx, progress=progress, restart=self._background)
 
     def stats(self) -> Stats:
         """Row counts, index backlog, the recorded embedder and disk use of the data dir."""

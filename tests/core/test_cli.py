@@ -559,6 +559,12 @@ def test_stats_forget_and_reindex(cli: CLI) -> None:
     hits = cli(*who, "--json", "recall", "which build tool do we use?").json()
     assert hits["items"][0]["id"] == ids[2]
     assert "reindexed 2 live record(s)" in cli("reindex").out
+    kw = cli("--json", "reindex", "--keywords-only")
+    assert kw.status == 0, kw.err
+    assert kw.json()["reindexed"] == 2 and kw.json()["keywords_only"] is True
+    hits = cli(*who, "--json", "recall", "Bazel").json()
+    assert hits["items"][0]["id"] == ids[2]
+    assert "rewrote the keyword index of 2 live record(s)" in cli("reindex", "--keywords-only").out
 
 
 # -- demo -----------------------------------------------------------------------------------

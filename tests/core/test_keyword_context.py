@@ -73,3 +73,17 @@ def test_the_topic_threshold_is_read_from_the_environment() -> None:
     assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "0.45"}) == 0.45
     assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "1.5"}) == 0.3  # not a cosine
     assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "high"}) == 0.3
+
+
+def test_a_keywords_only_reindex_applies_a_changed_setting_without_embedding(
+    tmp_path: Path, shared_embedder: Embedder
+) -> None:
+    with AgentMemory(tmp_path, embedder=shared_embedder) as mem:
+        reply = _conversation(mem)
+    no_context = Settings.from_env({"AGENTMEM_KEYWORD_CONTEXT": "0"})
+    with AgentMemory(tmp_path, embedder=shared_embedder, settings=no_context) as mem:
+        assert _found_by_its_question(mem, reply)
+        assert mem.reindex(keywords_only=True) == 3
+        assert not _found_by_its_question(mem, reply)
+        # nothing embedded again, nothing queued for it: the vectors stay as they were
+        assert mem.indexer.embedded_total == 0 and mem.stats().vector_pending == 0

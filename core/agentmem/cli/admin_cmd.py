@@ -22,6 +22,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the default embedder, which the data dir then records (also when its vectors were "
         "made by another embedder: this is how a data dir switches embedders).",
     )
+    p.add_argument(
+        "--keywords-only",
+        action="store_true",
+        help="write only the keyword index anew, from the records and the stored vectors, "
+        "embedding nothing (after changing AGENTMEM_KEYWORD_CONTEXT or "
+        "AGENTMEM_KEYWORD_CONTEXT_SIMILARITY)",
+    )
     p.set_defaults(func=cmd_reindex)
 
 
@@ -73,6 +80,15 @@ def _human_bytes(n: int) -> str:
 def cmd_reindex(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     started = time.perf_counter()
+    if args.keywords_only:  # the vectors stay: so must the embedder that made them
+        with open_memory(args, background=False) as mem:
+            n = mem.reindex(keywords_only=True)
+        seconds = time.perf_counter() - started
+        out.result(
+            {"reindexed": n, "seconds": round(seconds, 3), "keywords_only": True},
+            text=f"rewrote the keyword index of {n} live record(s) in {seconds:.1f} s",
+        )
+        return EXIT_OK
     # the one way to switch a data dir to the CLI's embedder: re-embed every record
     with open_memory(args, background=False, allow_embedder_change=True) as mem:
         replaced = mem.replaced_embedder
@@ -90,6 +106,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         {
             "reindexed": n,
             "seconds": round(seconds, 3),
+            "keywords_only": False,
             "replaced_embedder": None if replaced is None else replaced.to_dict(),
         },
         text=f"reindexed {n} live record(s) in {seconds:.1f} s",

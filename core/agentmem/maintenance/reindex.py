@@ -1,4 +1,4 @@
-"""``reindex``: rebuild both derived indexes from the records."""
+"""``reindex``: rebuild both derived indexes from the records (or only the keyword index)."""
 
 from __future__ import annotations
 
@@ -39,3 +39,12 @@ def reindex(
         if restart:
             ctx.indexer.start()
     return total
+
+
+def reindex_keywords(ctx: StoreContext) -> int:
+    """Write the keyword index anew from the records and the stored vectors, without
+    embedding anything: what a change of the turn-context settings
+    (``keyword_context``, ``keyword_context_similarity``) needs. Returns the number of
+    live rows indexed. The background indexer goes on meanwhile."""
+    ctx.check_open()
+    return ctx.indexer.rewrite_keywords()
