@@ -40,9 +40,9 @@ def put_all_then_get(
 ) -> list[ChatMessage]:
     """Put the conversation, call ``before_get``, then get the messages for ``question``.
 
-    The async path runs in one event loop: Memory's chat store (aiosqlite) is bound to the
-    loop it was first used in, and a second ``asyncio.run`` leaves its worker thread calling
-    back into a closed loop.
+    The async path runs in one event loop, which closes the chat store's connections before
+    it ends: Memory's chat store (aiosqlite) is bound to the loop it was first used in, and
+    its worker thread must not outlive it.
     """
     messages = [ChatMessage(role=role, content=text) for role, text in CONVERSATION]
     if not use_async:
@@ -52,10 +52,17 @@ def put_all_then_get(
         return memory.get(question)
 
     async def run() -> list[ChatMessage]:
-        for m in messages:
-            await memory.aput(m)
-        await asyncio.to_thread(before_get)
-        return await memory.aget(input=question)
+        try:
+            for m in messages:
+                await memory.aput(m)
+            await asyncio.to_thread(before_get)
+            return await memory.aget(input=question)
+        finally:
+            # close the chat store's connections in this loop: closed later by the garbage
+            # collector, aiosqlite's worker thread would call back into the closed loop
+            engine = getattr(memory.sql_store, "_async_engine", None)
+            if engine is not None:
+                await engine.dispose()
 
     return asyncio.run(run())
 
