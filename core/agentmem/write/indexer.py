@@ -540,6 +540,8 @@ class Indexer:
         now, leaves that context out."""
         if self.context_similarity <= 0:
             return
+        writing = self._writing
+        rows = [row for row in rows if row.item.id not in writing]
         preceding = self._preceding(rows, self.keyword_context)
         if not preceding:
             return
@@ -547,12 +549,10 @@ class Indexer:
             p for before in preceding.values() for p in before if p.item.id not in fresh
         )
         vectors = {**stored, **fresh}
-        writing = self._writing
         off_topic = [
             row.item.id
             for row in rows
             if (before := preceding.get(row.item.id))
-            and row.item.id not in writing
             and len(on_topic(row, before, vectors, self.context_similarity)) < len(before)
         ]
         if off_topic:
