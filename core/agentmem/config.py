@@ -164,9 +164,10 @@ class MemoryConfig:
     only if it asks a question or its embedding's cosine similarity with the message's is at
     least this (``AGENTMEM_KEYWORD_CONTEXT_SIMILARITY``; 0: every preceding message does):
     after a change of subject, the old subject's words would make the message match queries
-    about it. LoCoMo dev R@10 at default settings is 0.812 with 0 and 0.812-0.815 from 0.2
-    to 0.35 (0.809 at 0.4); the synthetic bench's Recall@10 at 100k memories, whose sessions
-    are unrelated statements, is 0.957 with 0 and 0.987 from 0.25 to 0.4."""
+    about it. LoCoMo dev R@10 at default settings is 0.812 with 0 and 0.811 at 0.3 (0.807-0.811
+    after a bulk import, whose requeued entries stay in the BM25 statistics for a while);
+    the synthetic bench's Recall@10 at 100k memories, whose sessions are unrelated
+    statements, is 0.957 with 0 and 0.987-0.990 at 0.3."""
     vector_context: int = 0
     """Preceding chat messages embedded as context of each chat message."""
     embed_batch_size: int = 256
