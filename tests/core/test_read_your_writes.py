@@ -84,6 +84,42 @@ def test_a_backlog_past_the_bound_is_degraded_but_answers(make_memory: MakeMemor
     assert not after.degraded and after.items[0].id == newest.id
 
 
+def test_a_backlog_row_naming_the_queried_identifier_is_found(make_memory: MakeMemory) -> None:
+    # a node catching up, or a bulk import: the row naming the id is older than the rows
+    # recall reads, in neither index yet, and meaning alone would not single it out
+    mem = make_memory(background=False, config=MemoryConfig(pending_scan=8))
+    m = mem.bind("acme", user_id="u1")
+    other = mem.bind("acme", user_id="u2")
+    hidden = other.remember("Ticket INC-7QX42Z: the badge reader on floor 2 is broken")
+    target = m.remember("Ticket INC-7QX42Z: the VPN drops every hour for Lena Gonzalez")
+    m.remember_many([f"Ticket INC-{n:06d}: the printer on floor {n} jams" for n in range(40)])
+    result = m.recall("ticket INC-7QX42Z", min_score=0.0)
+    assert result.degraded  # the backlog is still longer than recall reads
+    assert [h.id for h in result.items[:1]] == [target.id]
+    assert hidden.id not in {h.id for h in result.items}  # the same gates as other rows
+    # only the backlog's rows: none for an identifier nobody wrote, nor once indexed
+    row = mem.records.get(target.id)
+    assert row is not None
+    index = mem.records.index
+    assert index.keyword_pending_naming("acme", [row.partition], ["nosuch1"], 8) == []
+    mem.flush()
+    assert index.keyword_pending_naming("acme", [row.partition], ["7qx42z"], 8) == []
+    after = m.recall("ticket INC-7QX42Z")
+    assert not after.degraded and after.items[0].id == target.id
+
+
+def test_identifier_lookup_matches_text_literally(make_memory: MakeMemory) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    literal = m.remember("Discount code 50%off applies to order X_17")
+    m.remember("Discount code 50 off applies to order XA17")
+    row = mem.records.get(literal.id)
+    assert row is not None
+    for needle in ("50%off", "x_17"):
+        found = mem.records.index.keyword_pending_naming("acme", [row.partition], [needle], 10)
+        assert [r.item.id for _, r, _, _ in found] == [literal.id], needle
+
+
 def test_a_failing_embedder_leaves_pending_rows_keyword_only(make_memory: MakeMemory) -> None:
     mem = make_memory(background=False)
     m = mem.bind("acme", user_id="u1")

@@ -208,6 +208,14 @@ class RecallEngine:
         # The query embedding (~3 ms of model time, which releases the GIL) and the vector
         # searches it feeds run on worker threads while the keyword side is searched and its
         # rows are read.
+        terms = self.keywords.query_terms(req.query)
+        # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
+        # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
+        # rows saying "medical record" of another id
+        identifiers = identifier_terms(terms) if use_keyword else []
+        boosts = dict.fromkeys(identifiers, IDENTIFIER_BOOST)
+        if prof is not None:
+            prof.lap("plan")
         vector_job = None
         # the rows not indexed yet are read before either index is searched (see .pending)
         pending_read = threading.Event()
@@ -215,18 +223,11 @@ class RecallEngine:
             targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
             vector_job = self._vector_async(req.query, targets, pool, pending_read)
         try:
-            pending = self.pending.read(identity.tenant_id, list(by_partition))
+            pending = self.pending.read(identity.tenant_id, list(by_partition), identifiers)
         finally:
             pending_read.set()
         if prof is not None:
             prof.lap("pending")
-        terms = self.keywords.query_terms(req.query)
-        # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
-        # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
-        # rows saying "medical record" of another id
-        boosts = dict.fromkeys(identifier_terms(terms), IDENTIFIER_BOOST)
-        if prof is not None:
-            prof.lap("plan")
         keyword_lists = [
             self.keywords.search(terms, flt, pool, boosts) if use_keyword else []
             for _, flt, _ in searches

@@ -16,8 +16,13 @@ Both see what the indexer will index: the text plus a chat message's restatement
 (:mod:`agentmem.write.keys`), computed when the row is read (kept in an LRU as well).
 
 The work is bounded: at most ``pending_scan`` rows (the newest) are read and keyword-scored,
-and at most a quarter of them embedded. A backlog past that (a bulk import) is answered from
-what the indexes have plus the rows scored, and the result says ``degraded``.
+and at most a quarter of them embedded. A backlog past that (a bulk import, a node catching
+up) is answered from what the indexes have plus the rows scored, and the result says
+``degraded``. One exception: a query naming an identifier (an order number, a ticket id)
+also gets the older backlog rows whose content names it, found by the records store
+(``LIKE``) and scored the same way. Meaning rarely finds an identifier, so without them
+"ticket INC-3LEW13" would miss its row until the keyword index reaches it. The lookup scans
+the backlog: with 100,000 rows pending on SQLite such a recall took 46 ms instead of 9.
 """
 
 from __future__ import annotations
@@ -90,18 +95,27 @@ class PendingScorer:
         self._keys: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, tenant_id: str, partitions: Sequence[str]) -> Pending:
-        """The newest pending rows of ``partitions`` (at most ``limit``)."""
+    def read(
+        self, tenant_id: str, partitions: Sequence[str], identifiers: Sequence[str] = ()
+    ) -> Pending:
+        """The newest pending rows of ``partitions`` (at most ``limit``); past that backlog,
+        also the older ones whose content names one of ``identifiers`` (query terms naming
+        one thing exactly, see :func:`~agentmem.recall.text.identifier_terms`)."""
+        index = self._records.index
         if self.limit <= 0:  # scoring pending rows is switched off
-            return Pending(
-                overflow=bool(self._records.index.pending_in_partitions(tenant_id, partitions, 1))
-            )
-        found = self._records.index.pending_in_partitions(tenant_id, partitions, self.limit + 1)
-        for _, row, _, _ in found[: self.limit]:
+            return Pending(overflow=bool(index.pending_in_partitions(tenant_id, partitions, 1)))
+        found = index.pending_in_partitions(tenant_id, partitions, self.limit + 1)
+        overflow = len(found) > self.limit
+        found = found[: self.limit]
+        if overflow and identifiers:
+            seen = {seq for seq, _, _, _ in found}
+            named = index.keyword_pending_naming(tenant_id, partitions, identifiers, self.limit)
+            found += [f for f in named if f[0] not in seen]
+        for _, row, _, _ in found:
             self._remember_key(row)
         return Pending(
-            rows=[(brief_of(row, seq), kw, vec) for seq, row, kw, vec in found[: self.limit]],
-            overflow=len(found) > self.limit,
+            rows=[(brief_of(row, seq), kw, vec) for seq, row, kw, vec in found],
+            overflow=overflow,
         )
 
     def _remember_key(self, row: Row) -> None:

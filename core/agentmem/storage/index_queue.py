@@ -204,6 +204,33 @@ class IndexQueue:
             found[r[0]] = (r[0], row_to_item(r[1:-1]), True, bool(r[-1]))
         return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
 
+    def keyword_pending_naming(
+        self, tenant_id: str, partitions: Sequence[str], needles: Sequence[str], limit: int
+    ) -> list[tuple[int, Row, bool, bool]]:
+        """Live rows of ``partitions`` not yet in this node's keyword index whose content
+        contains one of ``needles`` (lower-case, matched case-insensitively), newest first,
+        shaped as :meth:`pending_in_partitions` returns them.
+
+        For a backlog too long to read whole (a bulk import, a node catching up): the rows
+        naming a query's identifier, which the vector index rarely finds by meaning. It
+        scans the backlog's rows (on Postgres without an index to narrow them)."""
+        if not partitions or not needles:
+            return []
+        # SQLite's LIKE ignores ASCII case; Postgres's ILIKE any case
+        like = "ILIKE" if self.follows_changes else "LIKE"
+        likes = " OR ".join([f"content {like} ? ESCAPE '!'"] * len(needles))
+        patterns = [f"%{_like_escaped(n)}%" for n in needles]
+        return [
+            (int(r[0]), row_to_item(r[1:-1]), True, bool(r[-1]))
+            for r in self._db.read(
+                f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
+                f"AND ({VECTOR_LIVE}) FROM memories{self._kw_hint()} "
+                f"WHERE {self._kw_stale()} AND partition IN ({marks(len(partitions))}) "
+                f"AND tenant_id = ? AND {LIVE} AND ({likes}) ORDER BY seq DESC LIMIT ?",
+                (*partitions, tenant_id, *patterns, limit),
+            )
+        ]
+
     def state_of(self, ids: Sequence[str]) -> list[tuple[int, Row, bool, bool, bool, bool]]:
         """(seq, row, live, keyword pending, vector pending, belongs in the vector index) of
         the stored rows among ``ids``, oldest first (a synchronous index update)."""
@@ -445,3 +472,8 @@ class IndexQueue:
 
 def _feature_values(f: TextFeatures | None) -> tuple[str | None, int | None, int | None]:
     return (None, None, None) if f is None else (f.terms, f.term_count, f.tokens)
+
+
+def _like_escaped(text: str) -> str:
+    """``text`` matched literally in a ``LIKE ... ESCAPE '!'`` pattern."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
