@@ -15,7 +15,7 @@ from agentmem.recall.ranking import (
     features,
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
-from agentmem.recall.text import identifier_terms, speaker_in_content
+from agentmem.recall.text import identifier_terms, name_phrases, speaker_in_content
 from agentmem.storage.keyword_index import KeywordFilter
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
@@ -206,6 +206,39 @@ def test_an_identifier_outweighs_the_words_around_it_in_the_keyword_search(
     keyword_side = _candidates((mem, m), "medical record MED-SY2FJL", ("keyword",))
     assert target.content in keyword_side
     assert m.recall("medical record MED-SY2FJL").items[0].id == target.id
+
+
+def test_name_phrases_are_runs_of_capitalised_words(make_memory: Any) -> None:
+    analyze = make_memory().keywords.analyze
+    assert name_phrases("Which host does Bongani Park look after?", analyze) == [
+        ("bongani", "park")
+    ]
+    # a stop word or punctuation ends a run; one capitalised word is no phrase
+    assert name_phrases("Did Melanie Smith, Jon and The New York Times agree?", analyze) == [
+        ("melani", "smith"),
+        ("new", "york", "time"),
+    ]
+    assert name_phrases("what did caroline say about Paris?", analyze) == []
+    assert name_phrases('Was "Becoming Nicole" (the book) good?', analyze) == [("becom", "nicol")]
+
+
+def test_a_full_name_said_together_outranks_its_words_apart(make_memory: Any) -> None:
+    """Rows naming "Bongani Dahl" and "Tuan Park" (each word of the name, apart, more often)
+    must not push out the row naming Bongani Park."""
+    mem = make_memory()
+    m = mem.bind("t", user_id="u")
+    for first, last in (("Tuan", "Dahl"), ("Sara", "Okafor"), ("Lena", "Moreau")):
+        m.remember(f"Bongani {last} and {first} Park look after the staging host, Park mostly")
+    target = m.remember("Bongani Park looks after the staging host srv-a9 in the Perth region")
+    mem.flush()
+    query = "Which staging host does Bongani Park look after?"
+    flt = KeywordFilter(tenant="t", partitions=("user:u",))
+    terms = mem.keywords.query_terms(query)
+    plain = mem.keywords.search(terms, flt, 10)
+    assert plain[0][0] != target.id  # the words alone favour the rows that repeat them
+    phrased = mem.keywords.search(terms, flt, 10, phrases=name_phrases(query, mem.keywords.analyze))
+    assert phrased[0][0] == target.id
+    assert m.recall(query).items[0].id == target.id
 
 
 def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> None:

@@ -38,7 +38,7 @@ from . import profile as recall_profile
 from .pending import PendingScorer, merge
 from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
 from .request import RecallRequest
-from .text import TextScorer, identifier_terms
+from .text import TextScorer, identifier_terms, name_phrases
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -214,6 +214,9 @@ class RecallEngine:
         # rows saying "medical record" of another id
         identifiers = identifier_terms(terms) if use_keyword else []
         boosts = dict.fromkeys(identifiers, IDENTIFIER_BOOST)
+        # and a name said whole ("Bongani Park") outweighs rows saying its words apart
+        # ("Bongani Dahl and Tuan Park")
+        phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
         if prof is not None:
             prof.lap("plan")
         vector_job = None
@@ -229,7 +232,7 @@ class RecallEngine:
         if prof is not None:
             prof.lap("pending")
         keyword_lists = [
-            self.keywords.search(terms, flt, pool, boosts) if use_keyword else []
+            self.keywords.search(terms, flt, pool, boosts, phrases) if use_keyword else []
             for _, flt, _ in searches
         ]
         if prof is not None:

@@ -122,3 +122,29 @@ def speaker_in_content(content: str) -> str | None:
     """The speaker a message names at its start (``"Caroline: I went..."``), if any."""
     m = _SPEAKER_PREFIX.match(content)
     return m.group(1) if m else None
+
+
+#: A capitalised word, with the punctuation that may follow it in a sentence.
+_CAPITALISED = re.compile(r"[\"'(\[]*([A-Z][\w'’.-]*?)([,;:!?)\]\"]*)")
+
+
+def name_phrases(query: str, analyze: Callable[[str], list[str]]) -> list[tuple[str, ...]]:
+    """The analysed terms of each run of two or more capitalised words in ``query`` (a full
+    name, a place, a product: "Bongani Park", "New York", "GitHub Actions"), for keyword
+    search to reward the rows that say them together. A stop word ("Did", "What") or
+    punctuation ends a run; a run that is only a capitalised first word and one name ("Tell
+    Caroline") is harmless, because a phrase no row contains adds nothing."""
+    runs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for word in query.split():
+        m = _CAPITALISED.fullmatch(word)
+        terms = analyze(m.group(1)) if m else []
+        if terms:
+            run += terms
+        if not terms or m is None or m.group(2):
+            if len(run) >= 2:
+                runs.append(tuple(run))
+            run = []
+    if len(run) >= 2:
+        runs.append(tuple(run))
+    return list(dict.fromkeys(runs))

@@ -267,9 +267,11 @@ class KeywordIndex:
         flt: KeywordFilter,
         limit: int,
         boosts: Mapping[str, float] | None = None,
+        phrases: Sequence[Sequence[str]] = (),
     ) -> list[tuple[str, float]]:
         """BM25 search for any of ``terms`` among the rows ``flt`` allows: (id, score) best
-        first; a term's score is multiplied by its entry in ``boosts``."""
+        first; a term's score is multiplied by its entry in ``boosts``; a row with one of
+        ``phrases`` (analysed terms, adjacent and in order) scores that phrase as well."""
         if not terms or not flt.partitions:
             return []
         schema = self._schema
@@ -281,7 +283,9 @@ class KeywordIndex:
             q = tantivy.Query.term_query(schema, "content", t)
             return tantivy.Query.boost_query(q, boosts[t]) if t in boosts else q
 
-        text_q = tantivy.Query.boolean_query([(should, term(t)) for t in terms])
+        text = [(should, term(t)) for t in terms]
+        text += [(should, tantivy.Query.phrase_query(schema, "content", list(p))) for p in phrases]
+        text_q = tantivy.Query.boolean_query(text)
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
             (must, text_q),
             (must, tantivy.Query.term_query(schema, "tenant", flt.tenant)),
