@@ -68,11 +68,11 @@ def test_the_topic_threshold_is_read_from_the_environment() -> None:
     def read(env: dict[str, str]) -> float:
         return Settings.from_env(env).memory.keyword_context_similarity
 
-    assert read({}) == 0.3
+    assert read({}) == 0.2
     assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "0"}) == 0.0
     assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "0.45"}) == 0.45
-    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "1.5"}) == 0.3  # not a cosine
-    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "high"}) == 0.3
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "1.5"}) == 0.2  # not a cosine
+    assert read({"AGENTMEM_KEYWORD_CONTEXT_SIMILARITY": "high"}) == 0.2
 
 
 def test_a_keywords_only_reindex_applies_a_changed_setting_without_embedding(
