@@ -205,9 +205,6 @@ class RecallEngine:
             )
             where = _vector_where(session, not_session, req.kinds, req.memory_types)
             searches.append((partition, flt, where))
-        # The query embedding (~3 ms of model time, which releases the GIL) and the vector
-        # searches it feeds run on worker threads while the keyword side is searched and its
-        # rows are read.
         terms = self.keywords.query_terms(req.query)
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
@@ -219,6 +216,9 @@ class RecallEngine:
         phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
         if prof is not None:
             prof.lap("plan")
+        # The query embedding (~3 ms of model time, which releases the GIL) and the vector
+        # searches it feeds run on worker threads while the keyword side is searched and its
+        # rows are read.
         vector_job = None
         # the rows not indexed yet are read before either index is searched (see .pending)
         pending_read = threading.Event()
