@@ -108,6 +108,21 @@ def test_a_backlog_row_naming_the_queried_identifier_is_found(make_memory: MakeM
     assert not after.degraded and after.items[0].id == target.id
 
 
+def test_a_pending_row_saying_the_queried_name_whole_ranks_first(make_memory: MakeMemory) -> None:
+    # as the keyword index's phrase search does once the rows are indexed
+    # (tests/core/test_ranking_features.py: the same rows, indexed)
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    for first, last in (("Tuan", "Dahl"), ("Sara", "Okafor"), ("Lena", "Moreau")):
+        m.remember(f"Bongani {last} and {first} Park look after the staging host, Park mostly")
+    target = m.remember("Bongani Park looks after the staging host srv-a9 in the Perth region")
+    query = "Which staging host does Bongani Park look after?"
+    pending = m.recall(query)
+    assert pending.items[0].id == target.id and not pending.degraded
+    mem.flush()
+    assert m.recall(query).items[0].id == target.id
+
+
 def test_identifier_lookup_matches_text_literally(make_memory: MakeMemory) -> None:
     mem = make_memory(background=False)
     m = mem.bind("acme", user_id="u1")

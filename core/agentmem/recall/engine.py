@@ -257,9 +257,10 @@ class RecallEngine:
         idf = self.keywords.idf(terms) if terms else {}
         if kw_rows and terms and use_keyword:
             weights = {t: w * boosts.get(t, 1.0) for t, w in idf.items()}
+            phrase_idf = {p: sum(idf.get(t, 0.0) for t in p) for p in phrases}
             for n, (partition, _, _) in enumerate(searches):
                 extra = self.pending.keyword_scores(
-                    self.keywords.analyze, weights, kw_rows[partition]
+                    self.keywords.analyze, weights, kw_rows[partition], phrase_idf
                 )
                 keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 

@@ -7,8 +7,9 @@ records store and scores them on the spot. It reads them before searching either
 indexer clears a row's pending flag only once the index shows the row, so a row it finishes
 during the recall is found one way or the other. A pending row is scored by
 
-- **keywords**: BM25 of the query terms over the row's analysed text, with the keyword index's
-  IDF (length normalisation left out: no index statistics exist for a row not yet in it);
+- **keywords**: BM25 of the query terms, and of its name phrases, over the row's analysed
+  text, with the keyword index's IDF (length normalisation left out: no index statistics
+  exist for a row not yet in it);
 - **meaning**: the row embedded now and compared with the query vector (a small LRU keeps
   these vectors, so back-to-back recalls do not embed the same rows again).
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,19 +139,28 @@ class PendingScorer:
         return known[1] if known is not None and known[0] == row.content else ""
 
     def keyword_scores(
-        self, analyze: Callable[[str], list[str]], idf: dict[str, float], rows: Sequence[Brief]
+        self,
+        analyze: Callable[[str], list[str]],
+        idf: dict[str, float],
+        rows: Sequence[Brief],
+        phrases: Mapping[tuple[str, ...], float] | None = None,
     ) -> list[tuple[str, float]]:
-        """(id, BM25) of the rows containing a query term, best first."""
+        """(id, BM25) of the rows containing a query term, best first; a row saying one of
+        ``phrases`` (analysed terms in order -> their summed IDF) scores it as well, as the
+        keyword index's phrase search does."""
         out: list[tuple[str, float]] = []
         for row in rows:
+            analysed = analyze(with_key(keyword_text(row.content, row.speaker), self.key(row)))
             counts: dict[str, int] = {}
-            for term in analyze(with_key(keyword_text(row.content, row.speaker), self.key(row))):
+            for term in analysed:
                 if term in idf:
                     counts[term] = counts.get(term, 0) + 1
             if counts:
-                score = sum(
-                    idf[t] * tf * (BM25_K1 + 1) / (tf + BM25_K1) for t, tf in counts.items()
-                )
+                score = sum(idf[t] * _saturated(tf) for t, tf in counts.items())
+                for phrase, weight in (phrases or {}).items():
+                    said = _occurrences(analysed, phrase)
+                    if said:
+                        score += weight * _saturated(said)
                 out.append((row.id, score))
         out.sort(key=lambda pair: pair[1], reverse=True)
         return out
@@ -176,6 +186,17 @@ class PendingScorer:
         out = [(r.id, float(s)) for r, s in zip(rows, sims.tolist(), strict=True)]
         out.sort(key=lambda pair: pair[1], reverse=True)
         return out
+
+
+def _saturated(tf: int) -> float:
+    """BM25's term-frequency factor (no length normalisation)."""
+    return tf * (BM25_K1 + 1) / (tf + BM25_K1)
+
+
+def _occurrences(terms: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often ``phrase`` occurs in ``terms`` as a contiguous run."""
+    n = len(phrase)
+    return sum(1 for i in range(len(terms) - n + 1) if tuple(terms[i : i + n]) == tuple(phrase))
 
 
 def merge(
