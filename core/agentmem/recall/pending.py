@@ -143,7 +143,7 @@ class PendingScorer:
         analyze: Callable[[str], list[str]],
         idf: dict[str, float],
         rows: Sequence[Brief],
-        phrases: Mapping[tuple[str, ...], float] | None = None,
+        phrases: Mapping[tuple[str, ...], float],
     ) -> list[tuple[str, float]]:
         """(id, BM25) of the rows containing a query term, best first; a row saying one of
         ``phrases`` (analysed terms in order -> their summed IDF) scores it as well, as the
@@ -157,7 +157,7 @@ class PendingScorer:
                     counts[term] = counts.get(term, 0) + 1
             if counts:
                 score = sum(idf[t] * _saturated(tf) for t, tf in counts.items())
-                for phrase, weight in (phrases or {}).items():
+                for phrase, weight in phrases.items():
                     said = _occurrences(analysed, phrase)
                     if said:
                         score += weight * _saturated(said)

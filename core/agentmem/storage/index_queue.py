@@ -195,13 +195,8 @@ class IndexQueue:
         ):
             if r[-1]:  # rows leaving the vector index are pending too; they are not missing
                 found[r[0]] = (r[0], row_to_item(r[1:-1]), False, True)
-        for r in self._db.read(
-            f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
-            f"AND ({VECTOR_LIVE}) FROM memories{self._kw_hint()} "
-            f"WHERE {self._kw_stale()} AND {where} ORDER BY seq DESC LIMIT ?",
-            (*params, limit),
-        ):
-            found[r[0]] = (r[0], row_to_item(r[1:-1]), True, bool(r[-1]))
+        for stale in self._keyword_stale(tenant_id, partitions, limit):
+            found[stale[0]] = stale
         return [found[seq] for seq in sorted(found, reverse=True)[:limit]]
 
     def keyword_pending_naming(
@@ -220,14 +215,26 @@ class IndexQueue:
         like = "ILIKE" if self.follows_changes else "LIKE"
         likes = " OR ".join([f"content {like} ? ESCAPE '!'"] * len(needles))
         patterns = [f"%{_like_escaped(n)}%" for n in needles]
+        return self._keyword_stale(tenant_id, partitions, limit, f" AND ({likes})", patterns)
+
+    def _keyword_stale(
+        self,
+        tenant_id: str,
+        partitions: Sequence[str],
+        limit: int,
+        condition: str = "",
+        params: Sequence[str] = (),
+    ) -> list[tuple[int, Row, bool, bool]]:
+        """Live rows of ``partitions`` not yet in this node's keyword index (and meeting
+        ``condition``), newest first: (seq, row, True, vector pending or failed)."""
         return [
             (int(r[0]), row_to_item(r[1:-1]), True, bool(r[-1]))
             for r in self._db.read(
                 f"SELECT seq, {COLUMNS}, vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) "
                 f"AND ({VECTOR_LIVE}) FROM memories{self._kw_hint()} "
                 f"WHERE {self._kw_stale()} AND partition IN ({marks(len(partitions))}) "
-                f"AND tenant_id = ? AND {LIVE} AND ({likes}) ORDER BY seq DESC LIMIT ?",
-                (*partitions, tenant_id, *patterns, limit),
+                f"AND tenant_id = ? AND {LIVE}{condition} ORDER BY seq DESC LIMIT ?",
+                (*partitions, tenant_id, *params, limit),
             )
         ]
 
