@@ -30,7 +30,8 @@ ranking, drop scores below ``min_score``, keep ``top_k``, cut at the token budge
 
 Output: golden and case Recall@5 / Precision@5 / expect-empty pass rate at ``min_score`` 0.3;
 LoCoMo evidence Recall@10 by category at ``min_score`` 0 and at default settings
-(``top_k=20``, ``min_score`` 0.3, 1,000 tokens) with the mean number of items returned; the
+(``top_k=20``, ``min_score`` 0.3, 1,000 tokens) with the mean number of items returned, and
+the share of the evidence among recall's candidates at all (the ceiling of any ordering); the
 calibration per kind of content (held-out scores against the observed share of relevant
 candidates); and the weights, which ``--write`` puts into ``core/agentmem/recall/ranking.py``.
 
@@ -318,22 +319,33 @@ def evidence_recall(q: Query, idx: Sequence[int], k: int = 10) -> float:
 
 
 def locomo_metrics(items: Sequence[Fitted]) -> dict[str, object]:
-    """Evidence Recall@10 at min_score 0 and at default settings, overall and by category."""
+    """Evidence Recall@10 at min_score 0 and at default settings, overall and by category,
+    and the ceiling any ordering has: the share of the evidence among the candidates at all
+    (``pool``; ``candidates`` per question)."""
     at0: dict[int, list[float]] = {c: [] for c in locomo.CATEGORIES}
     at_def: dict[int, list[float]] = {c: [] for c in locomo.CATEGORIES}
-    hits = []
+    pool: dict[int, list[float]] = {c: [] for c in locomo.CATEGORIES}
+    hits, sizes = [], []
     for q, cal, rank, gap in items:
         at0[q.category].append(evidence_recall(q, returned(q, cal, rank, -1.0, MAX_TOP_K, 10**9)))
         idx = returned(q, cal, rank, MIN_SCORE, MAX_TOP_K, BUDGET, gap)
         at_def[q.category].append(evidence_recall(q, idx))
+        pool[q.category].append(evidence_recall(q, range(len(q.dias)), k=10**9))
         hits.append(len(idx))
+        sizes.append(len(q.dias))
 
     def summary(d: dict[int, list[float]]) -> dict[str, float]:
         out = {"all": float(np.mean([x for v in d.values() for x in v]))}
         out.update({locomo.CATEGORIES[c]: float(np.mean(v)) for c, v in d.items() if v})
         return out
 
-    return {"min_score_0": summary(at0), "defaults": summary(at_def), "hits": float(np.mean(hits))}
+    return {
+        "min_score_0": summary(at0),
+        "defaults": summary(at_def),
+        "hits": float(np.mean(hits)),
+        "pool": summary(pool),
+        "candidates": float(np.mean(sizes)),
+    }
 
 
 def kind_calibration(items: Sequence[Fitted]) -> dict[str, dict[str, float]]:
@@ -464,6 +476,10 @@ def report(
     if loc:
         ins_l = locomo_metrics([(q, cal, rank, gap) for q in loc])
         lo = locomo_metrics(loc_cv)
+        print(
+            f"locomo evidence among the candidates ({ins_l['candidates']:.1f} per question): "
+            f"{_fmt(ins_l['pool'])}"  # type: ignore[arg-type]
+        )
         for name, res in (("in-sample", ins_l), ("leave-one-conversation-out", lo)):
             print(f"locomo {name}: R@10 min_score 0: {_fmt(res['min_score_0'])}")  # type: ignore[arg-type]
             print(

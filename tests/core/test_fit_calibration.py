@@ -78,3 +78,40 @@ def test_weights_fitted_on_one_pool_are_scored_on_recalls_pool(fc: Any) -> None:
     for q, _cal, rank, _ in loc_cv:
         train = [x for x in loc if x.group != q.group]
         assert np.array_equal(rank, setup.fit(labelled, train)[1])
+
+
+def test_the_candidate_ceiling_counts_evidence_anywhere_among_the_candidates(fc: Any) -> None:
+    """``pool``: the share of a question's evidence turns among its candidates, wherever they
+    rank; an evidence turn that is no candidate at all is what no ordering can recover."""
+    feats = np.zeros((12, len(fc.ALL)))
+    feats[:, 0] = np.linspace(1.0, 0.0, 12)  # cos: candidate 0 first, candidate 11 last
+    dias = [[f"D1:{i}"] for i in range(12)]
+
+    def question(category: int, evidence: list[str]) -> Any:
+        return fc.Query(
+            source="locomo",
+            group="conv",
+            feats=feats,
+            labels=np.array([1.0 if d[0] in evidence else 0.0 for d in dias]),
+            kinds=["chat_message"] * 12,
+            tokens=np.full(12, 10),
+            category=category,
+            dias=dias,
+            evidence=evidence,
+        )
+
+    cal = np.zeros(len(fc.ALL) + 1)
+    rank = np.zeros(len(fc.ALL))
+    rank[0] = 1.0  # order by cos
+    # multi-hop: one evidence turn ranked 12th (outside the top 10), one not a candidate at all
+    # single-hop: its evidence ranked first
+    items = [
+        (question(1, ["D1:11", "D9:9"]), cal, rank, None),
+        (question(4, ["D1:0"]), cal, rank, None),
+    ]
+    res = fc.locomo_metrics(items)
+    assert res["candidates"] == 12
+    assert res["pool"]["multi-hop"] == 0.5 and res["pool"]["single-hop"] == 1.0
+    assert res["pool"]["all"] == 0.75
+    # Recall@10 cannot see the 12th candidate; the ceiling does
+    assert res["min_score_0"]["multi-hop"] == 0.0
