@@ -220,6 +220,28 @@ def test_name_phrases_are_runs_of_capitalised_words(make_memory: Any) -> None:
     ]
     assert name_phrases("what did caroline say about Paris?", analyze) == []
     assert name_phrases('Was "Becoming Nicole" (the book) good?', analyze) == [("becom", "nicol")]
+    # so does a full stop
+    assert name_phrases("I met Lena Gonzalez. Bongani Park looks after it", analyze) == [
+        ("lena", "gonzalez"),
+        ("bongani", "park"),
+    ]
+    # but an initial's or a title's does not
+    assert name_phrases("Did Dr. Seuss or J. Smith write it?", analyze) == [
+        ("dr", "seuss"),
+        ("j", "smith"),
+    ]
+    # a run opening a sentence may be capitalised for that alone: also without its first word
+    assert name_phrases("Describe Bongani Park's staging host", analyze) == [
+        ("describ", "bongani", "park"),
+        ("bongani", "park"),
+    ]
+    # the index keeps a gap where the analyser drops a word: no phrase spans one
+    assert name_phrases("Where did Caroline's Sister move?", analyze) == []
+    assert name_phrases("the Rock-and-Roll Hall", analyze) == []
+    # one word of two parts is said whole too
+    assert name_phrases("medical record MED-FWWUGJ", analyze) == [("med", "fwwugj")]
+    # any script's capitals
+    assert name_phrases("Which host does Émile Łukasz look after?", analyze) == [("emil", "lukasz")]
 
 
 def test_a_full_name_said_together_outranks_its_words_apart(make_memory: Any) -> None:
@@ -239,6 +261,12 @@ def test_a_full_name_said_together_outranks_its_words_apart(make_memory: Any) ->
     phrased = mem.keywords.search(terms, flt, 10, phrases=name_phrases(query, mem.keywords.analyze))
     assert phrased[0][0] == target.id
     assert m.recall(query).items[0].id == target.id
+    # the name after a sentence's full stop, and after a capitalised opening verb
+    for query in (
+        "I asked Maria Lopez. Bongani Park looks after which staging host?",
+        "Describe Bongani Park's staging host",
+    ):
+        assert m.recall(query).items[0].id == target.id, query
 
 
 def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> None:

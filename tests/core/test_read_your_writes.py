@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory, MemoryConfig
+from agentmem.storage.keyword_index import KeywordFilter
 
 pytestmark = pytest.mark.both_backends
 
@@ -121,6 +122,73 @@ def test_a_pending_row_saying_the_queried_name_whole_ranks_first(make_memory: Ma
     assert pending.items[0].id == target.id and not pending.degraded
     mem.flush()
     assert m.recall(query).items[0].id == target.id
+
+
+@pytest.mark.parametrize("ident", ["SKU-42BY", "CAFÉ9X", "ЗАКАЗ-123Ж"])
+def test_a_backlog_row_is_found_by_the_identifier_as_typed(
+    make_memory: MakeMemory, ident: str
+) -> None:
+    # the analysed term is not in the row's text: stemmed ("42BY" is indexed as "42bi"),
+    # folded ("CAFÉ9X" as "cafe9x"); the lookup matches the word the query typed
+    mem = make_memory(background=False, config=MemoryConfig(pending_scan=8))
+    m = mem.bind("acme", user_id="u1")
+    target = m.remember(f"Ticket {ident}: the VPN drops every hour for Lena Gonzalez")
+    m.remember_many([f"Ticket INC-{n:06d}: the printer on floor {n} jams" for n in range(40)])
+    result = m.recall(f"ticket {ident}", min_score=0.0)
+    assert result.degraded
+    assert [h.id for h in result.items[:1]] == [target.id]
+
+
+def test_a_backlog_row_naming_a_number_is_not_crowded_out_by_longer_ones(
+    make_memory: MakeMemory,
+) -> None:
+    # "4711" is a word of the target only; forty newer rows contain it inside "4711NN"
+    mem = make_memory(background=False, config=MemoryConfig(pending_scan=8))
+    m = mem.bind("acme", user_id="u1")
+    target = m.remember("Order 4711: the customer wants a refund for the blue kettle")
+    m.remember_many([f"Order 4711{n:02d}: shipped to the warehouse in bay {n}" for n in range(40)])
+    result = m.recall("order 4711", min_score=0.0)
+    assert result.degraded
+    assert target.id in {h.id for h in result.items}
+    row = mem.records.get(target.id)
+    assert row is not None
+    named = mem.records.index.keyword_pending_naming("acme", [row.partition], ["4711"], 8)
+    assert [r.item.id for _, r, _, _ in named] == [target.id]
+
+
+def test_a_query_naming_a_thousand_identifiers_is_answered(make_memory: MakeMemory) -> None:
+    # the lookup matches at most MAX_NEEDLES of them (SQLite refused the 1,000-deep clause)
+    mem = make_memory(background=False, config=MemoryConfig(pending_scan=8))
+    m = mem.bind("acme", user_id="u1")
+    target = m.remember("Ticket z0q: the badge reader on floor 2 is broken")
+    m.remember_many([f"Ticket INC-{n:06d}: the printer on floor {n} jams" for n in range(40)])
+    result = m.recall(" ".join(f"z{i}q" for i in range(1000)), min_score=0.0)
+    assert result.degraded
+    assert target.id in {h.id for h in result.items}
+
+
+def test_a_pending_phrase_across_a_dropped_word_is_not_said(make_memory: MakeMemory) -> None:
+    # the index keeps a gap where the analyser drops a word (the "s" of "Caroline's"), so
+    # its phrase search finds no "carolin sister" there; a pending row must score the same
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1")
+    m.remember("Caroline's sister moved to Perth last spring")
+    m.remember("Bongani Park's team moved to Perth last spring")
+    engine, analyze = mem.engine, mem.keywords.analyze
+    terms = mem.keywords.query_terms("Caroline sister Bongani Park moved")
+    idf = mem.keywords.idf(terms)
+    rows = [row for row, _, _ in engine.pending.read("acme", ["user:u1"]).rows]
+    across, within = ("carolin", "sister"), ("bongani", "park")
+    plain = dict(engine.pending.keyword_scores(analyze, idf, rows, {}))
+    phrased = dict(engine.pending.keyword_scores(analyze, idf, rows, {across: 1.0, within: 1.0}))
+    gained = {r.content.split()[0]: phrased[r.id] - plain[r.id] for r in rows}
+    assert gained == {"Caroline's": 0.0, "Bongani": pytest.approx(1.0)}
+    mem.flush()
+    flt = KeywordFilter(tenant="acme", partitions=("user:u1",))
+    for phrase, moves in ((across, False), (within, True)):
+        before = dict(mem.keywords.search(terms, flt, 10))
+        after = dict(mem.keywords.search(terms, flt, 10, phrases=[phrase]))
+        assert (after != before) is moves, phrase
 
 
 def test_identifier_lookup_matches_text_literally(make_memory: MakeMemory) -> None:

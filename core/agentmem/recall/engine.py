@@ -38,7 +38,7 @@ from . import profile as recall_profile
 from .pending import PendingScorer, merge
 from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
 from .request import RecallRequest
-from .text import TextScorer, identifier_terms, name_phrases
+from .text import TextScorer, identifier_terms, identifier_words, name_phrases
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -225,8 +225,10 @@ class RecallEngine:
         if searches and use_vector:
             targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
             vector_job = self._vector_async(req.query, targets, pool, pending_read)
+        # the identifiers as typed, for the backlog rows whose raw content names them
+        needles = identifier_words(req.query, self.keywords.analyze) if identifiers else []
         try:
-            pending = self.pending.read(identity.tenant_id, list(by_partition), identifiers)
+            pending = self.pending.read(identity.tenant_id, list(by_partition), needles)
         finally:
             pending_read.set()
         if prof is not None:

@@ -41,6 +41,7 @@ from ..storage.records import RecordStore
 from ..storage.rows import Brief, Row
 from ..write.index_text import index_text, keyword_text, row_key, speaker_of
 from ..write.keys import with_key
+from .text import words
 
 #: BM25 term-frequency saturation (Tantivy's default).
 BM25_K1 = 1.2
@@ -100,8 +101,9 @@ class PendingScorer:
         self, tenant_id: str, partitions: Sequence[str], identifiers: Sequence[str] = ()
     ) -> Pending:
         """The newest pending rows of ``partitions`` (at most ``limit``); past that backlog,
-        also the older ones whose content names one of ``identifiers`` (query terms naming
-        one thing exactly, see :func:`~agentmem.recall.text.identifier_terms`)."""
+        also the older ones whose content names one of ``identifiers`` as a whole word (the
+        query's words naming one thing exactly, as typed: see
+        :func:`~agentmem.recall.text.identifier_words`)."""
         index = self._records.index
         if self.limit <= 0:  # scoring pending rows is switched off
             return Pending(overflow=bool(index.pending_in_partitions(tenant_id, partitions, 1)))
@@ -150,15 +152,22 @@ class PendingScorer:
         keyword index's phrase search does."""
         out: list[tuple[str, float]] = []
         for row in rows:
-            analysed = analyze(with_key(keyword_text(row.content, row.speaker), self.key(row)))
+            text = with_key(keyword_text(row.content, row.speaker), self.key(row))
+            analysed = analyze(text)
             counts: dict[str, int] = {}
             for term in analysed:
                 if term in idf:
                     counts[term] = counts.get(term, 0) + 1
             if counts:
                 score = sum(idf[t] * _saturated(tf) for t, tf in counts.items())
+                positioned: list[str | None] | None = None
                 for phrase, weight in phrases.items():
-                    said = _occurrences(analysed, phrase)
+                    if not _occurrences(analysed, phrase):
+                        continue
+                    # the index keeps a gap where the analyser dropped a word ("Caroline's
+                    # sister": its "s"), so a phrase spanning one is not said there
+                    positioned = _positioned(text, analyze) if positioned is None else positioned
+                    said = _occurrences(positioned, phrase)
                     if said:
                         score += weight * _saturated(said)
                 out.append((row.id, score))
@@ -193,7 +202,16 @@ def _saturated(tf: int) -> float:
     return tf * (BM25_K1 + 1) / (tf + BM25_K1)
 
 
-def _occurrences(terms: Sequence[str], phrase: Sequence[str]) -> int:
+def _positioned(text: str, analyze: Callable[[str], list[str]]) -> list[str | None]:
+    """The analysed terms of ``text`` at their positions in the keyword index: None where the
+    analyser dropped a word (a stop word, an over-long word)."""
+    out: list[str | None] = []
+    for word in words(text):
+        out.extend(analyze(word) or [None])
+    return out
+
+
+def _occurrences(terms: Sequence[str | None], phrase: Sequence[str]) -> int:
     """How often ``phrase`` occurs in ``terms`` as a contiguous run."""
     n = len(phrase)
     return sum(1 for i in range(len(terms) - n + 1) if tuple(terms[i : i + n]) == tuple(phrase))

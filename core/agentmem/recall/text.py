@@ -124,27 +124,82 @@ def speaker_in_content(content: str) -> str | None:
     return m.group(1) if m else None
 
 
-#: A capitalised word, with the punctuation that may follow it in a sentence.
-_CAPITALISED = re.compile(r"[\"'(\[]*([A-Z][\w'’.-]*?)([,;:!?)\]\"]*)")
+#: A word as the keyword tokenizer cuts text: a run of letters and digits.
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the keyword tokenizer cuts it, as written."""
+    return _WORD.findall(text)
+
+
+def identifier_words(query: str, analyze: Callable[[str], list[str]]) -> list[str]:
+    """The words of ``query``, as typed, whose analysed term is an identifier (see
+    :func:`identifier_terms`): what the raw content of a row naming the same thing contains.
+    The analysed term may not be in it ("SKU-42BY" is indexed as "sku" and the stemmed
+    "42bi"; "CAFÉ9X" as "cafe9x")."""
+    return [
+        w
+        for w in dict.fromkeys(words(query))
+        if _DIGIT.search(w) is not None and identifier_terms(analyze(w))
+    ]
+
+
+#: A word starting with a letter, with what may open it and what may close it in a sentence
+#: (a full stop included).
+_CAPITALISED = re.compile(r"[\"'(\[]*([^\W\d_][\w'’.-]*?)([.,;:!?)\]\"]*)")
+#: The closing marks that end a sentence.
+_SENTENCE_END = re.compile(r"[.!?]")
+#: Words whose full stop marks an abbreviation within a name ("Dr. Seuss", "St. Louis"), as
+#: does an initial's ("J. R. R. Tolkien").
+_TITLES = frozenset("Dr Mr Mrs Ms Mx Prof St Mt Ft Jr Sr Sgt Capt Gen Col Lt Rev".split())
 
 
 def name_phrases(query: str, analyze: Callable[[str], list[str]]) -> list[tuple[str, ...]]:
-    """The analysed terms of each run of two or more capitalised words in ``query`` (a full
-    name, a place, a product: "Bongani Park", "New York", "GitHub Actions"), for keyword
-    search to reward the rows that say them together. A stop word ("Did", "What") or
-    punctuation ends a run; a run that is only a capitalised first word and one name ("Tell
-    Caroline") is harmless, because a phrase no row contains adds nothing."""
+    """The analysed terms of each run of capitalised words in ``query`` giving two terms or
+    more (a full name, a place, a product, a code: "Bongani Park", "New York", "GitHub
+    Actions", "Émile Zola", "MED-FWWUGJ"), for keyword search to reward the rows that say
+    them together.
+
+    A word the analyser drops (a stop word: "Did", "What"), a word that is not capitalised,
+    and a closing mark (",", ")", a full stop but an initial's or a title's: "Dr. Seuss")
+    end a run; so does a word the index holds with
+    a gap after it ("Caroline's": its "s" is dropped, so "Caroline's Sister" is no phrase in
+    the index) and a word with a gap inside ("Rock-and-Roll") is in no run. A run that opens
+    a sentence may be capitalised only for that ("Describe Bongani Park"), so it also gives
+    the run without its first word; a phrase no row says ("describ bongani park") adds
+    nothing."""
     runs: list[tuple[str, ...]] = []
-    run: list[str] = []
+    run: list[list[str]] = []  # the analysed terms of each word of the current run
+    run_opens = False  # the run's first word opens a sentence
+    opens = True  # the next word opens a sentence
+
+    def close() -> None:
+        for part in (run, run[1:] if run_opens else []):
+            terms = tuple(t for word in part for t in word)
+            if len(terms) >= 2:  # two words, or one of two parts ("MED-FWWUGJ")
+                runs.append(terms)
+        run.clear()
+
     for word in query.split():
         m = _CAPITALISED.fullmatch(word)
-        terms = analyze(m.group(1)) if m else []
-        if terms:
-            run += terms
-        if not terms or m is None or m.group(2):
-            if len(run) >= 2:
-                runs.append(tuple(run))
-            run = []
-    if len(run) >= 2:
-        runs.append(tuple(run))
+        capital = m is not None and m.group(1)[0].isupper()
+        parts = [analyze(w) for w in words(m.group(1))] if m is not None and capital else []
+        kept = [i for i, terms in enumerate(parts) if terms]
+        whole = bool(kept) and kept == list(range(len(kept)))  # no gap before a kept part
+        if whole:
+            if not run:
+                run_opens = opens
+            run.append([t for terms in parts for t in terms])
+        closing = m.group(2) if m is not None else ""
+        abbreviated = m is not None and closing == "." and _abbreviation(m.group(1))
+        if not whole or len(kept) < len(parts) or (closing and not abbreviated):
+            close()
+        opens = _SENTENCE_END.search(word[-1:]) is not None and not abbreviated
+    close()
     return list(dict.fromkeys(runs))
+
+
+def _abbreviation(word: str) -> bool:
+    """Whether ``word`` followed by a full stop is an initial or a title ("J.", "Dr.")."""
+    return (len(word) == 1 and word.isupper()) or word in _TITLES

@@ -7,11 +7,14 @@ own connection; every write runs on one connection, guarded by a lock, inside a
 
 The SQL written against a :class:`Database` uses ``?`` placeholders and statements both SQLite
 and PostgreSQL understand (``INSERT ... ON CONFLICT``, no ``INSERT OR ...``); where a
-statement cannot be shared, the table module asks :attr:`Database.dialect`.
+statement cannot be shared, the table module asks :attr:`Database.dialect`. SQLite connections
+get a ``regexp`` function, so ``content REGEXP ?`` takes a Python regular expression.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import sqlite3
 import threading
 import time
@@ -24,6 +27,16 @@ from ..errors import StorageError
 
 #: SQLite page cache per connection, in KiB: recall reads ~150 rows by id at random places.
 CACHE_KIB = 32768
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _regexp(pattern: str, text: str | None) -> bool:
+    """SQLite's ``text REGEXP pattern`` (a Python regular expression, searched)."""
+    return text is not None and _compiled(pattern).search(text) is not None
 
 
 class Cursor(Protocol):
@@ -95,6 +108,7 @@ class Database:
             # deleted and overwritten content is zeroed in the file, not left in free space
             # (forget and erase promise that no byte of it stays behind)
             conn.execute("PRAGMA secure_delete=ON")
+        conn.create_function("regexp", 2, _regexp, deterministic=True)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")

@@ -17,6 +17,7 @@ cluster-wide.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import StorageError
@@ -43,6 +44,9 @@ TEXT_FEATURES_DONE = "text_features_complete"
 #: Seconds a node holds the rows it claimed to embed; a node that dies holding them delays
 #: their embedding by at most this long (another node then claims them).
 CLAIM_SECONDS = 60
+#: The most identifiers one backlog lookup matches (each scans the backlog; SQLite also
+#: limits how deep a WHERE clause may nest).
+MAX_NEEDLES = 16
 
 
 class IndexQueue:
@@ -203,19 +207,25 @@ class IndexQueue:
         self, tenant_id: str, partitions: Sequence[str], needles: Sequence[str], limit: int
     ) -> list[tuple[int, Row, bool, bool]]:
         """Live rows of ``partitions`` not yet in this node's keyword index whose content
-        contains one of ``needles`` (lower-case, matched case-insensitively), newest first,
-        shaped as :meth:`pending_in_partitions` returns them.
+        has one of ``needles`` as a whole word (case aside; at most the first
+        :data:`MAX_NEEDLES`), newest first, shaped as :meth:`pending_in_partitions` returns
+        them.
 
         For a backlog too long to read whole (a bulk import, a node catching up): the rows
-        naming a query's identifier, which the vector index rarely finds by meaning. It
-        scans the backlog's rows (on Postgres without an index to narrow them)."""
+        naming a query's identifier, which the vector index rarely finds by meaning. A whole
+        word, so that "4711" is not crowded out by rows naming "471100". It scans the
+        backlog's rows (on Postgres without an index to narrow them)."""
+        needles = list(dict.fromkeys(needles))[:MAX_NEEDLES]
         if not partitions or not needles:
             return []
-        # SQLite's LIKE ignores ASCII case; Postgres's ILIKE any case
-        like = "ILIKE" if self.follows_changes else "LIKE"
-        likes = " OR ".join([f"content {like} ? ESCAPE '!'"] * len(needles))
-        patterns = [f"%{_like_escaped(n)}%" for n in needles]
-        return self._keyword_stale(tenant_id, partitions, limit, f" AND ({likes})", patterns)
+        # a substring first (LIKE: SQLite ignores ASCII case, Postgres's ILIKE any case),
+        # then the whole word (SQLite: the regexp function Database registers)
+        like, regexp = ("ILIKE", "~*") if self.follows_changes else ("LIKE", "REGEXP")
+        word = _pg_word if self.follows_changes else _py_word
+        match = f"(content {like} ? ESCAPE '!' AND content {regexp} ?)"
+        params = [p for n in needles for p in (f"%{_like_escaped(n)}%", word(n))]
+        condition = f" AND ({' OR '.join([match] * len(needles))})"
+        return self._keyword_stale(tenant_id, partitions, limit, condition, params)
 
     def _keyword_stale(
         self,
@@ -479,6 +489,17 @@ class IndexQueue:
 
 def _feature_values(f: TextFeatures | None) -> tuple[str | None, int | None, int | None]:
     return (None, None, None) if f is None else (f.terms, f.term_count, f.tokens)
+
+
+def _py_word(text: str) -> str:
+    """A Python regular expression matching ``text`` as a whole word, in any case."""
+    return rf"(?i)(?<![^\W_]){re.escape(text)}(?![^\W_])"
+
+
+def _pg_word(text: str) -> str:
+    """A PostgreSQL regular expression matching ``text`` as a whole word (with ``~*``)."""
+    literal = "".join(c if c.isalnum() else f"\\{c}" for c in text)
+    return f"(^|[^[:alnum:]]){literal}([^[:alnum:]]|$)"
 
 
 def _like_escaped(text: str) -> str:

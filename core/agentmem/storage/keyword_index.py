@@ -1,9 +1,9 @@
 """Keyword search over the records: an on-disk Tantivy index with a stemming analyzer.
 
 User and agent queries never go through Tantivy's query parser: the query text is run through
-the same analyzer as the documents and turned into a boolean query of term queries, so no
-character or word (``"``, ``:``, ``AND``, ``*``) can raise a syntax error or change the query's
-meaning. Identity filters are term queries on raw (untokenized) fields.
+the same analyzer as the documents and turned into a boolean query of term queries (and of
+phrase queries over analysed terms, for names said whole), so no character or word (``"``,
+``:``, ``AND``, ``*``) can raise a syntax error or change the query's meaning. Identity filters are term queries on raw (untokenized) fields.
 
 One writer owns the index (the background indexer); ``commit()`` is followed by ``reload()``
 so searchers see new documents.
