@@ -161,6 +161,70 @@ def test_writes_during_a_load_are_replayed() -> None:
     assert exact.held() == {"c1": 4}
 
 
+def test_a_delete_while_a_large_collection_loads_skips_no_other_vector(tmp_path: Path) -> None:
+    """The copy is read in pages while the indexer may delete: a deleted vector before the
+    page being read must not shift another out of the copy (it would be missing for good,
+    never found by meaning)."""
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng, 2500)
+    index = VectorIndex(tmp_path / "chroma", exact_search_bytes=64 * MB)
+    index.upsert("am_c", [f"r{i}" for i in range(2500)], vectors, [_meta(i) for i in range(2500)])
+    index.query("am_c", vectors[0], 5)  # the first query marks the collection
+    real = index._collection("am_c", create=False)
+    deleted: list[str] = []
+
+    class DeletingDuringLoad:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def get(self, *args: Any, **kwargs: Any) -> Any:
+            got = real.get(*args, **kwargs)
+            if "embeddings" in (kwargs.get("include") or []) and not deleted:
+                deleted.append("r5")  # after the first page of vectors
+                index.delete("am_c", ["r5"])
+            return got
+
+    index._collections["am_c"] = DeletingDuringLoad()
+    try:
+        index.query("am_c", vectors[0], 5)  # the second query loads the copy
+    finally:
+        index._collections["am_c"] = real
+    assert deleted and index.exact.held() == {"am_c": 2499}
+    for i in (1000, 1001, 2499):  # each still found by its own vector
+        assert index.query("am_c", vectors[i], 1)[0][0] == f"r{i}"
+    index.close()
+
+
+def test_a_recall_copying_a_collection_being_dropped_keeps_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    """rebuild (erasure) drops the collection and writes back the vectors it keeps: a recall
+    that copied the old collection just before it went must not keep the erased vector."""
+    rng = np.random.default_rng(2)
+    vectors = _unit(rng, 50)
+    index = VectorIndex(tmp_path / "chroma", exact_search_bytes=64 * MB)
+    index.upsert("am_c", [f"r{i}" for i in range(50)], vectors, [_meta(i) for i in range(50)])
+    index.query("am_c", vectors[0], 1)  # marked: the next query copies it
+    client = index.client
+
+    class RecallDuringDrop:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(client, name)
+
+        def delete_collection(self, name: str) -> None:
+            assert index.query("am_c", vectors[0], 1)[0][0] == "r0"  # copied just now
+            client.delete_collection(name)
+
+    index._client = RecallDuringDrop()
+    try:
+        assert index.rebuild("am_c", {f"r{i}" for i in range(1, 50)}) == 1
+    finally:
+        index._client = client
+    assert "r0" not in index.ids("am_c")
+    assert "r0" not in [i for i, _ in index.query("am_c", vectors[0], 50)]
+    index.close()
+
+
 def test_memory_is_bounded_and_idle_copies_make_room(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(9)
     data = {name: _unit(rng, 100) for name in ("c1", "c2")}

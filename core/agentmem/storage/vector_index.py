@@ -328,17 +328,20 @@ class VectorIndex:
             return None
         if int(col.count()) > MAX_VECTORS:
             raise OverflowError(collection)
+        # the ids first, then their vectors by id a page at a time (each page made float32
+        # at once: a copy's peak memory): pages by offset would skip a vector each time one
+        # before the offset is deleted meanwhile (a delete is replayed on the copy; a vector
+        # skipped would be missing from it for good)
+        listed = col.get(include=[])["ids"]
         ids: list[str] = []
         pages: list[np.ndarray] = []
         metadatas: list[Any] = []
-        while True:  # a page at a time, each made float32 at once (a copy's peak memory)
-            got = col.get(include=["embeddings", "metadatas"], limit=1000, offset=len(ids))
+        for start in range(0, len(listed), 1000):
+            got = col.get(ids=listed[start : start + 1000], include=["embeddings", "metadatas"])
             if len(got["ids"]):
                 pages.append(np.asarray(got["embeddings"], dtype=np.float32))
             ids.extend(got["ids"])
             metadatas.extend(got["metadatas"])
-            if len(got["ids"]) < 1000:
-                break
         vectors = np.concatenate(pages) if pages else np.zeros((0, 0), dtype=np.float32)
         return ids, vectors, metadatas
 
@@ -408,6 +411,10 @@ class VectorIndex:
         except Exception as exc:
             if not _client_error(exc):
                 raise StorageError(f"cannot drop collection {collection}: {exc}") from exc
+        finally:
+            # a recall may have copied the collection, or kept its handle, meanwhile
+            self.exact.forget(collection)
+            self._collections.pop(collection, None)
 
     def rebuild(self, collection: str, keep: set[str]) -> int:
         """Recreate ``collection`` with only its vectors of ``keep``; returns how many others
