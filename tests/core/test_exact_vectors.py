@@ -345,6 +345,27 @@ def test_a_large_collection_is_filtered_after_an_unfiltered_query(
         index.close()
 
 
+def test_a_filter_the_post_filter_cannot_evaluate_is_left_to_chroma(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentmem.storage import vector_index
+
+    monkeypatch.setattr(vector_index, "POST_FILTER_MIN", 10)
+    rng = np.random.default_rng(12)
+    vectors = _unit(rng, 30)
+    metas: list[dict[str, Any]] = [{"rank": i} for i in range(30)]
+    index = VectorIndex(tmp_path / "chroma")
+    index.upsert("am_c", [f"r{i}" for i in range(30)], vectors, metas)
+    try:
+        where = {"rank": {"$gte": 25}}  # not one this module evaluates
+        with pytest.raises(ValueError):
+            where_matches(where, metas[0])
+        got = {i for i, _ in index.query("am_c", vectors[0], 10, where)}
+        assert got == {f"r{i}" for i in range(25, 30)}
+    finally:
+        index.close()
+
+
 def test_where_matches_is_chromas_filter() -> None:
     meta = {"session_id": "s1", "kind": "memory"}
     assert where_matches({"session_id": "s1"}, meta)

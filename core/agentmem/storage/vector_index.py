@@ -241,9 +241,9 @@ class VectorIndex:
             hits = self._ask(collection, None, embedding, n * POST_FILTER_FACTOR, metadatas=True)
             try:
                 kept = [(i, sim) for i, sim, meta in hits if where_matches(where, meta)]
-            except ValueError:  # a filter this module does not evaluate
-                kept = []
-            if len(kept) >= n or len(hits) < n * POST_FILTER_FACTOR:
+            except ValueError:  # a filter this module does not evaluate: Chroma's own
+                kept = None
+            if kept is not None and (len(kept) >= n or len(hits) < n * POST_FILTER_FACTOR):
                 return kept[:n]
         return [(i, sim) for i, sim, _ in self._ask(collection, where, embedding, n)]
 
