@@ -71,10 +71,16 @@ def fill(
     return m
 
 
+#: Columns of ``memories`` an erasure may change on the rows it keeps: the recall counters, and
+#: the keyword queue's marks (a kept message that followed an erased one is indexed again,
+#: without it as context).
+NOT_CONTENT = ("access_count", "last_accessed", "kw_pending", "change_seq")
+
+
 def owned_rows(mem: AgentMemory, where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """Rows of ``memories`` (every column but the recall counters), in insertion order."""
+    """Rows of ``memories`` (every column but :data:`NOT_CONTENT`), in insertion order."""
     cols = columns_of(mem, "memories")
-    keep = ", ".join(c for c in cols if c not in ("access_count", "last_accessed"))
+    keep = ", ".join(c for c in cols if c not in NOT_CONTENT)
     return mem.records.read(f"SELECT {keep} FROM memories WHERE {where} ORDER BY seq", params)
 
 

@@ -8,6 +8,7 @@ message's words reach every derived store the way they do in production.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -238,3 +239,47 @@ def test_a_data_dir_from_before_source_links_gets_them_at_open(make_memory: Make
     m = again.bind("acme", user_id="u1", agent_id="support", session_id="s1")
     assert m.forget(target)
     assert rows_containing(again, CANARY) == 0
+
+
+def test_a_message_forgotten_while_its_follower_is_keyword_indexed_leaves_no_trace(
+    make_memory: MakeMemory,
+) -> None:
+    """The keyword pass read the follower's context (the message about to be forgotten) and
+    is writing its entry when forget runs: the follower must end up indexed without it."""
+    mem = make_memory(background=True)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    secret = m.add_message("user", f"My bank PIN is {CANARY}, what should I do?")
+    assert mem.flush(timeout=30)
+    writing, release = threading.Event(), threading.Event()
+    add = mem.keywords.add
+
+    def add_slowly(docs: Any) -> None:
+        if any(CANARY in d.content for d in docs):  # the follower's entry, with its context
+            writing.set()
+            release.wait(10)
+        add(docs)
+
+    mem.keywords.add = add_slowly  # type: ignore[method-assign]
+    indexer = mem.indexer
+    forgetting = threading.Event()
+    for name in ("paused", "sync"):  # whichever forget reaches first while the pass runs
+        real = getattr(indexer, name)
+
+        def waiting(*args: Any, _real: Any = real) -> Any:
+            forgetting.set()
+            return _real(*args)
+
+        setattr(indexer, name, waiting)
+    reply = m.add_message("assistant", "Change it at the branch tomorrow.")
+    assert writing.wait(10)
+    thread = threading.Thread(target=m.forget, args=(secret.id,))
+    thread.start()
+    assert forgetting.wait(10)
+    release.set()
+    thread.join(30)
+    assert mem.flush(timeout=30)
+    row = mem.records.get(reply.id)
+    assert row is not None
+    flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
+    assert mem.keywords.search(mem.keywords.query_terms(CANARY), flt, 10) == []
+    assert mem.keywords.search(mem.keywords.query_terms("branch tomorrow"), flt, 10)

@@ -23,6 +23,7 @@ from chromadb.config import Settings as ChromaSettings
 from agentmem import AgentMemory, MemoryConfig, StorageError, ValidationError
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
+from agentmem.storage.keyword_index import KeywordFilter
 from agentmem.storage.postgres import PostgresDatabase, to_postgres
 from agentmem.storage.records import RecordStore
 from agentmem.storage.schema import POSTGRES_MIGRATIONS
@@ -348,6 +349,32 @@ def test_forget_and_erase_on_one_node_reach_the_other_nodes_index(
         assert not a.records.count("content LIKE ?", (f"%{needle}%",))
         assert not b.bind("acme", user_id="u1").recall(needle, min_score=0.0).items
     assert b.bind("acme", user_id="u2").recall("zqkeep42").items[0].id == keep.id
+
+
+def test_an_erased_message_leaves_no_context_in_the_other_nodes_entries(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    """A message of the erased agent preceded another agent's message in a shared session:
+    every node writes the follower's keyword entry again without it, not only the erasing
+    node (which rewrites its whole keyword index)."""
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    scout = a.bind("acme", user_id="u9", agent_id="scout", session_id="shared")
+    helper = a.bind("acme", user_id="u9", agent_id="helper", session_id="shared")
+    scout.add_message("user", "Scout, what is the garage code zqgarage4711?")
+    follower = helper.add_message("user", "Helper, book the dentist for Tuesday afternoon.")
+    assert a.flush(timeout=60) and b.flush(timeout=60)
+    row = a.records.get(follower.id)
+    assert row is not None
+    flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
+    canary = b.keywords.query_terms("zqgarage4711")
+    assert [i for i, _ in b.keywords.search(canary, flt, 10)] != []  # the scout's and its context
+
+    assert a.erase(tenant_id="acme", agent_id="scout") is not None
+    for node in (a, b):
+        _until(lambda node=node: not node.keywords.search(canary, flt, 10), 10.0)
+        dentist = node.keywords.search(node.keywords.query_terms("dentist Tuesday"), flt, 10)
+        assert [i for i, _ in dentist] == [follower.id]
 
 
 def test_tenants_stay_apart_across_nodes(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:

@@ -122,7 +122,9 @@ def forget_rows(
 ) -> list[str]:
     """Forget ``roots`` and what they reach (:func:`plan`); returns the ids forgotten."""
     cascade = plan(ctx, tenant_id, roots)
-    with _locked(ctx, tenant_id, cascade.conversations | cascade.sessions):
+    # the indexer paused: a keyword pass that read a follower's context before the tombstone
+    # would write the forgotten text into its entry and then clear the requeue below
+    with ctx.indexer.paused(), _locked(ctx, tenant_id, cascade.conversations | cascade.sessions):
         done = ctx.records.tombstone(
             tenant_id, cascade.ids, cause=cause, conversations=sorted(cascade.conversations)
         )

@@ -133,8 +133,8 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
         counts = ctx.records.erasure.delete(
             record.id, subject, ids, [p for p, _ in record.collections]
         )
-        if after and ctx.settings.memory.vector_context > 0:
-            ctx.records.index.requeue(after, vectors=True)
+        if after:  # every node writes their entries again, without the erased context
+            ctx.records.index.requeue(after, vectors=ctx.settings.memory.vector_context > 0)
         for partition, session_id in shared_sessions:
             with session_lock(ctx, tenant, partition, session_id):
                 done.sessions += refresh_session(ctx, tenant, partition, session_id)
