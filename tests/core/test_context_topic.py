@@ -107,10 +107,10 @@ def test_a_message_embedded_while_the_keyword_pass_runs_is_gated_after_it(
     stored_vectors = indexer._stored_vectors
     calls = 0
 
-    def embed_meanwhile(rows: Any) -> Any:
+    def embed_meanwhile(rows: Any, gating: Any) -> Any:
         nonlocal calls
         calls += 1
-        found = stored_vectors(rows)
+        found = stored_vectors(rows, gating)
         if calls == 1:
             assert found == {}
             assert indexer._vector_pass()  # embeds all three and requeues the cat message
@@ -141,6 +141,11 @@ def test_unreadable_vectors_leave_the_context_ungated_not_the_row_unindexed(
     # indexed with both messages before it, off its topic as they are
     assert note in _found_by_keywords(mem, "finance slides")
     assert ids[CAT] not in _found_by_keywords(mem, "finance slides")
+    # once the vectors can be read again, the next keyword pass gates it
+    monkeypatch.undo()
+    assert mem.flush(timeout=30)
+    assert note not in _found_by_keywords(mem, "finance slides")
+    assert note in _found_by_keywords(mem, "plumber")
 
 
 def test_the_keyword_rewrite_applies_the_threshold(make_memory: MakeMemory) -> None:

@@ -150,6 +150,10 @@ class Indexer:
         self.embed_first_rows = 64
         #: Rows the keyword pass is about to write (gated): the embedder need not requeue them.
         self._writing: set[str] = set()
+        #: Chat messages written with their context ungated because the vector index could
+        #: not be read (id -> tenant, partition): queued again once it can.
+        self._ungated: dict[str, tuple[str, str]] = {}
+        self._ungated_lock = threading.Lock()
         self.vector_context = vector_context
         self.interval = interval
         self.retries = retries
@@ -324,6 +328,7 @@ class Indexer:
 
     def _keyword_pass(self) -> bool:
         did = False
+        self._retry_ungated()
         while True:
             pending = self.records.index.pending_keyword(KEYWORD_BATCH)
             removed = self.records.index.keyword_removals()
@@ -367,7 +372,7 @@ class Indexer:
         context is provisional because they are not embedded yet."""
         with_context = [r for r in rows if r.item.id in preceding]
         vectors = self._stored_vectors(
-            with_context + [p for before in preceding.values() for p in before]
+            with_context + [p for before in preceding.values() for p in before], with_context
         )
         out = {}
         for row in with_context:
@@ -377,10 +382,11 @@ class Indexer:
         gated = self.context_similarity > 0
         return out, [r for r in with_context if gated and r.item.id not in vectors]
 
-    def _stored_vectors(self, rows: Iterable[Row]) -> dict[str, np.ndarray]:
-        """The vectors of ``rows`` already embedded (none when context is not gated). An
-        unreadable vector index leaves the context ungated for now: keyword indexing does
-        not wait on it."""
+    def _stored_vectors(self, rows: Iterable[Row], gating: Iterable[Row]) -> dict[str, np.ndarray]:
+        """The vectors of ``rows`` already embedded (none when context is not gated), read to
+        gate the context of ``gating``. An unreadable vector index leaves their context
+        ungated for now (keyword indexing does not wait on it): they are queued again once
+        it can be read (:meth:`_retry_ungated`)."""
         if self.context_similarity <= 0:
             return {}
         by_collection: dict[str, dict[str, None]] = defaultdict(dict)
@@ -392,8 +398,30 @@ class Indexer:
                 out.update(self.vectors.vectors(name, list(ids)))
         except AgentMemError as exc:
             log.warning("turn context left ungated, vectors unreadable: %s", exc)
+            with self._ungated_lock:
+                self._ungated.update((r.item.id, (r.item.tenant_id, r.partition)) for r in gating)
             return {}
         return out
+
+    def _retry_ungated(self) -> None:
+        """Queue again the messages whose context was left ungated (:meth:`_stored_vectors`)
+        once the vector index answers (one vector read per collection while it does not)."""
+        with self._ungated_lock:
+            ungated = dict(self._ungated)
+        if not ungated:
+            return
+        by_collection: dict[str, list[str]] = defaultdict(list)
+        for id_, (tenant, partition) in ungated.items():
+            by_collection[collection_name(tenant, partition)].append(id_)
+        try:
+            for name, ids in by_collection.items():
+                self.vectors.vectors(name, ids[:1])
+        except AgentMemError:
+            return
+        with self._ungated_lock:
+            for id_ in ungated:
+                self._ungated.pop(id_, None)
+        self.records.index.requeue(list(ungated), vectors=False)
 
     def _apply_keyword(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
         """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
@@ -420,7 +448,7 @@ class Indexer:
         )
         if provisional:
             # embedded while this pass ran: the embedder's requeue was cleared just now
-            embedded = self._stored_vectors(provisional)
+            embedded = self._stored_vectors(provisional, provisional)
             if embedded:
                 self.records.index.requeue(list(embedded), vectors=False)
 
@@ -546,7 +574,8 @@ class Indexer:
         if not preceding:
             return
         stored = self._stored_vectors(
-            p for before in preceding.values() for p in before if p.item.id not in fresh
+            (p for before in preceding.values() for p in before if p.item.id not in fresh),
+            [row for row in rows if row.item.id in preceding],
         )
         vectors = {**stored, **fresh}
         off_topic = [
