@@ -47,7 +47,8 @@ def test_a_few_new_messages_are_embedded_before_their_context_is_written(
     make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Written once: an entry written again would stay in the BM25 statistics until Tantivy
-    merges its segment."""
+    merges its segment. On Postgres the off-topic message is queued again all the same, for
+    the other nodes, which may have written it before it was embedded (test_postgres)."""
     mem = make_memory(background=False)
     written: list[str] = []
     add = mem.keywords.add
@@ -62,7 +63,8 @@ def test_a_few_new_messages_are_embedded_before_their_context_is_written(
     found = _found_by_keywords(mem, "quarterly budget")
     assert ids[SLIDES] in found and ids[CAT] not in found
     assert mem.flush(timeout=30)
-    assert sorted(written) == sorted(ids.values())
+    again = [ids[CAT]] if mem.records.index.follows_changes else []
+    assert sorted(written) == sorted([*ids.values(), *again])
 
 
 def test_context_off_the_topic_is_left_out_once_embedded(make_memory: MakeMemory) -> None:

@@ -377,6 +377,43 @@ def test_an_erased_message_leaves_no_context_in_the_other_nodes_entries(
         assert [i for i, _ in dentist] == [follower.id]
 
 
+def test_a_message_embedded_ahead_of_one_nodes_keyword_pass_is_gated_on_every_node(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    """Node B embeds a few new messages before its keyword pass writes them (gated); node A's
+    keyword pass wrote them meanwhile, before any was embedded (provisional: all context).
+    B's embedder must requeue the off-topic one for every node, not skip it as one its own
+    keyword pass is about to write."""
+    a = make_memory(records_url=pg_url, chroma_client=chroma, background=False)
+    b = make_memory(records_url=pg_url, chroma_client=chroma, background=False)
+    m = a.bind("acme", user_id="u1", session_id="s1")
+    budget = m.add_message("user", "The quarterly budget review is on Friday.")
+    m.add_message("assistant", "We need the finance slides ready for that review.")
+    cat = m.add_message("user", "My cat only eats tuna.")
+    embedder = b.indexer.embedder
+
+    class KeywordsOfAMeanwhile:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(embedder, name)
+
+        def embed_documents(self, texts: Any) -> Any:
+            a.indexer.run_once()  # A's keyword pass: nothing embedded yet
+            return embedder.embed_documents(texts)
+
+    b.indexer.embedder = KeywordsOfAMeanwhile()
+    try:
+        b.indexer.run_once()
+    finally:
+        b.indexer.embedder = embedder
+    assert a.flush(timeout=60) and b.flush(timeout=60)
+    row = a.records.get(budget.id)
+    assert row is not None
+    flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
+    for node in (a, b):
+        hits = {i for i, _ in node.keywords.search(node.keywords.query_terms("budget"), flt, 10)}
+        assert budget.id in hits and cat.id not in hits
+
+
 def test_tenants_stay_apart_across_nodes(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:
     a = make_memory(records_url=pg_url, chroma_client=chroma)
     b = make_memory(records_url=pg_url, chroma_client=chroma)

@@ -568,7 +568,9 @@ class Indexer:
         now, leaves that context out."""
         if self.context_similarity <= 0:
             return
-        writing = self._writing
+        # this node's keyword pass is about to write those gated; other nodes may have
+        # written them before they were embedded, and follow the requeue
+        writing = set() if self.records.index.follows_changes else self._writing
         rows = [row for row in rows if row.item.id not in writing]
         preceding = self._preceding(rows, self.keyword_context)
         if not preceding:
