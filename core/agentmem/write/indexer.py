@@ -148,7 +148,8 @@ class Indexer:
         #: first (the context of a message not yet embedded is provisional: all of it, until
         #: the embedder requeues the message).
         self.embed_first_rows = 64
-        #: Rows the keyword pass is about to write (gated): the embedder need not requeue them.
+        #: Rows the keyword pass is about to write (gated): the embedder need not requeue them
+        #: (on SQLite; on Postgres the other nodes follow the requeue).
         self._writing: set[str] = set()
         #: Chat messages written with their context ungated because the vector index could
         #: not be read (id -> tenant, partition): queued again once it can.
