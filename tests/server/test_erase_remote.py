@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from _agentmem_server import ServerProcess
 
@@ -46,3 +47,20 @@ def test_a_key_without_admin_cannot_erase(server: ServerProcess, tenant: str) ->
     ):
         client.erase(tenant_id=tenant, user_id="u1")
     assert err.value.reason == "admin_required"
+
+
+@pytest.mark.parametrize("body", [{"userId": "erased"}, {"user": "erased"}, {"tenant_id": "x"}])
+def test_an_erase_naming_an_unknown_field_erases_nothing(
+    server: ServerProcess, tenant: str, body: dict[str, str]
+) -> None:
+    # a misspelt field must not widen the erasure to the whole tenant
+    key = server.create_key(tenant, admin=True)
+    with agentmem.connect(server.url, api_key=key) as admin:
+        kept = admin.bind(user_id="erased", session_id="s1")
+        kept.remember("Canary-MISSPELT-5512 stays")
+        answer = httpx.post(
+            f"{server.url}/v1/admin/erase", json=body, headers={"Authorization": f"Bearer {key}"}
+        )
+        assert answer.status_code == 422
+        assert next(iter(body)) in answer.text
+        assert kept.recall("Canary-MISSPELT-5512").items  # nothing erased, the key still works

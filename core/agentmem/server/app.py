@@ -37,6 +37,7 @@ from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -61,9 +62,17 @@ MAX_FLUSH_SECONDS = 300.0
 
 FlushTimeout = Annotated[float | None, Body(embed=True, ge=0, le=MAX_FLUSH_SECONDS)]
 ExportKinds = Annotated[list[str] | None, Query(description="Only these kinds (repeat).")]
-EraseTarget = Annotated[
-    str | None, Body(embed=True, description="Erase this user/agent of the tenant (neither: all).")
-]
+
+
+class EraseRequest(BaseModel):
+    """What ``POST /v1/admin/erase`` erases: a user and/or agent of the key's tenant, or (an
+    empty object, or no body) all of it. Any other field is refused: a misspelt one must not
+    widen an erasure to the whole tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = Field(None, description="Erase this user of the tenant.")
+    agent_id: str | None = Field(None, description="Erase this agent of the tenant.")
 
 
 def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
@@ -188,12 +197,11 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         )
 
     @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
-    async def erase(
-        key: Principal, user_id: EraseTarget = None, agent_id: EraseTarget = None
-    ) -> Response:
+    async def erase(key: Principal, target: EraseRequest | None = None) -> Response:
         require_admin(key)
+        target = target or EraseRequest(user_id=None, agent_id=None)
         receipt = await run_in_threadpool(
-            store.erase, tenant_id=key.tenant_id, user_id=user_id, agent_id=agent_id
+            store.erase, tenant_id=key.tenant_id, user_id=target.user_id, agent_id=target.agent_id
         )
         return json_response({"receipt": receipt})
 
