@@ -283,3 +283,27 @@ def test_a_message_forgotten_while_its_follower_is_keyword_indexed_leaves_no_tra
     flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
     assert mem.keywords.search(mem.keywords.query_terms(CANARY), flt, 10) == []
     assert mem.keywords.search(mem.keywords.query_terms("branch tomorrow"), flt, 10)
+
+
+def test_forget_in_a_reopened_session_leaves_its_new_messages_unclosed(
+    make_memory: MakeMemory,
+) -> None:
+    """The session is rebuilt from what its last close covered: messages added after it stay
+    working memory (no chunk, summary or cross-agent read) until the next close."""
+    mem = make_memory(background=False)
+    owner = mem.bind("acme", agent_id="T", session_id="s1")
+    first = owner.add_message("user", "The deploy of the billing service is on Friday.")
+    owner.add_message("assistant", "Noted, Friday deploy.")
+    owner.close_session()
+    owner.add_message("user", f"Draft note, not final: code {CANARY} for the staging box.")
+    assert owner.forget(first.id)
+    mem.flush()
+    reader = mem.bind("acme", agent_id="R")
+    hits = reader.recall(f"staging box code {CANARY}", target_agent="T", min_score=0.0).items
+    assert not any(CANARY in h.content for h in hits)
+    detail = reader.session_detail("s1", target_agent="T")
+    assert [e.content for e in detail.events] == ["Noted, Friday deploy."]
+    closed = owner.close_session()  # the new message is closed now, and only now
+    assert not closed.already_closed
+    events = reader.session_detail("s1", target_agent="T").events
+    assert any(CANARY in e.content for e in events)

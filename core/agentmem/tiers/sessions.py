@@ -395,7 +395,11 @@ def refresh_session(ctx: StoreContext, tenant_id: str, partition: str, session_i
     if scope_rules.home_partition(owner, "session") != partition:
         log.warning(json.dumps({"event": "session_refresh_skipped", "reason": "owner"}))
         return False
-    msgs = session_messages(ctx, tenant_id, partition, session_id)
+    # only what its last close covered: messages added since are working memory until the
+    # next close (cross-agent reads and the idle closer rely on that)
+    msgs = [
+        m for m in session_messages(ctx, tenant_id, partition, session_id) if m[0] <= info.last_seq
+    ]
     timeout = ctx.settings.tiers.summary_timeout
     _write_session(ctx, owner, partition, session_id, msgs, info, timeout=timeout, llm=None)
     return True
