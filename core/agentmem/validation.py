@@ -149,7 +149,23 @@ def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     if len(encoded.encode("utf-8")) > 64 * 1024:
         raise ValidationError(field, "is larger than 64 KiB when encoded as JSON")
     decoded: dict[str, Any] = json.loads(encoded)
+    if (wide := _wide_int(decoded)) is not None:
+        raise ValidationError(field, f"holds an integer outside 64 bits: {wide}")
     return decoded
+
+
+def _wide_int(value: Any) -> int | None:
+    """An integer of a JSON value that 64 bits (signed, or unsigned) cannot hold, if any: the
+    server's JSON encoder, and most readers of JSON, cannot."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if not -(2**63) <= value < 2**64 else None
+    children = (
+        value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    )
+    for child in children:
+        if (wide := _wide_int(child)) is not None:
+            return wide
+    return None
 
 
 def event_time(value: Any, field: str = "event_time") -> datetime | None:

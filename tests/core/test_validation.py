@@ -218,6 +218,12 @@ BAD_CALLS: dict[str, tuple[str, Callable[[BoundMemory], Any]]] = {
     "remember-metadata": rejected(
         "metadata", lambda m: m.remember("x", metadata={"when": datetime(2024, 1, 1)})
     ),
+    # an integer JSON readers (the server's encoder among them) cannot hold
+    "metadata-wide-int": rejected("metadata", lambda m: m.remember("x", metadata={"n": 2**64})),
+    "metadata-wide-nested": rejected(
+        "metadata", lambda m: m.remember("x", metadata={"a": [{"n": -(2**63) - 1}]})
+    ),
+    "metadata-nan": rejected("metadata", lambda m: m.remember("x", metadata={"v": float("nan")})),
     # remember_many: nothing is written when any item is bad
     "items-str": rejected("items", lambda m: m.remember_many("a fact")),
     "items-dict": rejected("items", lambda m: m.remember_many({"content": "a fact"})),
@@ -350,3 +356,12 @@ def test_query_with_syntax_characters_never_raises(store) -> None:
     ):
         m.recall(query)
     assert m.recall('"KX-93-ZQ-771').items[0].id == ids["message"]
+
+
+def test_integers_at_the_64_bit_limits_are_kept(make_memory) -> None:
+    mem = make_memory(background=False)
+    m = mem.bind(**IDENT)
+    edges = {"low": -(2**63), "high": 2**64 - 1}
+    assert m.get(m.remember("edges", metadata=edges).id).metadata == edges
+    with pytest.raises(ValidationError, match="value: holds an integer outside 64 bits"):
+        m.state.set("counter", 10**30)

@@ -6,6 +6,7 @@ Everything here is transport-free, so :mod:`.sync` (``httpx.Client``) and :mod:`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,9 @@ def op_body(identity: Identity, args: Mapping[str, Any]) -> bytes:
         "agent_id": identity.agent_id,
         "session_id": identity.session_id,
     }
+    for name, value in args.items():  # JSON would carry them as null: the call would change
+        if (bad := _not_finite(value)) is not None:
+            raise ValidationError(name, f"must be a finite number; got {bad}")
     try:
         return orjson.dumps(
             {"identity": who, "args": dict(args)},
@@ -107,6 +111,19 @@ def op_body(identity: Identity, args: Mapping[str, Any]) -> bytes:
         )
     except TypeError as exc:
         raise ValidationError("arguments", f"cannot be sent as JSON: {exc}") from exc
+
+
+def _not_finite(value: Any) -> float | None:
+    """A NaN or infinite float in ``value`` (nested in dicts, lists and tuples), if any."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        for item in value:
+            if (bad := _not_finite(item)) is not None:
+                return bad
+    return None
 
 
 def json_body(data: Any) -> bytes:
