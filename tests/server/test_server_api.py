@@ -20,6 +20,7 @@ import agentmem
 from agentmem import (
     AnswerResult,
     AuthError,
+    BoundMemory,
     BoundMemoryProtocol,
     CloseResult,
     IngestResult,
@@ -367,3 +368,31 @@ def test_the_server_logs_no_memory_content_and_no_key(
     assert "POST /v1/ops/recall" in logged  # the access log is on
     assert marker not in logged
     assert "amk_" not in logged and key.split("_", 2)[2] not in logged
+
+
+def test_remote_memories_take_the_parameters_of_the_embedded_one() -> None:
+    """A remote call accepts what the same call on an embedded BoundMemory accepts."""
+    for name, member in vars(RemoteBoundMemory).items():
+        embedded = getattr(BoundMemory, name, None)
+        if name.startswith("_") or not callable(member) or not callable(embedded):
+            continue
+        remote = list(inspect.signature(member).parameters)
+        assert remote == list(inspect.signature(embedded).parameters), name
+
+
+def test_a_remote_agent_reads_another_agents_closed_session(
+    server: ServerProcess, tenant: str
+) -> None:
+    key = server.create_key(tenant)
+    with agentmem.connect(server.url, api_key=key) as client:
+        support = client.bind(agent_id="support", session_id="s0")
+        support.add_message("user", "The refund for order 5512 was approved on Monday")
+        support.close_session()
+        assert client.flush(timeout=60)
+        billing = client.bind(agent_id="billing")
+        hits = billing.recall("refund order 5512", target_agent="support", min_score=0.0)
+        assert any("5512" in h.content for h in hits.items)
+        detail = billing.session_detail("s0", target_agent="support")
+        assert [e.content for e in detail.events] == [
+            "The refund for order 5512 was approved on Monday"
+        ]

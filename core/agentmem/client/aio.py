@@ -448,6 +448,7 @@ class AsyncRemoteBoundMemory:
         filters: Mapping[str, Any] | None = None,
         include_superseded: bool = False,
         tiers: Iterable[str] | str | None = None,
+        target_agent: str | None = None,
     ) -> RecallResult:
         """See :meth:`agentmem.BoundMemory.recall`."""
         args: dict[str, Any] = {
@@ -462,6 +463,7 @@ class AsyncRemoteBoundMemory:
             "filters": filters,
             "include_superseded": include_superseded,
             "tiers": tiers,
+            "target_agent": target_agent,
         }
         result: RecallResult = await self._call("recall", args)
         return result
@@ -527,9 +529,12 @@ class AsyncRemoteBoundMemory:
         )
         return result
 
-    async def session_detail(self, session_id: str) -> SessionDetail:
+    async def session_detail(
+        self, session_id: str, *, target_agent: str | None = None
+    ) -> SessionDetail:
         """See :meth:`agentmem.BoundMemory.session_detail`."""
-        detail: SessionDetail = await self._call("session_detail", {"session_id": session_id})
+        args = {"session_id": session_id, "target_agent": target_agent}
+        detail: SessionDetail = await self._call("session_detail", args)
         return detail
 
     async def sessions(self) -> list[str]:

@@ -441,6 +441,7 @@ class RemoteBoundMemory:
         filters: Mapping[str, Any] | None = None,
         include_superseded: bool = False,
         tiers: Iterable[str] | str | None = None,
+        target_agent: str | None = None,
     ) -> RecallResult:
         """See :meth:`agentmem.BoundMemory.recall`."""
         args: dict[str, Any] = {
@@ -455,6 +456,7 @@ class RemoteBoundMemory:
             "filters": filters,
             "include_superseded": include_superseded,
             "tiers": tiers,
+            "target_agent": target_agent,
         }
         result: RecallResult = self._call("recall", args)
         return result
@@ -518,9 +520,10 @@ class RemoteBoundMemory:
         result: CloseResult = self._call("close_session", {"summary_timeout": summary_timeout})
         return result
 
-    def session_detail(self, session_id: str) -> SessionDetail:
+    def session_detail(self, session_id: str, *, target_agent: str | None = None) -> SessionDetail:
         """See :meth:`agentmem.BoundMemory.session_detail`."""
-        detail: SessionDetail = self._call("session_detail", {"session_id": session_id})
+        args = {"session_id": session_id, "target_agent": target_agent}
+        detail: SessionDetail = self._call("session_detail", args)
         return detail
 
     def sessions(self) -> list[str]:
