@@ -57,3 +57,17 @@ def test_the_store_refuses_a_bound_memory(mem: AgentMemory, bound: BoundMemory) 
     with pytest.raises(TypeError, match=r"AgentMemStore expects an AgentMemory.*got NoneType$"):
         AgentMemStore(None, tenant_id="acme")  # type: ignore[arg-type]
     assert AgentMemStore(bound.store, tenant_id="acme").memory is mem
+
+
+def test_adapters_refuse_an_asyncio_memory(tmp_path: Any) -> None:
+    """Their methods are coroutines, which the adapters would call without awaiting: refused
+    at construction, pointing at the blocking client."""
+    from agentmem.client.aio import AsyncClient, AsyncRemoteBoundMemory
+
+    bound = object.__new__(AsyncRemoteBoundMemory)  # no connection needed to check the shape
+    client = object.__new__(AsyncClient)
+    for owner, build in NEEDS_BOUND.items():
+        with pytest.raises(TypeError, match=rf"^{owner} expects a bound memory with blocking"):
+            build(bound)
+    with pytest.raises(TypeError, match=r"^AgentMemStore expects an AgentMemory.*coroutines"):
+        AgentMemStore(client, tenant_id="acme")  # type: ignore[arg-type]

@@ -49,3 +49,16 @@ def test_the_chat_store_refuses_a_bound_memory(mem: AgentMemory, bound: BoundMem
         "got BoundMemory; pass memory.store"
     )
     assert AgentMemChatStore(bound.store, "acme").memory is mem
+
+
+def test_adapters_refuse_an_asyncio_memory() -> None:
+    """Their methods are coroutines the adapters would call without awaiting: refused at
+    construction, pointing at the blocking client."""
+    from agentmem.client.aio import AsyncClient, AsyncRemoteBoundMemory
+
+    bound = object.__new__(AsyncRemoteBoundMemory)  # no connection needed to check the shape
+    for owner, build in NEEDS_BOUND.items():
+        with pytest.raises(TypeError, match=rf"^{owner} expects a bound memory with blocking"):
+            build(bound)
+    with pytest.raises(TypeError, match=r"^AgentMemChatStore expects an AgentMemory.*coroutines"):
+        AgentMemChatStore(object.__new__(AsyncClient), tenant_id="acme")

@@ -7,6 +7,8 @@ and on the remote bound memory of :func:`agentmem.connect` alike.
 
 from __future__ import annotations
 
+import inspect
+
 from ..protocols import BoundMemoryProtocol, MemoryProtocol
 
 #: Methods whose absence means "not a bound memory" (an ``AgentMemory`` has none of them).
@@ -19,6 +21,11 @@ def check_memory(memory: object, caller: str) -> BoundMemoryProtocol:
     Only the class is inspected (no property runs), so a closed store does not raise here.
     """
     cls = type(memory)
+    if _is_async(cls):
+        raise TypeError(
+            f"{caller} expects a bound memory with blocking methods, got {cls.__name__} (its "
+            "methods are coroutines): use agentmem.connect(...), not connect_async, here"
+        )
     missing = [name for name in _REQUIRED if not callable(getattr(cls, name, None))]
     if missing:
         hint = (
@@ -38,12 +45,23 @@ def check_store(memory: object, caller: str, *, why: str) -> MemoryProtocol:
     :func:`agentmem.connect`), else a TypeError naming what was passed; for the adapters that
     bind an identity per call (the LangGraph store, the LlamaIndex chat store).
     """
+    if _is_async(type(memory)):
+        raise TypeError(
+            f"{caller} expects an AgentMemory ({why}), got {type(memory).__name__} (its "
+            "methods are coroutines): use agentmem.connect(...), not connect_async, here"
+        )
     if isinstance(memory, MemoryProtocol):
         return memory
     hint = ""
     if isinstance(memory, BoundMemoryProtocol):
         hint = "; pass memory.store" if hasattr(type(memory), "store") else "; pass its client"
     raise TypeError(f"{caller} expects an AgentMemory ({why}), got {type(memory).__name__}{hint}")
+
+
+def _is_async(cls: type) -> bool:
+    """Whether ``cls`` is an asyncio memory or client (its recall, or its flush, is a
+    coroutine function)."""
+    return any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in ("recall", "flush"))
 
 
 __all__ = ["check_memory", "check_store"]
