@@ -166,11 +166,30 @@ def store_messages(memory: BoundMemoryProtocol, messages: Sequence[BaseMessage])
         if run:
             memory.add_messages(run)
             run = []
-        memory.add_tool_output(
-            row.tool_call_id, row.content, tool_name=row.tool_name, metadata=row.metadata
-        )
+        _store_tool_result(memory, row)
     if run:
         memory.add_messages(run)
+
+
+#: How many results may reuse one ``tool_call_id`` in a session.
+MAX_REUSES = 100
+
+
+def _store_tool_result(memory: BoundMemoryProtocol, row: ToolRow) -> None:
+    """Store a tool result. The core keeps one result per ``tool_call_id`` and session (a
+    retry stores nothing twice); a different result under an id used before in the session
+    (two calls given the same id) is stored under ``id#2``, ``id#3``... and read back with
+    its own id, so no result is dropped."""
+    meta = {**row.metadata, "tool_call_id": row.tool_call_id}
+    for n in range(1, MAX_REUSES + 1):
+        key = row.tool_call_id if n == 1 else f"{row.tool_call_id}#{n}"
+        item = memory.add_tool_output(key, row.content, tool_name=row.tool_name, metadata=meta)
+        if _full_content(memory, item) == row.content:
+            return
+    raise ValidationError(
+        "tool_call_id",
+        f"{row.tool_call_id!r} holds {MAX_REUSES} different results in this session already",
+    )
 
 
 def load_messages(memory: BoundMemoryProtocol, window: int | None) -> list[BaseMessage]:

@@ -281,3 +281,24 @@ async def test_runnable_with_message_history_async(mem: AgentMemory) -> None:
         "Again",
         "Second answer.",
     ]
+
+
+def test_a_tool_call_id_used_twice_in_a_session_keeps_both_results(bound: BoundMemory) -> None:
+    # two calls of one tool given the same id (the README's call(name, args) helper does)
+    history = AgentMemChatMessageHistory(memory=bound)
+    turns: list[BaseMessage] = []
+    for answer in ("first result", "second result"):
+        turns += [
+            AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "call-lookup"}]),
+            ToolMessage(answer, tool_call_id="call-lookup", name="lookup"),
+        ]
+    history.add_messages(turns)
+    back = history.messages
+    assert [type(m).__name__ for m in back] == ["AIMessage", "ToolMessage"] * 2
+    results = [m for m in back if isinstance(m, ToolMessage)]
+    assert [(m.content, m.tool_call_id) for m in results] == [
+        ("first result", "call-lookup"),
+        ("second result", "call-lookup"),
+    ]
+    history.add_messages([turns[1]])  # the same result again is stored once (a retry)
+    assert len(history.messages) == 4
