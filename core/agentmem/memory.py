@@ -564,8 +564,9 @@ class BoundMemory:
         return conversation.messages(self._ctx, self.identity, limit=limit)
 
     def clear_session(self) -> int:
-        """Soft-delete this session's messages and tool outputs; returns how many."""
-        return conversation.clear_session(self._ctx, self.identity)
+        """Soft-delete this session's messages and tool outputs; returns how many (a closed
+        session's chunks and summary, which carry them, go too)."""
+        return session_tiers.clear_session(self._ctx, self.identity)
 
     # -- documents and explicit memories -----------------------------------------------------
     def add_document(

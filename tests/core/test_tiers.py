@@ -492,3 +492,25 @@ def test_sessions_table_is_part_of_the_schema(
     finally:
         conn.close()
     assert {"sessions", "working_state"} <= tables and "tier" in cols
+
+
+def test_clearing_a_closed_session_retires_its_chunks_and_summary(
+    make_memory: Callable[..., AgentMemory],
+) -> None:
+    """Their text is the cleared messages': a cleared session is found by nothing, through
+    any tier (before, its chunk and summary stayed live, and retention never reached them)."""
+    mem = make_memory(background=False)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    m.add_message("user", "My locker code is zqlocker7731 and I keep my bike there.")
+    m.add_message("assistant", "Noted the locker code.")
+    m.close_session()
+    mem.flush()
+    other = mem.bind("acme", user_id="u1", session_id="s2")
+    query = "locker code zqlocker7731"
+    assert other.recall(query, tiers="mid_term", min_score=0.0).items  # its chunk, before
+    assert m.clear_session() == 2
+    mem.flush()
+    for tiers in (None, "mid_term", "long_term"):
+        hits = other.recall(query, tiers=tiers, min_score=0.0).items
+        assert not any("zqlocker7731" in h.content for h in hits), tiers
+    assert m.clear_session() == 0  # nothing left to clear

@@ -81,6 +81,7 @@ from ..models import (
 from ..storage.rows import NewRecord
 from ..storage.sessions import SessionInfo
 from ..tokens import count_tokens
+from ..write import conversation
 from ..write.commit import retire
 from ..write.records import new_record, sha
 from .working import WorkingMemory
@@ -369,6 +370,21 @@ def _write_session(
         summary_ids=summary_ids,
     )
     return _Written(items, chunk_ids, summary_ids, status, summarizer, error)
+
+
+def clear_session(ctx: StoreContext, identity: Identity) -> int:
+    """Soft-delete the bound session's messages and tool outputs; returns how many. A closed
+    session is written again from what is left (nothing): the chunks and summary that carried
+    the cleared messages go too."""
+    scope_rules.require(identity, "session")
+    assert identity.session_id is not None
+    partition = scope_rules.home_partition(identity, "session")
+    tenant, session_id = identity.tenant_id, identity.session_id
+    with session_lock(ctx, tenant, partition, session_id):
+        cleared = conversation.clear_session(ctx, identity)
+        if cleared:
+            refresh_session(ctx, tenant, partition, session_id)
+    return cleared
 
 
 def session_lock(
