@@ -124,11 +124,17 @@ def unit_float(value: Any, field: str, *, allow_none: bool = True) -> float | No
     return float(value)
 
 
+#: The largest count a ``limit``-like argument takes.
+MAX_COUNT = 2**62
+
+
 def positive_int(value: Any, field: str, *, allow_none: bool = True) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(field, f"must be a positive integer; got {value!r}")
+    if value > MAX_COUNT:  # SQL counts (LIMIT) are 64-bit
+        raise ValidationError(field, f"must be at most {MAX_COUNT}; got {value}")
     return value
 
 

@@ -247,6 +247,7 @@ BAD_CALLS: dict[str, tuple[str, Callable[[BoundMemory], Any]]] = {
     "forget-int": rejected("memory_id", lambda m: m.forget(5)),
     "get-empty": rejected("memory_id", lambda m: m.get(" ")),
     "get-list": rejected("memory_id", lambda m: m.get(["id"])),
+    "messages-limit-huge": rejected("limit", lambda m: m.messages(limit=10**30)),
 }
 GOOD_MSG = {"role": "user", "content": "a perfectly fine new message"}
 

@@ -126,18 +126,6 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         return error_response(_validation_error(exc))
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        log.error(
-            "internal error in %s %s: %s",
-            request.method,
-            request.url.path,
-            type(exc).__name__,
-            exc_info=exc,
-        )
-        err = AgentMemError(f"internal server error ({type(exc).__name__}); see the server log")
-        return error_response(err)
-
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi(key: Principal) -> Response:
         return json_response(app.openapi())
@@ -207,6 +195,7 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
 
     app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)
+    app.add_middleware(Unexpected)
     return app
 
 
@@ -239,6 +228,43 @@ def _validation_error(exc: RequestValidationError) -> ValidationError:
     if err.get("type") == "missing":
         return ValidationError(field, "is required")
     return ValidationError(field, str(err.get("msg", "is invalid")))
+
+
+class Unexpected:
+    """Answers 500 for an exception a route did not expect, logged with its traceback, and
+    keeps the connection. (Starlette's outermost handler sends the same answer but raises the
+    exception again, and the HTTP server then closes the connection: the client's next call
+    on it failed with a reset.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            if started:  # too late for an answer of its own
+                raise
+            log.error(
+                "internal error in %s %s: %s",
+                scope.get("method"),
+                scope.get("path"),
+                type(exc).__name__,
+                exc_info=exc,
+            )
+            name = type(exc).__name__
+            err = AgentMemError(f"internal server error ({name}); see the server log")
+            await send_error(err, scope, receive, send)
 
 
 class BodyLimit:
