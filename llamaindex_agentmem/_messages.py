@@ -3,8 +3,10 @@
 agentmem stores four roles (user, assistant, system, tool); LlamaIndex has eight. The
 original role is kept in the message metadata (``llama_index_role``) so a round trip through
 the chat store gives back the same role. Only text blocks are stored; images, audio and
-other blocks are not. JSON-serialisable ``additional_kwargs`` (tool call ids, tool calls in
-dict form) are kept under ``llama_index_additional_kwargs``.
+other blocks are not, except tool calls (``ToolCallBlock``, how an assistant turn calls tools),
+kept under ``llama_index_tool_calls`` and given back as blocks after the text. JSON-serialisable
+``additional_kwargs`` (tool call ids, tool calls in the older dict form) are kept under
+``llama_index_additional_kwargs``.
 
 A message without text (an assistant turn that only calls tools) is stored with empty content
 and its role and keyword arguments in the metadata: it stays in the history and out of
@@ -17,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
 from agentmem.models import MemoryItem
 
@@ -33,6 +35,7 @@ ROLE_MAP: dict[str, str] = {
 }
 ROLE_KEY = "llama_index_role"
 KWARGS_KEY = "llama_index_additional_kwargs"
+TOOL_CALLS_KEY = "llama_index_tool_calls"
 
 
 def message_text(message: ChatMessage) -> str:
@@ -66,7 +69,10 @@ def to_agentmem(
     kwargs = _json_kwargs(message.additional_kwargs, skip_kwargs)
     if kwargs:
         metadata[KWARGS_KEY] = kwargs
-    if not text.strip() and not keep_empty:
+    calls = [b.model_dump(mode="json") for b in message.blocks if isinstance(b, ToolCallBlock)]
+    if calls:
+        metadata[TOOL_CALLS_KEY] = calls
+    if not text.strip() and not keep_empty and not calls:
         return None
     return {"role": ROLE_MAP.get(message.role.value, "user"), "content": text, "metadata": metadata}
 
@@ -81,8 +87,10 @@ def from_item(item: MemoryItem, full_text: str | None = None) -> ChatMessage:
         role_value = MessageRole.USER
     text = full_text if full_text is not None else item.content
     kwargs = meta.get(KWARGS_KEY)
-    return ChatMessage(
-        role=role_value,
-        content=text,
-        additional_kwargs=dict(kwargs) if isinstance(kwargs, Mapping) else {},
-    )
+    extra = dict(kwargs) if isinstance(kwargs, Mapping) else {}
+    calls = meta.get(TOOL_CALLS_KEY)
+    if not isinstance(calls, list) or not calls:
+        return ChatMessage(role=role_value, content=text, additional_kwargs=extra)
+    blocks: list[Any] = [TextBlock(text=text)] if text else []
+    blocks += [ToolCallBlock.model_validate(call) for call in calls]
+    return ChatMessage(role=role_value, blocks=blocks, additional_kwargs=extra)

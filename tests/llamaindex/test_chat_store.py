@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.memory import ChatMemoryBuffer
 
 from agentmem import AgentMemory, ValidationError
@@ -107,6 +107,24 @@ def test_roles_kwargs_and_empty_messages_round_trip(store: AgentMemChatStore) ->
     assert back[3].additional_kwargs == {"tool_calls": [{"id": "c1", "name": "weather"}]}
     assert back[4].additional_kwargs == {"tool_call_id": "c1"}
     assert back[6].additional_kwargs == {}  # not JSON-serialisable: not stored
+
+
+def test_tool_call_blocks_round_trip(store: AgentMemChatStore) -> None:
+    """How llama-index 0.14 agents call tools: a ToolCallBlock in the assistant's blocks. A
+    history that lost it would give a tool result without its call, which chat APIs refuse."""
+    call = ToolCallBlock(tool_call_id="c1", tool_name="weather", tool_kwargs={"city": "Porto"})
+    messages = [
+        ChatMessage(role=MessageRole.USER, content="Weather in Porto?"),
+        ChatMessage(role=MessageRole.ASSISTANT, blocks=[call]),
+        ChatMessage(role=MessageRole.ASSISTANT, blocks=[TextBlock(text="Checking."), call]),
+        ChatMessage(
+            role=MessageRole.TOOL, content="18C, sunny", additional_kwargs={"tool_call_id": "c1"}
+        ),
+    ]
+    store.set_messages("porto", messages)
+    back = store.get_messages("porto")
+    assert [m.blocks for m in back[1:3]] == [[call], [TextBlock(text="Checking."), call]]
+    assert back[3].content == "18C, sunny"
 
 
 def test_long_messages_come_back_whole(store: AgentMemChatStore) -> None:
