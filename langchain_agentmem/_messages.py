@@ -27,6 +27,7 @@ from langchain_core.messages import (
 )
 
 from agentmem import BoundMemoryProtocol, MemoryItem, NotFoundError, ValidationError
+from agentmem import validation as v
 
 _ROLE_ALIASES = {
     "human": "user",
@@ -155,9 +156,13 @@ def store_messages(memory: BoundMemoryProtocol, messages: Sequence[BaseMessage])
     """Store ``messages`` in order: every run of chat messages in one ``add_messages`` call,
     every ``ToolMessage`` with ``add_tool_output`` (the core's bulk call has no tool form).
 
-    All messages are translated, so validated, before anything is written.
+    All messages are translated and validated (with the core's own checks of content and
+    metadata) before anything is written: a bad message in a batch writes none of it.
     """
     rows = [message_to_row(m, n) for n, m in enumerate(messages)]
+    for n, row in enumerate(rows):
+        v.text(row.content, f"messages[{n}].content", allow_empty=True)
+        v.metadata(row.metadata, f"messages[{n}].metadata")
     run: list[dict[str, Any]] = []
     for row in rows:
         if isinstance(row, ChatRow):

@@ -117,6 +117,18 @@ def test_invalid_message_writes_nothing(bound: BoundMemory) -> None:
     with pytest.raises(ValidationError, match=r"messages\[1\]"):
         history.add_messages([HumanMessage("ok"), FunctionMessage("x", name="f")])
     assert history.messages == []
+    # a message only the core's limits refuse (content blocks past the 64 KiB of metadata):
+    # the messages before it are not written either, so a retry does not duplicate them
+    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": "x" * 70_000}]
+    batch = [
+        HumanMessage("ok"),
+        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+        ToolMessage(blocks, tool_call_id="c1"),
+    ]
+    for _ in range(2):
+        with pytest.raises(ValidationError, match=r"messages\[2\]\.metadata"):
+            history.add_messages(batch)
+    assert history.messages == []
 
 
 def test_window_returns_the_last_messages(bound: BoundMemory) -> None:
