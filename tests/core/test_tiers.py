@@ -514,3 +514,48 @@ def test_clearing_a_closed_session_retires_its_chunks_and_summary(
         hits = other.recall(query, tiers=tiers, min_score=0.0).items
         assert not any("zqlocker7731" in h.content for h in hits), tiers
     assert m.clear_session() == 0  # nothing left to clear
+
+
+def test_a_session_closed_again_while_another_close_promotes_it_ends_long_term_whole(
+    make_memory: Callable[..., AgentMemory],
+) -> None:
+    """s1 is closed again (a message added after its first close) while closing s2 promotes
+    it: the promotion waits for that close, so no mid-term chunk of it is left behind."""
+    from agentmem import TierConfig
+    from agentmem.tiers import sessions as tiers
+
+    class HeldSummaries(OfflineLLM):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered, self.release = threading.Event(), threading.Event()
+
+        def summarize(self, turns: Any, *, max_words: int = 200) -> str:
+            self.entered.set()
+            self.release.wait(20)
+            return super().summarize(turns, max_words=max_words)
+
+    mem = make_memory(background=False, tier_config=TierConfig(mid_term_sessions=1))
+    s1 = mem.bind("acme", user_id="u1", session_id="s1")
+    s1.add_message("user", "We talked about baking sourdough bread with a rye starter.")
+    s1.add_message("assistant", "Great, a long cold proof helps.")
+    s1.close_session()
+    s1.add_message("user", "Also the xylophone lesson moved to Thursday.")
+    held = HeldSummaries()
+    again = threading.Thread(
+        target=tiers.close_session, args=(mem.context, s1.identity), kwargs={"llm": held}
+    )
+    again.start()
+    assert held.entered.wait(10)
+    s2 = mem.bind("acme", user_id="u1", session_id="s2")
+    s2.add_message("user", "Marathon training with tempo runs.")
+    other = threading.Thread(target=s2.close_session)
+    other.start()
+    time.sleep(0.2)  # s2's close reaches the promotion of s1
+    held.release.set()
+    again.join(30)
+    other.join(30)
+    mem.flush()
+    mid = s2.recall("xylophone lesson Thursday", tiers="mid_term", min_score=0.0).items
+    assert not [h for h in mid if h.session_id == "s1"]
+    long = s2.recall("xylophone lesson Thursday", tiers="long_term", min_score=0.0).items
+    assert [h for h in long if h.session_id == "s1"]

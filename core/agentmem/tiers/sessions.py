@@ -682,10 +682,17 @@ def promote(ctx: StoreContext, identity: Identity, partition: str, keep: int) ->
     gets an extractive offline one here, so every long-term session is vector-searchable.
     """
     promoted: list[str] = []
-    with ctx.locks("promote", identity.tenant_id, partition):
-        mid = ctx.records.sessions.list(identity.tenant_id, partition, tier=TIER_MID)
+    tenant = identity.tenant_id
+    with ctx.locks("promote", tenant, partition):
+        mid = ctx.records.sessions.list(tenant, partition, tier=TIER_MID)
         for info in mid[: max(len(mid) - keep, 0)]:
-            _promote_one(ctx, identity, partition, info)
+            # under its own lock: a close (or refresh) of it under way writes mid-term
+            # chunks from the tier it read, so it finishes first and is promoted with them
+            with session_lock(ctx, tenant, partition, info.session_id):
+                now = ctx.records.sessions.get(tenant, partition, info.session_id)
+                if now is None or now.tier != TIER_MID:
+                    continue
+                _promote_one(ctx, identity, partition, now)
             promoted.append(info.session_id)
     if promoted:
         ctx.indexer.notify()
