@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -269,6 +270,9 @@ class AgentMemStore(BaseStore):
         self.store_id = store_id
         self.memory_type = memory_type
         self.wait_for_index = wait_for_index
+        #: Puts read the key's entry, write its memory and then the entry: one at a time, so
+        #: concurrent puts to a key leave its value and its memory the same version.
+        self._writing = threading.Lock()
         # Binding validates tenant_id and store_id (printable, at most 256 characters).
         self._registry: BoundMemoryProtocol = memory.bind(
             tenant_id=tenant_id, agent_id=f"langgraph-store:{store_id}"
@@ -345,13 +349,20 @@ class AgentMemStore(BaseStore):
         ).id
 
     def _put(self, op: PutOp) -> None:
+        with self._writing:
+            memory_id = self._write(op)
+        if self.wait_for_index and memory_id is not None:
+            self.memory.flush()
+
+    def _write(self, op: PutOp) -> str | None:
+        """Write a put's memory and entry; returns the memory's id (None: none indexed)."""
         namespace, key = tuple(op.namespace), str(op.key)
         old = self._get_entry(namespace, key)
         if op.value is None:
             if old is not None:
                 self._forget(old)
                 self._registry.state.delete(self._entry_key(namespace, key))
-            return
+            return None
         if not isinstance(op.value, Mapping):
             raise ValidationError("value", f"must be a dict, got {type(op.value).__name__}")
         now = datetime.now(UTC)
@@ -370,8 +381,7 @@ class AgentMemStore(BaseStore):
             self._forget(old)  # superseded by topic already when re-indexed; gone if not
         entry = replace(entry, memory_id=memory_id)
         self._registry.state.set(self._entry_key(namespace, key), entry.encode())
-        if self.wait_for_index and memory_id is not None:
-            self.memory.flush()
+        return memory_id
 
     def _forget(self, entry: _Entry) -> None:
         if entry.memory_id is not None:

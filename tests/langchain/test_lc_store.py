@@ -308,3 +308,29 @@ def test_store_in_a_langgraph_graph(mem: AgentMemory, store: AgentMemStore) -> N
     out = graph.invoke({"user": "u1", "note": "Allergic to peanuts", "found": []})
     assert out["found"] == ["Allergic to peanuts"]
     assert store.get(("memories", "u1"), "note") is not None
+
+
+def test_concurrent_puts_to_one_key_leave_its_value_and_memory_alike(
+    mem: AgentMemory, store: AgentMemStore
+) -> None:
+    import asyncio
+
+    async def puts(trial: int) -> None:
+        await asyncio.gather(
+            *[
+                store.aput(("memories", "u1"), "same", {"content": f"trial {trial} version {i}"})
+                for i in range(6)
+            ]
+        )
+
+    u1 = mem.bind("acme", user_id="u1", session_id="s")
+    for trial in range(5):
+        asyncio.run(puts(trial))
+        item = store.get(("memories", "u1"), "same")
+        assert item is not None
+        mem.flush()
+        live = u1.recall("trial version", top_k=20, kinds=["memory"], min_score=0.0).items
+        assert [h.content for h in live] == [f"content: {item.value['content']}"]
+    store.delete(("memories", "u1"), "same")
+    mem.flush()
+    assert u1.recall("trial version", top_k=20, kinds=["memory"], min_score=0.0).items == []
