@@ -136,7 +136,7 @@ def timed_remote_recalls(client: Any, m: Any, texts: list[str]) -> tuple[list[fl
     for text in texts:
         t = time.perf_counter()
         response = client.request(
-            "POST", "/v1/ops/recall", content=op_body(m.identity, {"query": text})
+            "POST", "/v1/ops/recall", content=op_body("recall", m.identity, {"query": text})
         )
         result_of("recall", response)
         rtt.append((time.perf_counter() - t) * 1000)

@@ -4,6 +4,8 @@ them as the embedded API does, with the argument named, and store nothing."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import httpx
 import pytest
 from _agentmem_server import ServerProcess
@@ -20,6 +22,16 @@ from agentmem import ValidationError
         ("min_score", lambda m: m.recall("x", min_score=float("nan"))),
         ("metadata", lambda m: m.add_message("user", "x", metadata={"v": float("nan")})),
         ("items", lambda m: m.remember_many([{"content": "x", "importance": float("nan")}])),
+        # what the embedded API refuses and JSON would quietly turn into something else
+        ("metadata", lambda m: m.remember("x", metadata={1: "a"})),
+        ("metadata", lambda m: m.remember("x", metadata={"when": datetime(2024, 1, 1)})),
+        ("metadata", lambda m: m.remember("x", metadata={"tags": {"a", "b"}})),
+        ("filters", lambda m: m.recall("x", filters={1: "x"})),
+        ("value", lambda m: m.state.set("k", datetime(2024, 1, 1))),
+        (
+            "messages[0].metadata",
+            lambda m: m.add_messages([{"role": "user", "content": "x", "metadata": {2: 3}}]),
+        ),
     ],
 )
 def test_a_value_json_would_turn_to_null_is_refused_before_sending(

@@ -93,8 +93,30 @@ def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str |
     )
 
 
-def op_body(identity: Identity, args: Mapping[str, Any]) -> bytes:
+#: Arguments holding JSON values of the caller's own, checked here as the embedded API checks
+#: them (string keys, JSON types, no NaN): encoding would turn a key 1 into "1" or a datetime
+#: into a string, and the call would succeed remotely where it fails embedded.
+JSON_VALUES = ("metadata", "filters")
+
+
+def _check_json_values(value: Any, path: str) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if key in JSON_VALUES and item is not None:
+                v.metadata(item, here)
+            else:
+                _check_json_values(item, here)
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            _check_json_values(item, f"{path}[{n}]")
+
+
+def op_body(op: str, identity: Identity, args: Mapping[str, Any]) -> bytes:
     """The JSON body of an operation call (the tenant is the key's, so it is not sent)."""
+    _check_json_values(args, "")
+    if op == "state.set":
+        v.metadata({"value": args.get("value")}, "value")
     who = {
         "user_id": identity.user_id,
         "agent_id": identity.agent_id,

@@ -129,7 +129,9 @@ class AsyncClient:
 
     async def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
-        response = await self.request("POST", "/v1/ops/" + op, content=w.op_body(identity, args))
+        response = await self.request(
+            "POST", "/v1/ops/" + op, content=w.op_body(op, identity, args)
+        )
         return w.result_of(op, response)
 
     # -- the API -----------------------------------------------------------------------------

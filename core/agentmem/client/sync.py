@@ -128,7 +128,7 @@ class Client:
 
     def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
-        response = self.request("POST", "/v1/ops/" + op, content=w.op_body(identity, args))
+        response = self.request("POST", "/v1/ops/" + op, content=w.op_body(op, identity, args))
         return w.result_of(op, response)
 
     # -- the API -----------------------------------------------------------------------------
