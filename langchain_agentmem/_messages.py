@@ -8,11 +8,15 @@ message's status, and the original content when it is a list of content blocks. 
 without text (an AI turn that only calls tools) is stored with empty content and its tool
 calls in the metadata: it stays in the history and out of recall.
 
-Reading reverses it, so ``history.messages`` reproduces what was added.
+Reading reverses it, so ``history.messages`` reproduces what was added, with one exception:
+the metadata holds at most 64 KiB, so a content block past :data:`BLOCK_MAX_BYTES` (an
+image's base64 data, say) is kept as a stub naming its type and size, and content blocks that
+still do not fit are not kept (the message comes back with its text as plain content).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +69,26 @@ def _text(message: BaseMessage) -> str:
     return str(message.text)
 
 
+#: A content block larger than this (encoded as JSON) is kept as a stub of its type and size.
+BLOCK_MAX_BYTES = 16 * 1024
+#: Content blocks larger than this in all are not kept (the metadata holds at most 64 KiB).
+BLOCKS_MAX_BYTES = 48 * 1024
+
+
+def _kept_blocks(content: Any) -> Any:
+    """``content`` as the metadata keeps it (see the module docstring); None: not kept."""
+    if isinstance(content, str):
+        return content
+    kept: list[Any] = []
+    for block in content:
+        size = len(json.dumps(block, ensure_ascii=False, default=str).encode())
+        if size > BLOCK_MAX_BYTES and isinstance(block, dict) and block.get("type") != "text":
+            block = {"type": block.get("type", "unknown"), "lc_omitted_bytes": size}
+        kept.append(block)
+    total = len(json.dumps(kept, ensure_ascii=False, default=str).encode())
+    return kept if total <= BLOCKS_MAX_BYTES else None
+
+
 def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     """The row that stores ``message`` (``position`` names it in validation errors)."""
     meta: dict[str, Any] = {}
@@ -74,7 +98,9 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
         meta["lc_name"] = message.name
     text = _text(message)
     if not isinstance(message.content, str) or not text.strip():
-        meta["lc_content"] = message.content  # content blocks or no text, restored verbatim
+        kept = _kept_blocks(message.content)  # content blocks or no text, restored verbatim
+        if kept is not None:
+            meta["lc_content"] = kept
     if isinstance(message, ToolMessage):
         if message.status != "success":
             meta["lc_status"] = message.status

@@ -117,18 +117,37 @@ def test_invalid_message_writes_nothing(bound: BoundMemory) -> None:
     with pytest.raises(ValidationError, match=r"messages\[1\]"):
         history.add_messages([HumanMessage("ok"), FunctionMessage("x", name="f")])
     assert history.messages == []
-    # a message only the core's limits refuse (content blocks past the 64 KiB of metadata):
-    # the messages before it are not written either, so a retry does not duplicate them
-    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": "x" * 70_000}]
+    # a message only the core's checks refuse (a lone surrogate): the messages before it are
+    # not written either, so a retry does not duplicate them
     batch = [
         HumanMessage("ok"),
         AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
-        ToolMessage(blocks, tool_call_id="c1"),
+        ToolMessage("bad \ud800 text", tool_call_id="c1"),
     ]
     for _ in range(2):
-        with pytest.raises(ValidationError, match=r"messages\[2\]\.metadata"):
+        with pytest.raises(ValidationError, match=r"messages\[2\]\.content"):
             history.add_messages(batch)
     assert history.messages == []
+
+
+def test_large_content_blocks_are_stored_as_stubs(bound: BoundMemory) -> None:
+    """An image's base64 data would overflow the 64 KiB of metadata the blocks ride in: the
+    message is stored (an agent's turn must not fail on it) with a stub for that block."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 80_000}}
+    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": "What is broken here?"}, image]
+    long_text: list[str | dict[Any, Any]] = [{"type": "text", "text": "log line\n" * 8_000}]
+    history = AgentMemChatMessageHistory(memory=bound)
+    history.add_messages(
+        [
+            HumanMessage(blocks),
+            AIMessage("", tool_calls=[{"name": "logs", "args": {}, "id": "c1"}]),
+            ToolMessage(long_text, tool_call_id="c1"),
+        ]
+    )
+    human, _, tool = history.messages
+    assert human.content[0] == blocks[0]
+    assert human.content[1]["type"] == "image_url" and human.content[1]["lc_omitted_bytes"] > 80_000
+    assert tool.content == "log line\n" * 8_000  # blocks too large to keep: their text
 
 
 def test_window_returns_the_last_messages(bound: BoundMemory) -> None:
