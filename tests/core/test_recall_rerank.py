@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentmem import HttpReranker
+from agentmem import HttpReranker, ValidationError
 
 MEMORIES = [
     "The staging database password rotates every 30 days",
@@ -118,3 +118,33 @@ def test_reranker_from_env(
     m.remember(MEMORIES[2])
     mem.flush()
     assert m.recall("where is the staging database").rerank_used is True
+
+
+def test_a_reranker_failing_partway_leaves_every_fused_score(make_memory: Any) -> None:
+    """One unusable score among usable ones: the fused order and scores, all of them (the
+    first scores were kept before, under rerank_used=False)."""
+
+    class Partial:
+        def rerank(self, query: str, documents: list[str]) -> list[Any]:
+            return [0.99] * (len(documents) - 1) + [None]
+
+    plain = make_memory()
+    reranked = make_memory(reranker=Partial())
+    results = []
+    for mem in (plain, reranked):
+        m = mem.bind("acme", user_id="u1")
+        for text in MEMORIES:
+            m.remember(text)
+        mem.flush()
+        results.append(m.recall("staging database password rotation", min_score=0.0))
+    without, failed = results
+    assert failed.rerank_used is False
+    assert [(h.content, h.score) for h in failed.items] == [
+        (h.content, h.score) for h in without.items
+    ]
+
+
+def test_include_superseded_must_be_a_bool(make_memory: Any) -> None:
+    m = make_memory().bind("acme", user_id="u1")
+    with pytest.raises(ValidationError, match="include_superseded: must be a bool"):
+        m.recall("x", include_superseded="false")

@@ -110,8 +110,10 @@ class RecallEngine:
                 scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
                 if len(scores) != len(head):
                     raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
-                for c, s in zip(head, scores, strict=True):
-                    c.score = float(s)
+                # every score first: one that fails leaves the fused scores all in place
+                new_scores = [float(s) for s in scores]
+                for c, score in zip(head, new_scores, strict=True):
+                    c.score = score
                 ranked = sorted(head, key=lambda c: c.score, reverse=True)
                 rerank_used = True
             except Exception as exc:  # fail open: the fused order, a warning

@@ -67,6 +67,8 @@ def recall_request(
     scope = v.choice(scope, "scope", RECALL_SCOPES)
     if not isinstance(rerank, bool):
         raise ValidationError("rerank", "must be a bool")
+    if not isinstance(include_superseded, bool):
+        raise ValidationError("include_superseded", "must be a bool")
     threshold = v.unit_float(min_score, "min_score")
     budget = v.positive_int(token_budget, "token_budget")
     flt = v.metadata(filters, "filters")
@@ -92,7 +94,7 @@ def recall_request(
         min_score=config.min_score if threshold is None else threshold,
         token_budget=config.token_budget if budget is None else budget,
         filters=flt,
-        include_superseded=bool(include_superseded),
+        include_superseded=include_superseded,
         tiers=tier_filter,
         target_agent=target,
     )
