@@ -50,6 +50,8 @@ MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
 #: How much more a query's identifier term weighs in the keyword search than its other terms.
 IDENTIFIER_BOOST = 3.0
+#: How many times deeper a list the gate mostly refused is searched again (see _crowded).
+DEEPER = 8
 #: Seconds recall waits for the embedding of rows not yet in the vector index.
 PENDING_EMBED_TIMEOUT = 1.0
 #: Threads embedding queries and searching vectors (recalls from several threads at once,
@@ -244,6 +246,11 @@ class RecallEngine:
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
         self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
+        for n in _crowded(keyword_lists, visible, pool):
+            keyword_lists[n] = self.keywords.search(
+                terms, searches[n][1], pool * DEEPER, boosts, phrases
+            )
+            self._admit_ids(identity, req, wanted_scopes, keyword_lists[n : n + 1], visible)
         if prof is not None:
             prof.lap("gate_keyword")
         # Rows the indexes had not caught up with are scored here.
@@ -278,6 +285,10 @@ class RecallEngine:
             prof.lap("vector_wait")
         if query_vec is not None:
             self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
+            for n in _crowded(vector_lists, visible, pool):
+                target = (collection_name(identity.tenant_id, searches[n][0]), searches[n][2])
+                vector_lists[n] = self.vectors.search_many([target], query_vec, pool * DEEPER)[0]
+                self._admit_ids(identity, req, wanted_scopes, vector_lists[n : n + 1], visible)
             if vec_rows and vector_lists:
                 self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
             if prof is not None:
@@ -499,6 +510,19 @@ def _context_features(
         if prev is not None:
             c.prev_coverage = prev.coverage
             c.prev_cos = max(prev.cos or 0.0, 0.0)
+
+
+def _crowded(
+    lists: Sequence[Sequence[tuple[str, float]]], visible: Mapping[str, Any], pool: int
+) -> list[int]:
+    """The lists that came back full yet mostly of rows the gate refused (superseded versions
+    of a fact upserted many times, rows a metadata filter or tier leaves out): what the
+    request may see lies deeper, so they are searched again :data:`DEEPER` times as deep."""
+    return [
+        n
+        for n, lst in enumerate(lists)
+        if len(lst) >= pool and sum(1 for i, _ in lst if i in visible) < pool // 2
+    ]
 
 
 def _admit(identity: Identity, row: Brief, req: RecallRequest, wanted: set[str]) -> str | None:
