@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentmem")
 
-#: Below this many tokens left in the budget, the next item is dropped rather than cut.
+#: Below this many tokens left in the budget, the next item is dropped rather than cut (the
+#: first one is always cut to the budget).
 MIN_TRUNCATED_TOKENS = 16
 RERANK_CANDIDATES = 20
 #: How much more a query's identifier term weighs in the keyword search than its other terms.
@@ -586,7 +587,7 @@ def _budget(
         if used + n > budget:
             room = budget - used
             truncated = True
-            if room < MIN_TRUNCATED_TOKENS:
+            if room < MIN_TRUNCATED_TOKENS and hits:  # the best item is cut, never dropped
                 break
             content, n = _fit(content, room)
             if n == 0:
