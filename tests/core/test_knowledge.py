@@ -184,3 +184,19 @@ def test_cli_knowledge(
     assert status == 0 and data["deleted"] is True
     status, _, err = run(capsys, home, "--agent", "support", "knowledge", "get", "vpn")
     assert status == 1 and "no knowledge entry" in err
+
+
+def test_an_agent_cannot_reach_anothers_entry_through_a_slash_in_its_key(
+    make_memory: Callable[..., AgentMemory],
+) -> None:
+    mem = make_memory(background=False)
+    victim = mem.bind("acme", agent_id="team/support")
+    other = mem.bind("acme", agent_id="team")
+    victim.knowledge.upsert("Refunds are answered within 2 days", key="refund-sla")
+    victim.knowledge.upsert("Escalate to the on-call lead", key="escalation")
+    result = other.knowledge.upsert("Refunds take 30 days", key="support/refund-sla")
+    assert result.replaced is None
+    assert other.knowledge.delete("support/escalation") is False
+    kept = victim.knowledge.get("refund-sla")
+    assert kept is not None and kept.content == "Refunds are answered within 2 days"
+    assert {e.key for e in victim.knowledge.list()} == {"refund-sla", "escalation"}

@@ -89,7 +89,10 @@ class UpsertResult:
 
 
 def _topic(agent_id: str, key: str) -> str:
-    return f"knowledge/{agent_id}/{key}"
+    """The topic key of an agent's entry. The agent id's "/" (and "%") are escaped: agent
+    "team" with key "support/x" and agent "team/support" with key "x" must not meet."""
+    agent = agent_id.replace("%", "%25").replace("/", "%2F")
+    return f"knowledge/{agent}/{key}"
 
 
 class Knowledge:
