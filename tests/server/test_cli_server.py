@@ -127,3 +127,21 @@ def test_erase_against_a_running_server(
     assert receipt["user_id"] == "u-gone" and receipt["records"]["memories"] == 1
     assert main([*argv[:-1], tenant + "-x", "--user", "u-gone"]) == 1  # not the key's tenant
     assert "cannot erase tenant" in capsys.readouterr().err
+
+
+def test_remote_mcp_serves_only_the_tools_asked_for(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentmem.cli import remote_cmd
+
+    served: list[object] = []
+
+    async def serve(memory: object, include: object = "all") -> None:
+        served.append(include)
+
+    monkeypatch.setattr(remote_cmd, "serve_stdio", serve)
+    remote = ["--url", server.url, "--api-key", server.create_key("mcp-t", agent="a1")]
+    assert main([*remote, "mcp", "--tools", "recall,get_knowledge"]) == 0
+    assert served == [["recall", "get_knowledge"]]
+    assert main([*remote, "mcp", "--tools", "no_such_tool"]) == 2  # refused, nothing served
+    assert served == [["recall", "get_knowledge"]]

@@ -81,14 +81,21 @@ def parse_tools(value: str) -> Include:
     return names
 
 
-@command
-def run(args: argparse.Namespace) -> int:
-    """Open the data dir, bind the identity and serve until the client disconnects."""
+def tools_of(args: argparse.Namespace) -> Include:
+    """The ``include`` of ``--tools``, its names checked (before any data dir or server is
+    reached)."""
     include = parse_tools(args.tools)
-    try:  # unknown names fail before the data dir is opened
+    try:
         tool_names(include, agent_bound=True)
     except ValidationError as exc:
         raise CliError(f"--tools: {exc.reason}") from exc
+    return include
+
+
+@command
+def run(args: argparse.Namespace) -> int:
+    """Open the data dir, bind the identity and serve until the client disconnects."""
+    include = tools_of(args)
     try:
         import anyio
         import mcp  # noqa: F401 - probe for the extra before opening the data dir

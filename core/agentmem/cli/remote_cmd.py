@@ -42,7 +42,7 @@ from ._common import (
 from .admin_cmd import stats_table
 from .doctor_cmd import render as render_doctor
 from .erase_cmd import describe_receipt, erase_identity
-from .mcp_cmd import merge_identity_flags
+from .mcp_cmd import merge_identity_flags, tools_of
 from .transfer_cmd import write_export
 
 #: Environment variables of the global ``--url`` and ``--api-key`` flags.
@@ -154,6 +154,7 @@ def remote_export(args: argparse.Namespace) -> int:
 # -- mcp --------------------------------------------------------------------------------------
 @command
 def remote_mcp(args: argparse.Namespace) -> int:
+    include = tools_of(args)
     merged = merge_identity_flags(args)
     env = {"tenant": "AGENTMEM_TENANT", "user": "AGENTMEM_USER", "agent": "AGENTMEM_AGENT"}
     ids = {n: getattr(merged, n, None) or os.environ.get(v) or None for n, v in env.items()}
@@ -161,7 +162,7 @@ def remote_mcp(args: argparse.Namespace) -> int:
     with _client(args) as client:
         bound = client.bind(ids["tenant"], ids["user"], ids["agent"], session)
         # the MCP tools call the bound memory's operations, which a remote one has too
-        anyio.run(serve_stdio, bound)
+        anyio.run(serve_stdio, bound, include)
     return EXIT_OK
 
 
