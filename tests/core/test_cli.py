@@ -656,3 +656,28 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     bad = run("recall", "")
     assert bad.returncode == 2
     assert "query: must not be empty" in bad.stderr
+
+
+def test_an_imported_closed_session_covers_what_its_close_covered(tmp_path: Path) -> None:
+    """A message added after the close is working memory: after export and import, another
+    agent reading the closed session still does not see it."""
+    from agentmem.maintenance import transfer
+    from agentmem.models import Identity
+
+    with AgentMemory(tmp_path / "src", background=False) as source:
+        planner = source.bind("acme", agent_id="planner", session_id="p1")
+        planner.add_message("user", "Plan the harbour inspection for Friday.")
+        planner.add_message("assistant", "The harbour inspection is set for Friday.")
+        planner.close_session(summary_timeout=10)
+        planner.add_message("user", "Working note after the close: budget zqbudget999.")
+        lines = [json.dumps(line) for line in transfer.export_lines(source.context)]
+    with AgentMemory(tmp_path / "dst", background=False) as target:
+        transfer.apply_plan(target.context, transfer.parse_lines(lines, Identity("default")))
+        reader = target.bind("acme", agent_id="reader")
+        events = reader.session_detail("p1", target_agent="planner").events
+        assert [e.content for e in events] == [
+            "Plan the harbour inspection for Friday.",
+            "The harbour inspection is set for Friday.",
+        ]
+        closed = target.bind("acme", agent_id="planner", session_id="p1").close_session()
+        assert not closed.already_closed  # the note is closed by the next close, as before

@@ -98,13 +98,15 @@ class SessionTable:
 
     def restore(self, tenant_id: str, partition: str, info: SessionInfo) -> bool:
         """Insert a copy of a closed session's row unless the session is known; its
-        ``last_seq`` is taken from this store's copy of its messages. True if inserted."""
+        ``last_seq`` is taken from this store's copy of its messages: the last of the
+        ``message_count`` its close covered (messages added after the close stay outside it).
+        True if inserted."""
         with self._db.write() as tx:
             last = tx.execute(
-                f"SELECT COALESCE(MAX(seq), 0) FROM memories WHERE tenant_id = ? AND "
-                f"partition = ? AND session_id = ? AND kind IN ({marks(len(MESSAGE_KINDS))}) "
-                f"AND {LIVE}",
-                (tenant_id, partition, info.session_id, *MESSAGE_KINDS),
+                f"SELECT COALESCE(MAX(seq), 0) FROM (SELECT seq FROM memories WHERE "
+                f"tenant_id = ? AND partition = ? AND session_id = ? AND kind IN "
+                f"({marks(len(MESSAGE_KINDS))}) AND {LIVE} ORDER BY seq LIMIT ?) AS covered",
+                (tenant_id, partition, info.session_id, *MESSAGE_KINDS, info.message_count),
             ).fetchone()[0]
             cur = tx.execute(
                 "INSERT INTO sessions (tenant_id, partition, session_id, user_id, agent_id, "
