@@ -681,3 +681,22 @@ def test_an_imported_closed_session_covers_what_its_close_covered(tmp_path: Path
         ]
         closed = target.bind("acme", agent_id="planner", session_id="p1").close_session()
         assert not closed.already_closed  # the note is closed by the next close, as before
+
+
+def test_import_takes_an_empty_tool_output_and_never_rolls_state_back(tmp_path: Path) -> None:
+    from agentmem.maintenance import transfer
+    from agentmem.models import Identity
+
+    with AgentMemory(tmp_path / "home", background=False) as mem:
+        m = mem.bind("acme", agent_id="a1", session_id="s1")
+        m.add_tool_output("c1", "")  # a tool that returned nothing
+        m.state.set("plan", {"step": 1})
+        lines = [json.dumps(line) for line in transfer.export_lines(mem.context)]
+        m.state.set("plan", {"step": 5})
+        counts = transfer.apply_plan(mem.context, transfer.parse_lines(lines, Identity("x")))
+        assert counts.agent_state == 0  # the store's entry is newer
+        assert m.state.get("plan").value == {"step": 5}
+    with AgentMemory(tmp_path / "copy", background=False) as copy:
+        transfer.apply_plan(copy.context, transfer.parse_lines(lines, Identity("x")))
+        restored = copy.bind("acme", agent_id="a1", session_id="s1").messages()
+        assert [(i.kind, i.content) for i in restored] == [("tool_output", "")]

@@ -391,7 +391,8 @@ def _record(obj: Mapping[str, Any]) -> StoredRecord:
         else v.choice(memory_type, "memory_type", MEMORY_TYPES),
         scope=scope,
         role=None if role is None else v.choice(role, "role", ROLES),
-        content=v.text(obj.get("content"), "content"),
+        # a tool may have returned nothing (add_tool_output accepts it, so the export has it)
+        content=v.text(obj.get("content"), "content", allow_empty=kind == "tool_output"),
         content_hash=str(obj.get("content_hash") or ""),
         source_ref=v.identity(obj.get("source_ref"), "source_ref"),
         metadata=v.metadata(obj.get("metadata")),
@@ -558,10 +559,9 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
         if ctx.records.sessions.restore(a["tenant_id"], a["partition"], a["info"]):
             counts.sessions += 1
     elif first.type == "agent_state":
-        ctx.records.agent_state.set(
+        counts.agent_state += ctx.records.agent_state.restore(
             a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"]
         )
-        counts.agent_state += 1
     elif first.type == "message":
         conversation.add_messages(ctx, i, [op.args for op in batch])
         counts.messages += len(batch)

@@ -36,6 +36,19 @@ class AgentStateTable:
                 (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
             )
 
+    def restore(self, tenant_id: str, agent_id: str, key: str, value: Any, at: datetime) -> bool:
+        """Write an imported entry unless this store holds a newer one; True if written (an
+        older export imported again must not roll the state back)."""
+        with self._db.write() as tx:
+            cur = tx.execute(
+                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
+                "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
+                "value = excluded.value, updated_at = excluded.updated_at "
+                "WHERE agent_state.updated_at < excluded.updated_at",
+                (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
+            )
+            return cur.rowcount > 0
+
     def delete(self, tenant_id: str, agent_id: str, key: str) -> bool:
         with self._db.write() as tx:
             cur = tx.execute(
