@@ -700,3 +700,23 @@ def test_import_takes_an_empty_tool_output_and_never_rolls_state_back(tmp_path: 
         transfer.apply_plan(copy.context, transfer.parse_lines(lines, Identity("x")))
         restored = copy.bind("acme", agent_id="a1", session_id="s1").messages()
         assert [(i.kind, i.content) for i in restored] == [("tool_output", "")]
+
+
+def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
+    # agentmem --home H export | head -c 10
+    home = tmp_path / "home"
+    with AgentMemory(home, background=False) as mem:
+        mem.bind("acme", user_id="u1").remember_many(
+            [f"Fact number {n}: " + "words " * 60 for n in range(600)]
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentmem.cli", "--home", str(home), "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()  # the reader goes away with most of the export unread
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err

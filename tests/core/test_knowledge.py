@@ -184,6 +184,9 @@ def test_cli_knowledge(
     assert status == 0 and data["deleted"] is True
     status, _, err = run(capsys, home, "--agent", "support", "knowledge", "get", "vpn")
     assert status == 1 and "no knowledge entry" in err
+    # nothing to delete: one JSON document on stdout, the error (run parses all of stdout)
+    status, data, _ = run(capsys, home, "--agent", "support", "knowledge", "delete", "vpn")
+    assert status == 1 and "no knowledge entry" in data["error"]["message"]
 
 
 def test_an_agent_cannot_reach_anothers_entry_through_a_slash_in_its_key(

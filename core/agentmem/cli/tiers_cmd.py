@@ -252,10 +252,10 @@ def cmd_knowledge_delete(args: argparse.Namespace) -> int:
     with open_memory(args) as mem:
         done = bind(mem, args).knowledge.delete(args.key_or_id)
         mem.flush(timeout=60)
-    out.result({"deleted": done, "key_or_id": args.key_or_id}, text="deleted" if done else "")
-    if not done:
+    if not done:  # one JSON document on stdout: the error's
         out.error(f"no knowledge entry {args.key_or_id!r} of this agent", status=EXIT_FAILED)
         return EXIT_FAILED
+    out.result({"deleted": done, "key_or_id": args.key_or_id}, text="deleted")
     return EXIT_OK
 
 
