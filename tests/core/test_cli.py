@@ -314,8 +314,7 @@ def test_import_validates_every_line_before_writing(cli: CLI, tmp_path: Path) ->
     assert "line 9: needs a 'type'" in err
     assert "line 10: content: must not be empty" in err
     assert "line 1:" not in err and "line 2:" not in err
-    stats = cli("--json", "stats").json()
-    assert stats["live"] == 0  # the two good lines were not written either
+    assert _nothing_stored(cli)  # the two good lines were not written either
 
 
 def test_import_from_stdin_in_batches(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -499,7 +498,15 @@ def test_empty_identity_flags_are_rejected(cli: CLI, flag: str) -> None:
     run = cli(flag, "", "remember", "some fact")
     assert run.status == 2
     assert f"{flag}: must not be empty" in run.err
-    assert cli("--json", "stats").json()["live"] == 0
+    assert _nothing_stored(cli)
+
+
+def _nothing_stored(cli: CLI) -> bool:
+    """The data dir holds no record, or was never created (stats refuses a missing one)."""
+    stats = cli("--json", "stats")
+    if stats.status == 2:
+        return "no data dir" in stats.err
+    return bool(stats.json()["live"] == 0)
 
 
 def test_recall_says_when_results_are_below_min_score(cli: CLI) -> None:
@@ -720,3 +727,13 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+@pytest.mark.parametrize("command", [["stats"], ["doctor"], ["export"]])
+def test_a_read_only_command_on_a_mistyped_home_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    missing = tmp_path / "no-such-home"
+    assert main(["--home", str(missing), *command]) == 2
+    assert "no data dir" in capsys.readouterr().err
+    assert not missing.exists()  # nothing created

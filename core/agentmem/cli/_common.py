@@ -61,7 +61,7 @@ from rich.progress import (
 )
 
 from .. import validation as v
-from ..config import Settings
+from ..config import Settings, default_home
 from ..embeddings import CachedEmbedder, default_embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
@@ -209,11 +209,17 @@ def open_memory(
 
     ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). With
     ``beside_writer`` (read-only commands: stats, doctor, export) a dir another process
-    holds is opened read-only instead of refused.
+    holds is opened read-only instead of refused, and a dir that does not exist is an error
+    (records in Postgres aside) rather than created empty.
     """
     kwargs.setdefault("embedder", shared_embedder())
     kwargs.setdefault("settings", settings_of(args))
     path = home or home_of(args)
+    where = path if path is not None else default_home()
+    if beside_writer and not kwargs["settings"].records_url and not where.exists():
+        # a read-only command on a mistyped --home would create an empty store and report
+        # on it ("0 records", an empty export) as if all were well
+        raise CliError(f"--home: there is no data dir at {where}")
     try:
         mem = AgentMemory(path, background=background, **kwargs)
     except DataDirLockedError:
