@@ -737,3 +737,24 @@ def test_a_read_only_command_on_a_mistyped_home_is_an_error(
     assert main(["--home", str(missing), *command]) == 2
     assert "no data dir" in capsys.readouterr().err
     assert not missing.exists()  # nothing created
+
+
+def test_an_import_leaves_one_current_entry_per_key(tmp_path: Path) -> None:
+    """The store and the export each have a version of a knowledge key and of a topic: the
+    newer is current, the other superseded by it (both were live before)."""
+    from agentmem.maintenance import transfer
+    from agentmem.models import Identity
+
+    with AgentMemory(tmp_path / "b", background=False) as b:
+        b.bind("acme", agent_id="desk").knowledge.upsert("The shop opens at 8", key="hours")
+        b.bind("acme", user_id="u1").remember("Call Ana on 555-0100", topic_key="contact")
+        with AgentMemory(tmp_path / "a", background=False) as a:  # written later: newer
+            a.bind("acme", agent_id="desk").knowledge.upsert("The shop opens at 9", key="hours")
+            a.bind("acme", user_id="u1").remember("Call Ana on 555-0199", topic_key="contact")
+            lines = [json.dumps(line) for line in transfer.export_lines(a.context)]
+        transfer.apply_plan(b.context, transfer.parse_lines(lines, Identity("x")))
+        entries = b.bind("acme", agent_id="desk").knowledge.list()
+        assert [(e.key, e.content) for e in entries] == [("hours", "The shop opens at 9")]
+        u1 = b.bind("acme", user_id="u1")
+        hits = u1.recall("call Ana", min_score=0.0).items
+        assert [h.content for h in hits if "Ana" in h.content] == ["Call Ana on 555-0199"]

@@ -666,6 +666,8 @@ class RecordStore:
                         "VALUES (?,?,?,?) ON CONFLICT (key) DO NOTHING",
                         (item.source_ref, item.tenant_id, item.id, rec.payload),
                     )
+                if rec.topic_key is not None and item.superseded_by is None:
+                    _one_current(tx, item.tenant_id, rec.row.partition, rec.topic_key)
                 out.append(True)
         return out
 
@@ -1015,3 +1017,18 @@ def _retire_sources(tx: Transaction, tenant_id: str, old_id: str, new_id: str) -
         (new_id, tenant_id, *ids),
     )
     return cur.rowcount
+
+
+def _one_current(tx: Transaction, tenant_id: str, partition: str, topic_key: str) -> None:
+    """Leave one current row of a topic key: the newest; the others superseded by it (an
+    import into a store that has its own version of the key)."""
+    rows = tx.execute(
+        f"SELECT id FROM memories WHERE tenant_id = ? AND partition = ? AND topic_key = ? "
+        f"AND superseded_by IS NULL AND {LIVE} ORDER BY created_at DESC, seq DESC",
+        (tenant_id, partition, topic_key),
+    ).fetchall()
+    for (old_id,) in rows[1:]:
+        tx.execute(
+            "UPDATE memories SET superseded_by = ?, dedup_key = NULL WHERE id = ?",
+            (rows[0][0], old_id),
+        )
