@@ -129,10 +129,11 @@ class AgentMemChatStore(BaseChatStore):
         return messages
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
-        """Delete the ``idx``-th message (0 = oldest); None when there is no such message."""
+        """Delete the ``idx``-th message (0 = oldest, -1 = newest, as a list indexes);
+        None when there is no such message."""
         bound = self.session(key)
         items = bound.messages()
-        if not 0 <= idx < len(items):
+        if not -len(items) <= idx < len(items):
             return None
         message = self._to_message(bound, items[idx])
         bound.forget(items[idx].id)

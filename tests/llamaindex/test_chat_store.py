@@ -72,7 +72,10 @@ def test_set_replaces_and_deletes_remove(store: AgentMemChatStore, use_async: bo
     assert pairs(call("get_messages", "k")) == [("user", f"n{n}") for n in range(4)]
     assert pairs([call("delete_message", "k", 1)]) == [("user", "n1")]
     assert call("delete_message", "k", 7) is None
+    assert call("delete_message", "k", -4) is None
     assert pairs([call("delete_last_message", "k")]) == [("user", "n3")]
+    call("add_message", "k", ChatMessage(role="user", content="n4"))
+    assert pairs([call("delete_message", "k", -1)]) == [("user", "n4")]  # as SimpleChatStore
     assert pairs(call("get_messages", "k")) == [("user", "n0"), ("user", "n2")]
     assert pairs(call("delete_messages", "k")) == [("user", "n0"), ("user", "n2")]
     assert call("get_messages", "k") == []
