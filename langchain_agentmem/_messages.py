@@ -4,7 +4,9 @@ Writing: ``HumanMessage``/``AIMessage``/``SystemMessage`` (and ``ChatMessage`` w
 those roles) become chat messages; ``ToolMessage`` becomes a tool output keyed by its
 ``tool_call_id``. What the core's row cannot hold natively rides in the stored metadata
 under ``lc_*`` keys: the message id and name, an AI message's ``tool_calls``, a tool
-message's status, and the original content when it is a list of content blocks. A message
+message's status, the original content when it is a list of content blocks, and the
+``additional_kwargs``, ``response_metadata`` and tool ``artifact`` that are JSON (and at most
+16 KiB each). A message
 without text (an AI turn that only calls tools) is stored with empty content and its tool
 calls in the metadata: it stays in the history and out of recall.
 
@@ -89,9 +91,32 @@ def _kept_blocks(content: Any) -> Any:
     return kept if total <= BLOCKS_MAX_BYTES else None
 
 
+#: The message fields kept beside the content (what a provider puts there: reasoning
+#: signatures, token usage, a tool's artifact), each when JSON and at most this large.
+EXTRA_FIELDS = ("additional_kwargs", "response_metadata", "artifact")
+EXTRA_MAX_BYTES = 16 * 1024
+
+
+def _extra(message: BaseMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in EXTRA_FIELDS:
+        value = getattr(message, name, None)
+        if not value:
+            continue
+        try:
+            encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            continue  # not JSON (a client object): not kept
+        if len(encoded.encode()) <= EXTRA_MAX_BYTES:
+            out[name] = value
+    return out
+
+
 def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     """The row that stores ``message`` (``position`` names it in validation errors)."""
     meta: dict[str, Any] = {}
+    if extra := _extra(message):
+        meta["lc_extra"] = extra
     if message.id is not None:
         meta["lc_id"] = message.id
     if message.name is not None:
@@ -151,20 +176,26 @@ def item_to_message(memory: BoundMemoryProtocol, item: MemoryItem) -> BaseMessag
     """The LangChain message for a stored session row."""
     meta = item.metadata
     content: Any = meta["lc_content"] if "lc_content" in meta else _full_content(memory, item)
-    msg_id = meta.get("lc_id") or item.id
+    stored = meta.get("lc_extra")
+    extra: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    common: dict[str, Any] = {
+        "content": content,
+        "id": meta.get("lc_id") or item.id,
+        "additional_kwargs": extra.get("additional_kwargs", {}),
+        "response_metadata": extra.get("response_metadata", {}),
+    }
     name = meta.get("lc_name")
     if item.kind == "tool_output" or item.role == "tool":
         return ToolMessage(
-            content=content,
+            **common,
             tool_call_id=str(meta.get("tool_call_id") or item.source_ref or item.id),
             name=name if name is not None else meta.get("tool_name"),
-            id=msg_id,
             status=meta.get("lc_status", "success"),
+            artifact=extra.get("artifact"),
         )
     if item.role == "assistant":
         return AIMessage(
-            content=content,
-            id=msg_id,
+            **common,
             name=name,
             tool_calls=[
                 {"name": c["name"], "args": c.get("args", {}), "id": c.get("id")}
@@ -172,10 +203,10 @@ def item_to_message(memory: BoundMemoryProtocol, item: MemoryItem) -> BaseMessag
             ],
         )
     if "lc_role" in meta:
-        return ChatMessage(content=content, role=meta["lc_role"], id=msg_id, name=name)
+        return ChatMessage(**common, role=meta["lc_role"], name=name)
     if item.role == "system":
-        return SystemMessage(content=content, id=msg_id, name=name)
-    return HumanMessage(content=content, id=msg_id, name=name)
+        return SystemMessage(**common, name=name)
+    return HumanMessage(**common, name=name)
 
 
 def store_messages(memory: BoundMemoryProtocol, messages: Sequence[BaseMessage]) -> None:

@@ -333,3 +333,27 @@ def test_a_tool_call_id_used_twice_in_a_session_keeps_both_results(bound: BoundM
     ]
     history.add_messages([turns[1]])  # the same result again is stored once (a retry)
     assert len(history.messages) == 4
+
+
+def test_provider_fields_round_trip_when_they_are_json(bound: BoundMemory) -> None:
+    """What providers keep beside the content: reasoning signatures in additional_kwargs,
+    token usage in response_metadata, a tool's artifact. A value that is not JSON is not
+    kept (and does not stop the message from being stored)."""
+    history = AgentMemChatMessageHistory(memory=bound)
+    history.add_messages(
+        [
+            HumanMessage("hi", additional_kwargs={"handle": object()}),
+            AIMessage(
+                "Let me look.",
+                additional_kwargs={"thinking_signature": "sig-Zq81"},
+                response_metadata={"model": "m-1", "usage": {"output_tokens": 12}},
+                tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}],
+            ),
+            ToolMessage("found 3", tool_call_id="c1", artifact={"rows": [1, 2, 3]}),
+        ]
+    )
+    human, ai, tool = history.messages
+    assert human.additional_kwargs == {}
+    assert ai.additional_kwargs == {"thinking_signature": "sig-Zq81"}
+    assert ai.response_metadata == {"model": "m-1", "usage": {"output_tokens": 12}}
+    assert isinstance(tool, ToolMessage) and tool.artifact == {"rows": [1, 2, 3]}
