@@ -559,8 +559,8 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
         if ctx.records.sessions.restore(a["tenant_id"], a["partition"], a["info"]):
             counts.sessions += 1
     elif first.type == "agent_state":
-        counts.agent_state += ctx.records.agent_state.restore(
-            a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"]
+        counts.agent_state += ctx.records.agent_state.set(
+            a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"], only_if_newer=True
         )
     elif first.type == "message":
         conversation.add_messages(ctx, i, [op.args for op in batch])

@@ -27,24 +27,25 @@ class AgentStateTable:
             return None
         return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1])
 
-    def set(self, tenant_id: str, agent_id: str, key: str, value: Any, at: datetime) -> None:
-        with self._db.write() as tx:
-            tx.execute(
-                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
-                "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at",
-                (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
-            )
-
-    def restore(self, tenant_id: str, agent_id: str, key: str, value: Any, at: datetime) -> bool:
-        """Write an imported entry unless this store holds a newer one; True if written (an
-        older export imported again must not roll the state back)."""
+    def set(
+        self,
+        tenant_id: str,
+        agent_id: str,
+        key: str,
+        value: Any,
+        at: datetime,
+        *,
+        only_if_newer: bool = False,
+    ) -> bool:
+        """Write an entry; True if written. With ``only_if_newer`` (an import) an entry this
+        store holds from ``at`` or later is kept: an older export imported again must not
+        roll the state back."""
+        newer = " WHERE agent_state.updated_at < excluded.updated_at" if only_if_newer else ""
         with self._db.write() as tx:
             cur = tx.execute(
                 "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
                 "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at "
-                "WHERE agent_state.updated_at < excluded.updated_at",
+                f"value = excluded.value, updated_at = excluded.updated_at{newer}",
                 (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
             )
             return cur.rowcount > 0
