@@ -12,6 +12,7 @@ of the same shape (``agentmem.connect(url, api_key=...).bind(user_id="u1")``).
 
 from __future__ import annotations
 
+from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
 from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
@@ -63,6 +64,7 @@ __all__ = [
     "BoundMemory",
     "BoundMemoryProtocol",
     "CachedEmbedder",
+    "CalibrationProfile",
     "CloseResult",
     "ConfigError",
     "DataDirLockedError",
@@ -96,6 +98,7 @@ __all__ = [
     "Settings",
     "StorageError",
     "TierConfig",
+    "UncalibratedEmbedderWarning",
     "ValidationError",
     "__version__",
     "connect",

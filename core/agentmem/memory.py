@@ -30,6 +30,7 @@ from typing import Any
 from . import validation as v
 from .config import MemoryConfig, Settings, TierConfig, default_home
 from .context import StoreContext, open_store
+from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .derived import answer as answer_op
 from .derived import forget as forget_op
 from .derived import ingest as ingest_op
@@ -221,7 +222,7 @@ class AgentMemory:
             memory=config, tiers=tier_config, records_url=records_url
         )
 
-        unusable: list[str] = []
+        unusable: list[tuple[str, type[UserWarning]]] = []
 
         def opener() -> StoreContext:
             ctx = open_store(
@@ -237,7 +238,9 @@ class AgentMemory:
             problem = _model_files_message(ctx.embedder)
             if problem is not None:
                 ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
-                unusable.append(problem)
+                unusable.append((problem, ModelFilesWarning))
+            if ctx.calibration.warning is not None:
+                unusable.append((ctx.calibration.warning, UncalibratedEmbedderWarning))
             if not read_only:
                 _finish_erasures(ctx)
             if background and not read_only:
@@ -248,8 +251,8 @@ class AgentMemory:
         key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
-        for problem in unusable:  # said once, when the dir is opened (not when it is shared)
-            warnings.warn(problem, ModelFilesWarning, stacklevel=2)
+        for problem, category in unusable:  # said once, when the dir is opened (not shared)
+            warnings.warn(problem, category, stacklevel=2)
         self._background = background
         self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 
@@ -356,6 +359,14 @@ class AgentMemory:
         return self._ctx.replaced_embedder
 
     @property
+    def calibration(self) -> CalibrationProfile | None:
+        """The calibration profile recall scores with: fitted for this store
+        (:meth:`calibrate`) or shipped with agentmem for its embedder; None when there is none
+        (rank-based scores, ``min_score`` on keyword evidence only; see
+        :class:`~agentmem.calibration.UncalibratedEmbedderWarning`)."""
+        return self._ctx.calibration.profile
+
+    @property
     def recorded_embedder(self) -> EmbedderFingerprint | None:
         """The embedder recorded for this data dir's vectors; None before any are written."""
         return fingerprint.read(self._ctx.records)
@@ -392,6 +403,7 @@ class AgentMemory:
         *,
         progress: Callable[[int, int], None] | None = None,
         keywords_only: bool = False,
+        embeddings: bool = False,
     ) -> int:
         """Rebuild both indexes from the records; returns the number of live rows indexed.
 
@@ -400,10 +412,28 @@ class AgentMemory:
         With ``keywords_only``, only the keyword index is written anew, from the records and
         the stored vectors (seconds instead of minutes per 100k rows): enough after a change
         of ``keyword_context`` or ``keyword_context_similarity``.
+
+        With ``embeddings``, only the vectors are made anew, and resumably: the way to switch
+        a data dir to another embedder (``agentmem reindex --embeddings``). Open the store
+        with the new embedder and ``allow_embedder_change=True`` (which drops the old vectors
+        and the old embedder's calibration profile and queues every row), then call this; an
+        interrupted run is continued by the next one, which embeds only the rows still
+        queued. ``progress(done, total)`` follows each batch.
+
+        Raises:
+            EmbeddingError: (``embeddings``) some rows could not be embedded; they stay
+                queued and keyword-searchable, and the next run retries them.
+
+        Example:
+            >>> mem = AgentMemory(path, embedder=E5Embedder(), allow_embedder_change=True)  # doctest: +SKIP
+            >>> mem.reindex(embeddings=True)  # doctest: +SKIP
+            1200
         """
         ctx = self._live()
         if keywords_only:
             return reindex_op.reindex_keywords(ctx)
+        if embeddings:
+            return reindex_op.reindex_embeddings(ctx, progress=progress, restart=self._background)
         return reindex_op.reindex(ctx, progress=progress, restart=self._background)
 
     def stats(self) -> Stats:

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         "recall.pending",
         "recall.profile",
         "recall.text",
+        "calibration",
     ),
     ("recall.engine",),
     ("context",),
