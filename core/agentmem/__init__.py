@@ -16,6 +16,7 @@ from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
 from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
+from .evaluation import calibration_data as _calibration_data  # noqa: F401 (calibrate's data)
 from .errors import (
     AgentMemError,
     AuthError,

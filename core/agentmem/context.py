@@ -26,6 +26,7 @@ from typing import Any
 from .calibration import store as calibration_store
 from .calibration.profile import CalibrationProfile
 from .config import ChromaAddress, Settings
+from .embedding_adapters import from_spec
 from .embeddings import Embedder, default_embedder
 from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
@@ -238,7 +239,7 @@ def open_store(
         EmbedderMismatchError: the dir's vectors were made by another embedder.
         StorageError: a store cannot be opened.
     """
-    emb = embedder or default_embedder()
+    emb = embedder or settings_embedder(settings)
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
     url = records_url(settings)
@@ -302,6 +303,19 @@ def open_store(
     )
 
 
+def settings_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name (``AGENTMEM_EMBEDDER``), else the default MiniLM.
+
+    Raises:
+        ValidationError: the setting names no usable embedder.
+    """
+    if settings.embedder is None:
+        if settings.embedder_name is not None:
+            raise ValidationError("embedder_name", "names the model of an AGENTMEM_EMBEDDER")
+        return default_embedder()
+    return from_spec(settings.embedder, name=settings.embedder_name)
+
+
 def _finish_switch_if_done(records: RecordStore) -> None:
     """A re-embedding whose every row was embedded meanwhile (by the background indexer of an
     earlier open) is over."""
@@ -330,8 +344,8 @@ def _open_read_only(
     )
     try:
         recorded = fingerprint.read(records)
-        current = EmbedderFingerprint.of(embedder, origin="reindex")
-        if recorded is not None and not recorded.matches(current):
+        current = None if recorded is None else fingerprint.differs(recorded, embedder)
+        if recorded is not None and current is not None:
             raise fingerprint.mismatch_error(home, recorded, current)
         calibration = calibration_store.select(records, embedder)
         keywords = KeywordIndex(home / KEYWORDS_DIR)

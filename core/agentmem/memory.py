@@ -20,7 +20,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,9 +36,12 @@ from .derived import forget as forget_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
+from .embedding_adapters import as_embedder
 from .embeddings import Embedder, ModelFilesWarning, model_files_problem
-from .errors import DataDirLockedError, StorageError
+from .errors import DataDirLockedError, StorageError, ValidationError
 from .llm.base import LLM, ChatTurn
+from .calibration.fit import CalibrationReport, Labelled
+from .maintenance import calibrate as calibrate_op
 from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op
 from .maintenance import stats as stats_op
@@ -158,8 +161,15 @@ class AgentMemory:
 
     Args:
         path: Data dir; ``None`` means ``$AGENTMEM_HOME`` or a per-user data dir.
-        embedder: Any :class:`~agentmem.embeddings.Embedder`; default all-MiniLM-L6-v2 (int8
-            ONNX, offline), loaded on first use.
+        embedder: Any :class:`~agentmem.embeddings.Embedder`, or a LangChain ``Embeddings`` or
+            LlamaIndex ``BaseEmbedding`` object as it is (e.g. ``OpenAIEmbeddings()``; see
+            :mod:`agentmem.embedding_adapters`); default all-MiniLM-L6-v2 (int8 ONNX,
+            offline), loaded on first use. An embedder without a calibration profile (none
+            stored for this data dir, none shipped for its model) scores recall by rank until
+            :meth:`calibrate` fits one (:class:`~agentmem.UncalibratedEmbedderWarning`).
+        embedder_name: The model name of a LangChain or LlamaIndex ``embedder`` that names
+            none itself (``model``, ``model_name``): the data dir records it, and refuses
+            vectors of another model.
         reranker: Optional :class:`~agentmem.rerank.Reranker`; default an
             :class:`~agentmem.rerank.HttpReranker` when ``AGENTMEM_RERANKER_URL`` is set, else
             none.
@@ -205,7 +215,7 @@ class AgentMemory:
         self,
         path: str | os.PathLike[str] | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Any | None = None,
         reranker: Reranker | None = None,
         llm: LLM | None = None,
         chroma_client: Any = None,
@@ -216,8 +226,12 @@ class AgentMemory:
         settings: Settings | None = None,
         read_only: bool = False,
         records_url: str | None = None,
+        embedder_name: str | None = None,
     ) -> None:
         home = Path(path).expanduser() if path is not None else default_home()
+        if embedder is None and embedder_name is not None:
+            raise ValidationError("embedder_name", "names the model of an embedder= object")
+        emb = None if embedder is None else as_embedder(embedder, name=embedder_name)
         resolved = (settings or Settings.from_env()).replace(
             memory=config, tiers=tier_config, records_url=records_url
         )
@@ -228,7 +242,7 @@ class AgentMemory:
             ctx = open_store(
                 home,
                 settings=resolved,
-                embedder=embedder,
+                embedder=emb,
                 reranker=reranker,
                 llm=llm,
                 chroma_client=chroma_client,
@@ -248,7 +262,16 @@ class AgentMemory:
                 ctx.indexer.notify()  # pick up work left by an earlier process
             return ctx
 
-        key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
+        key = (
+            resolved,
+            embedder,
+            embedder_name,
+            reranker,
+            llm,
+            chroma_client,
+            background,
+            allow_embedder_change,
+        )
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
         for problem, category in unusable:  # said once, when the dir is opened (not shared)
@@ -435,6 +458,51 @@ class AgentMemory:
         if embeddings:
             return reindex_op.reindex_embeddings(ctx, progress=progress, restart=self._background)
         return reindex_op.reindex(ctx, progress=progress, restart=self._background)
+
+    def calibrate(
+        self,
+        queries: Sequence[Labelled] | None = None,
+        *,
+        fitted_on: str = "",
+        folds: int = 5,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> CalibrationReport:
+        """Fit a calibration profile for this store's embedder, save it in the data dir and
+        score recall with it from now on (``agentmem calibrate``).
+
+        The labelled cases shipped with agentmem are written into a scratch store with this
+        store's embedder (this store is not touched); recall's candidates for each are
+        collected and labelled, and the calibration (score) and ranking weights and the
+        score gap are fitted on them. Every later open of this data dir (another process,
+        a restarted server, every node sharing its Postgres records) scores with the
+        profile. Minutes for a local model; a remote embedder is called for every text of
+        the cases.
+
+        Args:
+            queries: Labelled candidates to fit on instead (collected with this embedder).
+            fitted_on: What ``queries`` are, kept in the profile.
+            folds: Folds of the held-out figures.
+            progress: ``progress(done, total)`` while the cases are collected.
+
+        Returns:
+            The profile and its figures per family, in-sample and held out: Recall@5,
+            Precision@5, expect-empty cases left empty, the expected calibration error, the
+            shares of relevant and irrelevant candidates kept by ``min_score``.
+
+        Raises:
+            StorageError: the store is open read-only.
+
+        Example:
+            >>> report = mem.calibrate()  # doctest: +SKIP
+            >>> report.families["all"].held_out.expect_empty  # doctest: +SKIP
+            1.0
+        """
+        ctx = self._live()
+        if ctx.read_only:
+            raise StorageError("a read-only store cannot save a profile", path=str(self.home))
+        return calibrate_op.calibrate(
+            ctx, queries, fitted_on=fitted_on, folds=folds, progress=progress
+        )
 
     def stats(self) -> Stats:
         """Row counts, index backlog, the recorded embedder and disk use of the data dir."""

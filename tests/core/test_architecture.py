@@ -18,7 +18,7 @@ PKG = "agentmem"
 #: Layers, lowest first: a module may import its own layer and the layers below it only.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "models", "config", "validation", "tokens", "chunking"),
-    ("storage", "embeddings", "rerank", "llm", "scopes"),
+    ("storage", "embeddings", "embedding_adapters", "e5", "rerank", "llm", "scopes"),
     (
         "write.index_text",
         "write.keys",

@@ -96,9 +96,10 @@ class EmbedderIdentity:
         digest, sims = probe(embedder)
         return cls(str(embedder.model_name), int(embedder.dimensions), digest, sims)
 
-    def names(self, model_name: str, dimensions: int) -> bool:
-        """True if this identity is of that model name and width."""
-        return (self.model_name, self.dimensions) == (model_name, dimensions)
+    def names(self, model_name: str, dimensions: int | None) -> bool:
+        """True if this identity is of that model name and width (None: any width, for an
+        embedder that learns its own on first use)."""
+        return self.model_name == model_name and dimensions in (None, self.dimensions)
 
     def same_vectors(self, other: EmbedderIdentity) -> bool | None:
         """Whether two identities' probes show the same model (None: one has no probe)."""
@@ -295,7 +296,7 @@ def bundled_path(model_name: str) -> Path:
     return _PROFILES / f"{safe}.json"
 
 
-def bundled_profile(model_name: str, dimensions: int) -> CalibrationProfile | None:
+def bundled_profile(model_name: str, dimensions: int | None) -> CalibrationProfile | None:
     """The profile agentmem ships for that model, or None."""
     path = bundled_path(model_name)
     if not path.is_file():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ..embedding_adapters import known_dimensions
 from ..embeddings import Embedder
 from ..errors import StorageError, ValidationError
 from ..recall.ranking import UNCALIBRATED, Scoring
@@ -72,7 +73,7 @@ def save(records: RecordStore, profile: CalibrationProfile) -> None:
 
 def select(records: RecordStore, embedder: Embedder) -> Selected:
     """The scoring of a store opened with ``embedder`` (see the module docstring)."""
-    name, dims = str(embedder.model_name), int(embedder.dimensions)
+    name, dims = str(embedder.model_name), known_dimensions(embedder)
     notes = []
     own = saved(records)
     if own is not None and own.embedder.names(name, dims):
@@ -83,10 +84,9 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
                      f"{problem}")
     elif own is not None:  # a switch of embedders drops it; a leftover is never applied
         log.warning(
-            "ignoring the calibration profile of %s: this store is opened with %r (%d-d)",
+            "ignoring the calibration profile of %s: this store is opened with %r",
             own.embedder.describe(),
             name,
-            dims,
         )
     shipped = bundled_profile(name, dims)
     if shipped is not None:
@@ -97,7 +97,7 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
     if not notes:
         notes.append("it has no calibration profile")
     warning = (
-        f"embedder {name!r} ({dims}-d): {'; '.join(notes)}. Recall scores are rank-based "
+        f"embedder {name!r}: {'; '.join(notes)}. Recall scores are rank-based "
         "and min_score applies to keyword evidence only (an unrelated query returns nothing, "
         "a paraphrase without a shared word returns nothing either) until you run "
         "`agentmem calibrate` (AgentMemory.calibrate()), which fits a profile for it in "

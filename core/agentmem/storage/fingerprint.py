@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..embedding_adapters import known_dimensions
 from ..embeddings import Embedder
 from ..errors import EmbedderMismatchError, StorageError
 from .records import RecordStore
@@ -82,7 +83,8 @@ class EmbedderFingerprint:
 
     def describe(self) -> str:
         """``'model-name' (384-d)``."""
-        return f"{self.model_name!r} ({self.dimensions}-d)"
+        width = f"{self.dimensions}-d" if self.dimensions else "width not known yet"
+        return f"{self.model_name!r} ({width})"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -239,11 +241,11 @@ def check(
     recorded = read(records) or _legacy(records, vectors, embedder, home)
     if recorded is None:
         return False, None  # no vectors yet: the indexer records ours with the first ones
-    current = EmbedderFingerprint.of(embedder, origin="reindex")
-    if recorded.matches(current):
+    if differs(recorded, embedder) is None:
         return True, None
     if not allow_change:
-        raise mismatch_error(home, recorded, current)
+        raise mismatch_error(home, recorded, differs(recorded, embedder) or recorded)
+    current = EmbedderFingerprint.of(embedder, origin="reindex")  # may embed, to learn width
     log.warning(
         "data dir %s: embedder changed from %s to %s; dropping its vectors, every row "
         "will be embedded again",
@@ -254,6 +256,17 @@ def check(
     drop_vectors()
     start_switch(records, recorded, current, forget=forget)
     return True, recorded
+
+
+def differs(recorded: EmbedderFingerprint, embedder: Embedder) -> EmbedderFingerprint | None:
+    """None when ``embedder`` is the model of ``recorded``'s vectors, else its fingerprint
+    (to name it). An embedder that learns its width on first use (a remote one) is compared
+    by name, without a call: its first vector's width is checked when it comes."""
+    width = known_dimensions(embedder)
+    current = EmbedderFingerprint(str(embedder.model_name), width or 0, "reindex")
+    if width is None and current.model_name == recorded.model_name:
+        return None
+    return None if recorded.matches(current) else current
 
 
 def _legacy(
@@ -297,6 +310,7 @@ __all__ = [
     "EmbedderFingerprint",
     "Switch",
     "check",
+    "differs",
     "finish_switch",
     "read_switch",
     "start_switch",
