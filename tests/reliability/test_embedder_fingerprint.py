@@ -216,7 +216,7 @@ def test_other_embedder_is_refused_and_changes_nothing(
     assert f"'test-hash-256' ({DIM}-d)" in message  # the recorded embedder
     assert f"{name!r} ({dims}-d)" in message  # the one it was opened with
     assert "allow_embedder_change=True" in message and "reindex" in message
-    assert f"agentmem --home {home} --embedder MODULE:ATTR reindex --embeddings" in message
+    assert f"agentmem --home {home} --embedder SPEC reindex --embeddings" in message
     assert err.recorded.model_name == "test-hash-256" and err.current.model_name == name
     assert _disk_state(home) == before  # records, meta, vectors and keywords untouched
 
