@@ -518,9 +518,7 @@ def write_profile(
 ) -> Path:
     """Save the weights as the profile agentmem ships for ``emb``'s model."""
     weights = core_fit.Weights(cal[:-1], float(cal[-1]), rank, gap)
-    profile = weights.profile(
-        EmbedderIdentity.of(emb), fitted_on=fitted_on, version=__version__
-    )
+    profile = weights.profile(EmbedderIdentity.of(emb), fitted_on=fitted_on, version=__version__)
     path = bundled_path(emb.model_name)
     path.write_text(profile.to_json(), encoding="utf-8")
     return path

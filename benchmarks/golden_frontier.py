@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from unittest import mock
 
+from agentmem.calibration import CalibrationProfile, bundled_profile
+from agentmem.calibration import store as calibration_store
 from agentmem.config import MemoryConfig
 from agentmem.embeddings import Embedder, default_embedder
 from agentmem.evaluation import golden_dataset_path, load_dataset, run_golden
 from agentmem.evaluation.golden.dataset import GoldenDataset
-from agentmem.calibration import CalibrationProfile, bundled_profile
-from agentmem.calibration import store as calibration_store
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Point:
 
 def point(dataset: GoldenDataset, min_score: float, gap: float | None, embedder: Embedder) -> Point:
     """Golden R@5 / P@5 with recall cutting at ``min_score`` and ``gap``."""
+
     def with_gap(model_name: str, dimensions: int) -> CalibrationProfile | None:
         profile = bundled_profile(model_name, dimensions)
         return None if profile is None else replace(profile, score_gap=gap)

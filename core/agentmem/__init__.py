@@ -16,7 +16,6 @@ from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
 from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
-from .evaluation import calibration_data as _calibration_data  # noqa: F401 (calibrate's data)
 from .errors import (
     AgentMemError,
     AuthError,
@@ -34,6 +33,7 @@ from .errors import (
     StorageError,
     ValidationError,
 )
+from .evaluation import calibration_data as _calibration_data  # noqa: F401 (calibrate's data)
 from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (

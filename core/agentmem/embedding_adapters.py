@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -184,11 +185,11 @@ class FrameworkEmbedder:
         items = _check_texts(texts)
         if not items:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
-        parts = []
-        for start in range(0, len(items), self._batch_size):
-            batch = items[start : start + self._batch_size]
-            parts.append(self._call(lambda b=batch: self._docs(b), len(batch)))
-        return np.vstack(parts)
+        batches = [
+            items[start : start + self._batch_size]
+            for start in range(0, len(items), self._batch_size)
+        ]
+        return np.vstack([self._call(partial(self._docs, b), len(b)) for b in batches])
 
     def embed_query(self, text: str) -> FloatArray:
         """Embed one query; see :meth:`Embedder.embed_query`."""
@@ -214,12 +215,14 @@ class FrameworkEmbedder:
                 model_name=self._name,
             )
         if not np.isfinite(matrix).all():
-            raise EmbeddingError(f"embedder {self._name!r} returned non-finite values",
-                                 model_name=self._name)
+            raise EmbeddingError(
+                f"embedder {self._name!r} returned non-finite values", model_name=self._name
+            )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         if (norms == 0).any():
-            raise EmbeddingError(f"embedder {self._name!r} returned an all-zero vector",
-                                 model_name=self._name)
+            raise EmbeddingError(
+                f"embedder {self._name!r} returned an all-zero vector", model_name=self._name
+            )
         with self._lock:
             if self._dimensions is None:
                 self._dimensions = int(matrix.shape[1])

@@ -28,9 +28,10 @@ from types import TracebackType
 from typing import Any
 
 from . import validation as v
+from .calibration.fit import CalibrationReport, Labelled
+from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .config import MemoryConfig, Settings, TierConfig, default_home
 from .context import StoreContext, open_store
-from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .derived import answer as answer_op
 from .derived import forget as forget_op
 from .derived import ingest as ingest_op
@@ -40,7 +41,6 @@ from .embedding_adapters import as_embedder
 from .embeddings import Embedder, ModelFilesWarning, model_files_problem
 from .errors import DataDirLockedError, StorageError, ValidationError
 from .llm.base import LLM, ChatTurn
-from .calibration.fit import CalibrationReport, Labelled
 from .maintenance import calibrate as calibrate_op
 from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op

@@ -184,9 +184,7 @@ def returned(
     gap = weights.gap
     floor = max(min_score, float(s.max()) - gap) if min_score > 0 and gap is not None else 0.0
     keep = [
-        int(i)
-        for i in order
-        if s[i] >= min_score and (s[i] >= floor or kinds[i] == "chat_message")
+        int(i) for i in order if s[i] >= min_score and (s[i] >= floor or kinds[i] == "chat_message")
     ]
     out: list[int] = []
     used = 0
@@ -257,8 +255,11 @@ def figures(items: Sequence[tuple[Labelled, Weights]]) -> Figures:
         s, y = np.concatenate(all_s), np.concatenate(all_y)
         bins = np.minimum((s * 10).astype(int), 9)
         ece = float(
-            sum(abs(s[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum()
-                for b in set(bins.tolist())) / len(s)
+            sum(
+                abs(s[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum()
+                for b in set(bins.tolist())
+            )
+            / len(s)
         )
         if (y == 1).any():
             kept_rel = float((s[y == 1] >= MIN_SCORE).mean())
@@ -395,14 +396,14 @@ def weights_of(profile: CalibrationProfile) -> Weights:
     scoring = profile.scoring()
     assert scoring.weights is not None and scoring.rank_weights is not None
     return Weights(
-        np.asarray(scoring.weights), scoring.bias, np.asarray(scoring.rank_weights),
+        np.asarray(scoring.weights),
+        scoring.bias,
+        np.asarray(scoring.rank_weights),
         scoring.score_gap,
     )
 
 
-def evaluate(
-    queries: Iterable[Labelled], weights: Weights
-) -> dict[str, Figures]:
+def evaluate(queries: Iterable[Labelled], weights: Weights) -> dict[str, Figures]:
     """Figures per family (and ``"all"``) of ``queries`` scored with ``weights``."""
     items = list(queries)
     out = {}

@@ -175,8 +175,9 @@ class CalibrationProfile:
             if missing:
                 problems.append(f"its {what} has no weight for {', '.join(missing)}")
             if unknown:
-                problems.append(f"its {what} weighs {', '.join(unknown)}, which this version "
-                                "does not use")
+                problems.append(
+                    f"its {what} weighs {', '.join(unknown)}, which this version does not use"
+                )
         if self.format != FORMAT:
             problems.append(f"it is in format {self.format}, this version reads {FORMAT}")
         return "; ".join(problems) or None

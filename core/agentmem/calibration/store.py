@@ -80,8 +80,9 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
         problem = own.problem()
         if problem is None:
             return Selected(own.scoring(), own, "store")
-        notes.append(f"the profile fitted for this store ({own.fitted_at}) is out of date: "
-                     f"{problem}")
+        notes.append(
+            f"the profile fitted for this store ({own.fitted_at}) is out of date: {problem}"
+        )
     elif own is not None:  # a switch of embedders drops it; a leftover is never applied
         log.warning(
             "ignoring the calibration profile of %s: this store is opened with %r",

@@ -54,7 +54,10 @@ def calibrate(
         queries, fitted_on = source.shipped(ctx.embedder, progress)
     identity = EmbedderIdentity.of(ctx.embedder)
     report = fit_profile(
-        queries, identity, fitted_on=fitted_on or "labelled cases", version=_version(),
+        queries,
+        identity,
+        fitted_on=fitted_on or "labelled cases",
+        version=_version(),
         folds=folds,
     )
     ctx.use_profile(report.profile)

@@ -45,7 +45,7 @@ from ..embedding_adapters import known_dimensions
 from ..embeddings import Embedder
 from ..errors import EmbedderMismatchError, StorageError
 from .records import RecordStore
-from .rows import iso, now_utc
+from .rows import now_utc
 from .vector_index import VectorIndex
 
 log = logging.getLogger("agentmem")
@@ -159,7 +159,7 @@ def start_switch(
     """After every vector was dropped: queue every row, record ``target``, forget the meta
     keys of ``forget`` (what belonged to the old embedder) and leave the :class:`Switch`,
     in one transaction."""
-    switch = Switch(source, target, iso(now_utc()), 0)
+    switch = Switch(source, target, now_utc().isoformat(timespec="seconds"), 0)
     meta: dict[str, str | None] = dict.fromkeys(forget)
     meta[META_KEY] = target.to_json()
     meta[SWITCH_KEY] = switch.to_json()
@@ -313,9 +313,9 @@ __all__ = [
     "check",
     "differs",
     "finish_switch",
-    "read_switch",
-    "start_switch",
     "mismatch_error",
     "read",
+    "read_switch",
     "record",
+    "start_switch",
 ]
