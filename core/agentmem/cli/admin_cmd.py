@@ -70,6 +70,10 @@ def stats_table(where: str, stats: Stats) -> Table:
     if stats.embedder is not None:
         embedder = f"{stats.embedder['model_name']} ({stats.embedder['dimensions']}-d)"
         table.add_row("embedder", markup(embedder))
+    if stats.calibration is not None:
+        source = stats.calibration["source"]
+        said = {"store": "fitted for this data dir", "bundled": "shipped for the model"}
+        table.add_row("calibration", said.get(source, "none: run `agentmem calibrate`"))
     for name, size in stats.disk_bytes.items():
         table.add_row(f"disk: {name}", _human_bytes(size))
     return table
