@@ -218,10 +218,15 @@ def collect_locomo(path: str, emb: Embedder, config: MemoryConfig) -> list[Query
 
 
 # -- fitting ------------------------------------------------------------------------------------
+#: Fit on standardized features (``--raw-features`` turns it off: how the MiniLM profile
+#: shipped until the ranking redesign was fitted).
+STANDARDIZE = True
+
+
 def fit(x: np.ndarray, y: np.ndarray, l2: float, weight: np.ndarray | None = None) -> np.ndarray:
     """Weighted logistic regression with an intercept (last weight), L2 on the others: the
     core's (:func:`agentmem.calibration.fit.logistic`)."""
-    return core_fit.logistic(x, y, l2, weight)
+    return core_fit.logistic(x, y, l2, weight, standardize=STANDARDIZE)
 
 
 def _stack(parts: Sequence[tuple[np.ndarray, np.ndarray, float]], cols: list[int]):  # type: ignore[no-untyped-def]
@@ -566,7 +571,15 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
     parser.add_argument(
         "--write", action="store_true", help="save the weights as the embedder's shipped profile"
     )
+    parser.add_argument(
+        "--raw-features",
+        action="store_true",
+        help="fit on the raw features, not standardized ones (the penalty then depends on "
+        "each feature's spread)",
+    )
     args = parser.parse_args(argv)
+    global STANDARDIZE
+    STANDARDIZE = not args.raw_features
 
     emb = embedder(args.embed_cache, args.embedder)
 
