@@ -3,7 +3,7 @@
 Both models are logistic regressions over the candidate features of ``agentmem.recall.ranking``
 (``FEATURE_NAMES``), fitted with Newton's method (numpy only):
 
-- **Calibration** (``WEIGHTS``, ``BIAS``: the score compared with ``min_score``) over
+- **Calibration** (the profile's weights and bias: the score compared with ``min_score``) over
   ``CALIBRATION_FEATURES`` on the labelled cases, whose every candidate is labelled: the golden
   set and ``eval/calibration_cases.json`` (facts, preferences, chat turns, tool outputs,
   document chunks, unrelated queries), plus the LoCoMo evidence turns as positives at
@@ -19,7 +19,7 @@ Both models are logistic regressions over the candidate features of ``agentmem.r
   (the shipped ranking: 0.3; the calibration's 1.0 shrinks the ordering too far: LoCoMo
   R@10 at default settings 0.806 -> 0.813 leave one conversation out, and 0.813 when the
   penalty is chosen inside each training fold); otherwise the shipped ranking is used.
-- **Score gap** (``SCORE_GAP``: a fact, tool output or document chunk scoring more than this
+- **Score gap** (the profile's ``score_gap``: a fact, tool output or document chunk scoring more than this
   below the best candidate is not returned, see ``ranking.kept``), chosen from a grid for the
   best Recall@5 + Precision@5 on the labelled cases, or set with ``--gap``.
 
@@ -401,7 +401,7 @@ def kind_calibration(items: Sequence[Fitted]) -> dict[str, dict[str, float]]:
 
 # -- the run ---------------------------------------------------------------------------------------
 def fit_gap(labelled: Sequence[Query], cal: np.ndarray, rank: np.ndarray) -> float | None:
-    """The score gap (``SCORE_GAP``) with the best Recall@5 + Precision@5 on the labelled
+    """The score gap (``score_gap``) with the best Recall@5 + Precision@5 on the labelled
     cases, the widest of equals (None, no gap cut, when none beats it)."""
     best, best_value = None, _gap_value(labelled, cal, rank, None)
     for gap in GAPS:

@@ -22,7 +22,7 @@ import httpx
 from langchain_core.embeddings import Embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from agentmem.embeddings import Embedder, default_embedder
+from agentmem.embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder, default_embedder
 
 
 class EmbeddingService:
@@ -121,3 +121,9 @@ def llama_embeddings() -> HttpLlamaEmbedding:
     return HttpLlamaEmbedding(
         model_name="loopback-minilm", base_url=os.environ["EMBEDDING_SERVICE_URL"]
     )
+
+
+def renamed_minilm() -> Embedder:
+    """The bundled MiniLM under a name agentmem ships no profile for (``--embedder
+    _embedding_service:renamed_minilm``): a real local model without calibration."""
+    return CachedEmbedder(OnnxMiniLMEmbedder(model_name="minilm-renamed"))
