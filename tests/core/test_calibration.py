@@ -18,6 +18,7 @@ from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.e5 import E5Embedder
 from agentmem.embeddings import CachedEmbedder, OnnxMiniLMEmbedder
 from agentmem.errors import ValidationError
+from agentmem.maintenance.doctor import diagnose
 from agentmem.recall.ranking import CALIBRATION_FEATURES, RANK_FEATURES
 
 MINILM = "all-MiniLM-L6-v2-int8"
@@ -148,3 +149,21 @@ def test_a_stale_store_profile_is_not_applied(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="fitted for"):
         third.context.use_profile(shipped)  # MiniLM's name: another embedder's weights
     third.close()
+
+
+def test_doctor_names_the_calibration_state(tmp_path: Path, make_memory: Any) -> None:
+    mem = _uncalibrated(tmp_path)
+    assert any("agentmem calibrate" in n for n in diagnose(mem.context).notes)
+    shipped = bundled_profile(MINILM, 384)
+    assert shipped is not None
+    # fitted for a model of this name whose probe sentences embed otherwise
+    other = EmbedderIdentity.of(E5Embedder())
+    foreign = dataclasses.replace(
+        shipped, embedder=dataclasses.replace(other, model_name="minilm-under-another-name")
+    )
+    mem.context.use_profile(foreign)
+    notes = diagnose(mem.context).notes
+    assert any("differ" in n and "agentmem calibrate" in n for n in notes)
+    mem.close()
+    healthy = make_memory()  # the bundled model with its own profile: nothing to say
+    assert not [n for n in diagnose(healthy.context).notes if "calibrat" in n]

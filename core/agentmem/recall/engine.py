@@ -151,10 +151,12 @@ class RecallEngine:
                 )
         if prof is not None:
             prof.lap("rerank")
-        # the gap was fitted on calibrated scores; a reranker's scores are on another scale
+        # the gap was fitted on calibrated scores; a reranker's scores are on another scale,
+        # its own (meaningful without a profile too)
         gap = None if rerank_used else scoring.score_gap
         kinds = [visible[c.id][1].kind for c in ranked]
-        ranked = kept(ranked, kinds, req.min_score, gap, calibrated=scoring.calibrated)
+        calibrated = scoring.calibrated or rerank_used
+        ranked = kept(ranked, kinds, req.min_score, gap, calibrated=calibrated)
         ranked = ranked[: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
