@@ -40,7 +40,7 @@ the bundled MiniLM profile after a change of the ranking features is one command
     python benchmarks/fit_calibration.py --locomo /work/shared/data/locomo-dev.json \
         --fit-ranking --rank-l2 0.3 --embed-cache ~/.cache/agentmem-fit --write
 
-and ``--embedder e5`` does the same for the e5 model.
+and ``--embedder e5 --standardize`` does the same for the e5 model.
 
 Usage:
     python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
@@ -218,9 +218,10 @@ def collect_locomo(path: str, emb: Embedder, config: MemoryConfig) -> list[Query
 
 
 # -- fitting ------------------------------------------------------------------------------------
-#: Fit on standardized features (``--raw-features`` turns it off: how the MiniLM profile
-#: shipped until the ranking redesign was fitted).
-STANDARDIZE = True
+#: Fit on standardized features (``--standardize``): the e5 profile was (its compressed
+#: cosines: golden R@5 0.85 against 0.71 raw); MiniLM's on raw ones (standardized, its
+#: expect-empty cases fare worse: calibration cases 0.57 against 0.86 left empty, 5-fold).
+STANDARDIZE = False
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float, weight: np.ndarray | None = None) -> np.ndarray:
@@ -572,14 +573,14 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
         "--write", action="store_true", help="save the weights as the embedder's shipped profile"
     )
     parser.add_argument(
-        "--raw-features",
+        "--standardize",
         action="store_true",
-        help="fit on the raw features, not standardized ones (the penalty then depends on "
-        "each feature's spread)",
+        help="fit on standardized features (the penalty then weighs every feature alike, "
+        "whatever its spread: for an embedder whose cosines are compressed, e.g. e5)",
     )
     args = parser.parse_args(argv)
     global STANDARDIZE
-    STANDARDIZE = not args.raw_features
+    STANDARDIZE = args.standardize
 
     emb = embedder(args.embed_cache, args.embedder)
 

@@ -10,8 +10,8 @@ them). Two logistic regressions are fitted by Newton's method (:func:`logistic`)
 - the **ranking** (weights over :data:`~agentmem.recall.ranking.RANK_FEATURES`; L2 0.3): the
   order of a query's candidates;
 
-both on standardized features (the penalty weighs every feature alike, whatever the spread
-of the embedder's cosines);
+on raw features and on standardized ones (where the penalty weighs every feature alike,
+whatever the spread of the embedder's cosines), keeping whichever does better held out;
 
 then the **score gap** (how far below the best a self-contained item may score) is chosen from
 :data:`GAPS` for the best Recall@5 + Precision@5, and a row of :data:`GAPS` none beats keeps
@@ -160,20 +160,24 @@ def _stack(parts: Sequence[Part], cols: list[int]) -> tuple[Array, Array, Array]
     return x, y, w
 
 
-def calibration_weights(parts: Sequence[Part], l2: float = CALIBRATION_L2) -> tuple[Array, float]:
+def calibration_weights(
+    parts: Sequence[Part], l2: float = CALIBRATION_L2, *, standardize: bool = False
+) -> tuple[Array, float]:
     """Calibration weights over :data:`CALIBRATION_FEATURES` (0 elsewhere) and the bias."""
     x, y, w = _stack([p for p in parts if len(p[1])], _CAL)
-    fitted = logistic(x, y, l2, w, standardize=True)
+    fitted = logistic(x, y, l2, w, standardize=standardize)
     full = np.zeros(len(FEATURE_NAMES))
     full[_CAL] = fitted[:-1]
     return full, float(fitted[-1])
 
 
-def ranking_weights(parts: Sequence[Part], l2: float = RANKING_L2) -> Array:
+def ranking_weights(
+    parts: Sequence[Part], l2: float = RANKING_L2, *, standardize: bool = False
+) -> Array:
     """Ranking weights over :data:`RANK_FEATURES` (0 elsewhere; the order needs no bias)."""
     x, y, w = _stack([p for p in parts if len(p[1])], _RANK)
     full = np.zeros(len(FEATURE_NAMES))
-    full[_RANK] = logistic(x, y, l2, w, standardize=True)[:-1]
+    full[_RANK] = logistic(x, y, l2, w, standardize=standardize)[:-1]
     return full
 
 
@@ -306,13 +310,13 @@ def fit_gap(queries: Sequence[Labelled], cal: Array, bias: float, rank: Array) -
     return best
 
 
-def fit_weights(queries: Sequence[Labelled]) -> Weights:
+def fit_weights(queries: Sequence[Labelled], *, standardize: bool = False) -> Weights:
     """Calibration, ranking and score gap fitted on ``queries``, every case weighing alike."""
     parts = [(q.features, q.labels, 1.0) for q in queries if len(q.labels)]
     if not parts or not any(p[1].any() for p in parts):
         raise ValueError("no relevant candidate among the labelled cases: nothing to fit")
-    cal, bias = calibration_weights(parts)
-    rank = ranking_weights(parts)
+    cal, bias = calibration_weights(parts, standardize=standardize)
+    rank = ranking_weights(parts, standardize=standardize)
     return Weights(cal, bias, rank, fit_gap(queries, cal, bias, rank))
 
 
@@ -361,7 +365,9 @@ class CalibrationReport:
         }
 
 
-def held_out(queries: Sequence[Labelled], folds: int, seed: int = 0) -> list[Weights]:
+def held_out(
+    queries: Sequence[Labelled], folds: int, seed: int = 0, *, standardize: bool = False
+) -> list[Weights]:
     """For each query, the weights fitted on the folds it is not in (k-fold by group)."""
     groups = sorted({q.group for q in queries})
     random.Random(seed).shuffle(groups)
@@ -369,11 +375,22 @@ def held_out(queries: Sequence[Labelled], folds: int, seed: int = 0) -> list[Wei
     out: list[Weights | None] = [None] * len(queries)
     for f in range(min(folds, len(groups))):
         train = [q for q in queries if fold_of[q.group] != f]
-        weights = fit_weights(train)
+        weights = fit_weights(train, standardize=standardize)
         for i, q in enumerate(queries):
             if fold_of[q.group] == f:
                 out[i] = weights
     return [w for w in out if w is not None]
+
+
+def _worst_family(queries: Sequence[Labelled], cv: Sequence[Weights]) -> float:
+    """The held-out figure of the worst family: the mean of its Recall@5, Precision@5 and
+    expect-empty share (what it has of them)."""
+    worst = 1.0
+    for name in {q.family for q in queries}:
+        f = figures([(q, w) for q, w in zip(queries, cv, strict=True) if q.family == name])
+        values = [v for v in (f.recall, f.precision, f.expect_empty) if v is not None]
+        worst = min(worst, sum(values) / len(values) if values else 1.0)
+    return worst
 
 
 def fit_profile(
@@ -386,12 +403,18 @@ def fit_profile(
 ) -> CalibrationReport:
     """Fit a profile on every case and report it per family, in-sample and held out.
 
+    The features are taken raw and standardized (:func:`logistic`); whichever fits better
+    held out, by its worst family, is kept: standardized suits an embedder whose cosines are
+    compressed (e5), raw keeps more expect-empty cases empty with one whose are not (MiniLM).
+
     Raises:
         ValueError: no case has a relevant candidate (nothing to fit on).
     """
     started = datetime.now(UTC)
-    weights = fit_weights(queries)
-    cv = held_out(queries, folds)
+    tried = {std: held_out(queries, folds, standardize=std) for std in (False, True)}
+    standardize = _worst_family(queries, tried[True]) > _worst_family(queries, tried[False])
+    cv = tried[standardize]
+    weights = fit_weights(queries, standardize=standardize)
     families: dict[str, FamilyFigures] = {}
     names = sorted({q.family for q in queries})
     for name in [*names, "all"]:
@@ -400,8 +423,9 @@ def fit_profile(
             figures([(queries[i], weights) for i in pick]),
             figures([(queries[i], cv[i]) for i in pick]),
         )
+    described = f"{fitted_on}; {'standardized' if standardize else 'raw'} features"
     return CalibrationReport(
-        profile=weights.profile(identity, fitted_on=fitted_on, version=version),
+        profile=weights.profile(identity, fitted_on=described, version=version),
         families=families,
         folds=folds,
         cases=len(queries),
