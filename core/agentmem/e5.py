@@ -100,18 +100,20 @@ class E5Embedder:
             return self._model
 
     def _fit(self, model: Any, text: str, is_query: bool) -> str:
-        """``text`` cut to the model's window (whole words, measured by its tokenizer)."""
+        """``text`` cut to the model's window, measured by its tokenizer: whole words, or
+        characters for text written without spaces (Japanese, Chinese)."""
         n = int(model.token_count(text, is_query))
         if n <= MAX_TOKENS:
             return text
         words = text.split()
-        keep = max(int(len(words) * MAX_TOKENS / n * 0.95), 1)
+        pieces, sep = (words, " ") if len(words) > 1 else (list(text), "")
+        keep = max(int(len(pieces) * MAX_TOKENS / n * 0.95), 1)
         while keep > 1:
-            cut = " ".join(words[:keep])
+            cut = sep.join(pieces[:keep])
             if int(model.token_count(cut, is_query)) <= MAX_TOKENS:
                 return cut
             keep = int(keep * 0.9)
-        return words[0][: MAX_TOKENS * 2] if words else text[: MAX_TOKENS * 2]
+        return pieces[0]
 
     def _encode(self, texts: list[str], is_query: bool) -> FloatArray:
         model = self._load()

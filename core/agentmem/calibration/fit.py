@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -348,7 +348,6 @@ class CalibrationReport:
     cases: int
     candidates: int
     seconds: float = 0.0
-    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -361,7 +360,6 @@ class CalibrationReport:
             "cases": self.cases,
             "candidates": self.candidates,
             "seconds": self.seconds,
-            "notes": list(self.notes),
         }
 
 
