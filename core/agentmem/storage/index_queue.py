@@ -21,8 +21,10 @@ and any change made from now on belongs to a transaction at or above it, after t
 position. A change waiting behind the horizon is still recallable: recall reads the rows
 after this node's position from the records (read-your-writes). A transaction left open
 anywhere in the Postgres cluster holds the horizon back, and with it every node's keyword
-index (not recall), until it ends. The vector index is shared, so ``vec_pending`` stays per row; a node takes rows to
-embed by claiming them (``FOR UPDATE SKIP LOCKED`` and a lease), so each row is embedded once
+index (not recall), until it ends.
+
+The vector index is shared, so ``vec_pending`` stays per row; a node takes rows to embed by
+claiming them (``FOR UPDATE SKIP LOCKED`` and a lease), so each row is embedded once
 cluster-wide.
 """
 

@@ -14,11 +14,11 @@ index; the records, and everything else that is state, live here.
   write that names none takes the cluster lock exclusively and runs alone, as every write
   did before (maintenance, forgetting, erasure, imports: rare, and touching rows of many
   partitions). :mod:`~agentmem.storage.write_locks` says which key each step needs and why.
-- The change sequence (``change_seq``, assigned by a trigger) no longer grows in commit
-  order once writes run at the same time; each change also carries the id of the
-  transaction that made it (``change_xid``), and a node reads changes only below the oldest
-  transaction still running (:meth:`~agentmem.storage.index_queue.IndexQueue.pending_keyword`),
-  so no change can commit behind its position.
+- The change sequence (``change_seq``, assigned by a trigger) does not grow in commit order,
+  since writes run at the same time; each change also carries the id of the transaction
+  that made it (``change_xid``), and a node reads changes only below the oldest transaction
+  still running (:meth:`~agentmem.storage.index_queue.IndexQueue.pending_keyword`), so no
+  change can commit behind its position.
 - The claim of rows to embed and a node's index position take no advisory lock: the claim
   uses ``FOR UPDATE SKIP LOCKED`` so nodes embedding at the same time take disjoint rows.
 - ``NOTIFY agentmem_changes`` (sent by the trigger, once per transaction) wakes the other

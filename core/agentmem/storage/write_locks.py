@@ -35,7 +35,12 @@ they can neither interleave with the steps above nor wait in a cycle on row lock
 The background bookkeeping of many rows at once (the indexer marking rows done, recall
 adding access counts) never waits for a row lock: :func:`update_rows` updates the rows no
 other transaction holds and comes back for the rest, so it can never close a cycle of
-waits with a user's write (which would make Postgres abort one of them).
+waits with a user's write (which would make Postgres abort one of them). What is left: two
+writes superseding different topics whose old rows were extracted from the same chat
+messages mark those messages superseded too (``_retire_sources``); two such batches
+running at once could wait on each other's message rows. Postgres then aborts one, whose
+caller gets a :class:`~agentmem.errors.StorageError` (nothing of it was acknowledged or
+stored) and may write again.
 """
 
 from __future__ import annotations
