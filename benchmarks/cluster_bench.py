@@ -25,8 +25,9 @@ schema/database and an unused Chroma database, both created when missing):
    ``--nodes``. Reported: acknowledged writes per second, the acknowledgement latency
    p50/p95, and the lock waits: Postgres's ``pg_stat_activity`` sampled every 20 ms, the
    mean number of backends waiting for a lock (by kind: ``advisory``, ``transactionid``,
-   ``tuple``...) and the share of samples with any waiting. Embedding runs meanwhile in the
-   nodes' background.
+   ``tuple``...) and the share of samples with any waiting; and the nodes' CPU time per
+   acknowledged write (steadier than writes/s on a machine shared with other work).
+   Embedding runs meanwhile in the nodes' background.
 
    ``--code LABEL=DIR`` (repeatable) runs the nodes of each write phase from the agentmem
    sources in ``DIR`` (its ``core`` first on ``PYTHONPATH``; e.g. a worktree of an older
@@ -149,6 +150,11 @@ class Node:
         else:
             raise RuntimeError(f"node on {home} exited with {self.proc.wait()}")
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def cpu_seconds(self) -> float:
+        """CPU time the node process has used so far (user + system, Linux ``/proc``)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -303,11 +309,16 @@ def write_phase(
         key = json.loads(done.stdout)["key"]
         nodes = [Node(work / name / f"node{i}", flags, code) for i in range(count)]
         try:
+            cpu = sum(n.cpu_seconds() for n in nodes)
             with LockWaits(args.records_url) as waits:
                 figures = write_load(
                     [n.url for n in nodes], key, args.writers, args.write_seconds, args.users
                 )
+            cpu = sum(n.cpu_seconds() for n in nodes) - cpu
             figures["lock_waits"] = waits.figures()
+            # the nodes' CPU per acknowledged write (their background embedding included):
+            # on a shared machine a steadier figure than writes/s
+            figures["node_cpu_ms_per_ack"] = round(cpu * 1000 / max(figures["acked"], 1), 2)
         finally:
             for n in nodes:
                 n.stop()
@@ -398,16 +409,17 @@ def render(out: dict[str, Any]) -> str:
     if writes:
         lines += [
             "",
-            "| code | nodes | round | acked writes/s | ack p50 / p95 ms | backends waiting for a "
-            "lock (mean; by kind) | samples with a wait | active backends (mean) | errors |",
-            "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+            "| code | nodes | round | acked writes/s | ack p50 / p95 ms | node CPU ms per write | "
+            "backends waiting for a lock (mean; by kind) | samples with a wait | "
+            "active backends (mean) | errors |",
+            "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
         ]
         for w in sorted(writes, key=lambda w: (w["nodes"], w["code"], w["round"])):
             lw = w["lock_waits"]
             kinds = ", ".join(f"{k} {v}" for k, v in lw["waiting_by_kind"].items()) or "-"
             lines.append(
                 f"| {w['code']} | {w['nodes']} | {w['round']} | {w['acked_per_s']} | "
-                f"{w['ack_ms']['p50']} / {w['ack_ms']['p95']} | "
+                f"{w['ack_ms']['p50']} / {w['ack_ms']['p95']} | {w['node_cpu_ms_per_ack']} | "
                 f"{lw['mean_waiting_for_a_lock']} ({kinds}) | "
                 f"{lw['share_of_samples_with_a_wait']:.0%} | {lw['mean_active_backends']} | "
                 f"{len(w['errors'])} |"
