@@ -54,18 +54,30 @@ from .index_text import (
 log = logging.getLogger("agentmem.write.indexer")
 
 KEYWORD_BATCH = 2000
+#: Seconds between looks while committed changes wait behind a transaction still running
+#: (Postgres: see :class:`~agentmem.storage.index_queue.IndexQueue`); its commit may not
+#: notify anyone.
+HELD_BACK_POLL = 0.05
 #: Rows scanned per idle pass when filling in the text features of an older data dir.
 BACKFILL_BATCH = 2000
 
 
 class _Worker:
     """A daemon thread that runs ``step`` until it reports no work, then sleeps until
-    notified (or for a second, to catch work left by a crash)."""
+    notified (or for a second, to catch work left by a crash; or :data:`HELD_BACK_POLL`
+    while ``soon()`` says work is about to become possible)."""
 
-    def __init__(self, name: str, step: Callable[[], bool], owner: Indexer) -> None:
+    def __init__(
+        self,
+        name: str,
+        step: Callable[[], bool],
+        owner: Indexer,
+        soon: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.name = name
         self.step = step
         self.owner = owner
+        self.soon = soon
         self.thread: threading.Thread | None = None
         self.wake = threading.Event()
         self.idle = threading.Event()
@@ -103,7 +115,7 @@ class _Worker:
                 self.stopping.wait(min(self.owner.backoff, 1.0))
             if not did:
                 self.idle.set()
-                self.wake.wait(timeout=1.0)
+                self.wake.wait(timeout=HELD_BACK_POLL if self.soon() else 1.0)
                 self.wake.clear()
                 if self.owner.interval:
                     # gather a batch of writes that arrive together
@@ -166,7 +178,12 @@ class Indexer:
         self._kw_lock = threading.RLock()
         self._vec_lock = threading.RLock()
         self._workers = [
-            _Worker("agentmem-keywords", self._keyword_step, self),
+            _Worker(
+                "agentmem-keywords",
+                self._keyword_step,
+                self,
+                soon=lambda: self.records.index.held_back,
+            ),
             _Worker("agentmem-embedder", self._vector_step, self),
         ]
         self.embedded_total = 0
