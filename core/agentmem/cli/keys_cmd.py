@@ -9,6 +9,7 @@ Examples::
     agentmem --home /srv/mem keys create --tenant acme --name web-app
     agentmem --home /srv/mem keys create --tenant acme --user u1 --json
     agentmem --home /srv/mem keys create --tenant acme --admin --name ops
+    agentmem --home /srv/mem keys create --tenant ops --operator --name prometheus
     agentmem --home /srv/mem keys list
     agentmem --home /srv/mem keys revoke 3f9a0c1d2b4e
 """

@@ -9,6 +9,7 @@ Example::
 
     agentmem --home /srv/agentmem keys create --tenant acme --name web
     agentmem --home /srv/agentmem serve --host 127.0.0.1 --port 8720
+    agentmem --home /srv/agentmem serve --metrics-port 9464   # /metrics without a key, loopback
 """
 
 from __future__ import annotations

@@ -52,9 +52,9 @@ class ServerState:
             RateLimitError: the key is over its rate.
         """
         key = check_key(self.store.records, headers)
-        tracing.annotate(
-            {"agentmem.tenant_hash": tracing.short_hash(key.tenant_id), "agentmem.key_id": key.id}
-        )
+        if tracing.enabled():
+            tenant = tracing.short_hash(key.tenant_id)
+            tracing.annotate({"agentmem.tenant_hash": tenant, "agentmem.key_id": key.id})
         try:
             self.limiter.check(key.id)
         except RateLimitError:
