@@ -131,8 +131,10 @@ def observe(
 ) -> RecallResult:
     """Run one recall (``run``) observed: profiled, kept, and traced when tracing is on."""
     wall_ns, perf = time.time_ns(), time.perf_counter()
-    attributes = {"agentmem.tenant_hash": tracing.short_hash(identity.tenant_id)}
-    attributes["agentmem.recall.scope"] = scope
+    attributes: tracing.Attributes = {
+        "agentmem.tenant_hash": tracing.short_hash(identity.tenant_id),
+        "agentmem.recall.scope": scope,
+    }
     with recording() as prof, tracing.span("agentmem.recall", attributes) as current:
         result = run()
         observation = _observation(identity, scope, result, prof)

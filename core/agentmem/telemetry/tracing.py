@@ -79,13 +79,13 @@ def use_tracer_provider(provider: Any) -> None:
     _tracer = None if provider is None else provider.get_tracer(TRACER_NAME)
 
 
-def setup(environ: Mapping[str, str] | None = None) -> bool:
+def setup() -> bool:
     """Turn spans on when the application or the environment configured OpenTelemetry (see
     the module docstring); True if they are on. Cheap after the first call."""
     global _tracer, _env_read
     if _tracer is not None:
         return True
-    env = os.environ if environ is None else environ
+    env = os.environ  # the exporters read their own OTEL_EXPORTER_* settings from it too
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     try:
