@@ -47,6 +47,8 @@ from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
 from .storage.vector_index import VectorIndex
+from .telemetry import tracing
+from .telemetry.recalls import RecallObservations
 from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
@@ -116,6 +118,8 @@ class StoreContext:
         self._closed = False
         self.access = AccessTracker(records)
         self.calibration = calibration
+        #: The last recalls of this store, as numbers (metrics, the inspector).
+        self.recalls = RecallObservations()
         self.engine = RecallEngine(
             records, keywords, vectors, embedder, reranker, settings.memory, calibration.scoring
         )
@@ -239,6 +243,7 @@ def open_store(
         EmbedderMismatchError: the dir's vectors were made by another embedder.
         StorageError: a store cannot be opened.
     """
+    tracing.setup()  # spans on if the application or OTEL_* configured OpenTelemetry
     emb = embedder or settings_embedder(settings)
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
