@@ -869,10 +869,13 @@ def test_cli_mlflow_failure_does_not_change_the_verdict(
 
 
 def test_cli_requires_a_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval"]) == 2
+    err = capsys.readouterr().err
+    assert "--dataset" in err and "--suite" in err
+    # --locomo goes with --suite (as a family), never with another source
     with pytest.raises(SystemExit) as info:
-        main(["eval"])
+        main(["eval", "--dataset", "golden", "--locomo", "x.json"])
     assert info.value.code == 2
-    assert "--dataset" in capsys.readouterr().err
 
 
 # -- the project's own dataset ------------------------------------------------------------------------
