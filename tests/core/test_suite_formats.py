@@ -20,7 +20,7 @@ from agentmem.evaluation.suite import (
     parse_conversations,
     plan,
 )
-from agentmem.evaluation.suite.families import load_golden_family
+from agentmem.evaluation.suite.golden_family import load_golden_family
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "suite"
 

@@ -31,7 +31,7 @@ least about a hundred plausible distractors (same domain, similar words).
 **Formats.** ``paraphrase``, ``identifiers``, ``tool_outputs`` and ``documents`` are golden
 datasets (:mod:`agentmem.evaluation.golden`) with a ``family`` and a shared ``distractors``
 pool; ``documents`` cases name ``expected_passages``. They are written into one shared store
-per family (:func:`~.families.write_golden_shared`). ``implicit`` and ``temporal`` are in the
+per family (:mod:`.golden_family`). ``implicit`` and ``temporal`` are in the
 conversation format (:mod:`.conversations`).
 
 **Systems**, all on the same store: ``agentmem`` at default settings (the public ``recall``
@@ -63,6 +63,7 @@ from .candidates import (
     load_candidates,
     save_candidates,
 )
+from .cases import SuiteCase, WrittenFamily
 from .conversations import (
     Conversation,
     ConversationCase,
@@ -76,14 +77,12 @@ from .families import (
     CONVERSATION_FAMILIES,
     FAMILIES,
     GOLDEN_FAMILIES,
-    SuiteCase,
-    WrittenFamily,
     family_path,
     load_family,
-    load_locomo_empty,
     suite_dir,
     write_family,
 )
+from .locomo_family import load_locomo_empty
 from .metrics import METRICS, SYSTEM_LABELS, SYSTEMS, CaseOutcome, SystemOutcome
 from .report import SuiteReport
 from .run import ProgressFn, evaluate_case, run_suite

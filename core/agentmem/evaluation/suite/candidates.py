@@ -41,8 +41,8 @@ from ...memory import AgentMemory
 from ...recall.ranking import FEATURE_NAMES
 from ...recall.request import RecallRequest
 from ...tokens import count_tokens
-from .families import SuiteCase, WrittenFamily
-from .stores import family_stores, golden_store, locomo_store
+from .cases import SuiteCase, WrittenFamily
+from .stores import family_stores, golden_store, locomo_store, run_embedder
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -236,15 +236,11 @@ def collect_suite(
         embed_cache: Keep vectors on disk here (as ``agentmem eval --embed-cache``).
     """
     out: list[LabelledQuery] = []
-    for _, (mem, family) in family_stores(
-        families,
-        locomo=locomo,
-        directory=directory,
-        embedder=embedder,
-        config=config,
-        embed_cache=embed_cache,
-    ):
-        out.extend(collect(mem, family))
+    with run_embedder(embedder, embed_cache) as (shared, _):
+        for _, (mem, family) in family_stores(
+            families, locomo=locomo, directory=directory, embedder=shared, config=config
+        ):
+            out.extend(collect(mem, family))
     return out
 
 

@@ -38,7 +38,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ...memory import AgentMemory
 from ..golden.dataset import DatasetError
+from .cases import SuiteCase, WrittenFamily
 
 #: Roles a turn may have.
 TURN_ROLES = ("user", "assistant")
@@ -358,6 +360,36 @@ def session_messages(session: ConversationSession) -> Sequence[dict[str, Any]]:
     ]
 
 
+def write_conversations(mem: AgentMemory, data: ConversationSet) -> WrittenFamily:
+    """Write every conversation (one user each, in tenant ``suite.<family>``)."""
+    tenant = f"suite.{data.family}"
+    rows = 0
+    for conv in data.conversations:
+        for session in conv.sessions:
+            bound = mem.bind(tenant, user_id=conv.id, session_id=session.id)
+            rows += len(bound.add_messages(session_messages(session)))
+    cases = tuple(
+        SuiteCase(
+            family=data.family,
+            id=case.id,
+            group=case.conversation,
+            query=case.query,
+            evidence=frozenset(case.evidence),
+            expect_empty=case.expect_empty,
+            identity=mem.bind(tenant, user_id=case.conversation, session_id=case.session).identity,
+            scope="history",
+            tags=case.tags,
+        )
+        for case in data.cases
+    )
+
+    def units(row_id: str, content: str, metadata: Mapping[str, Any]) -> tuple[str, ...]:
+        turn = metadata.get(TURN_ID_KEY)
+        return (turn,) if isinstance(turn, str) else ()
+
+    return WrittenFamily(data.family, cases, units, rows)
+
+
 __all__ = [
     "TURN_ID_KEY",
     "TURN_MINUTES",
@@ -371,4 +403,5 @@ __all__ = [
     "parse_conversations",
     "parse_date",
     "session_messages",
+    "write_conversations",
 ]

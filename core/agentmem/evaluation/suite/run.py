@@ -3,7 +3,6 @@ candidates of agentmem labelled for calibration (see :mod:`agentmem.evaluation.s
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -11,13 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...config import MemoryConfig
-from ...embeddings import Embedder, default_embedder
+from ...embeddings import Embedder
 from ...memory import AgentMemory
-from ...storage.embedding_cache import DiskEmbeddingCache, cached_on_disk
 from ...storage.rows import Brief
 from ..halves import RRF_K, naive_rrf, retriever_rows
 from .candidates import LabelledQuery, collect_case
-from .families import SuiteCase, WrittenFamily
+from .cases import SuiteCase, WrittenFamily
 from .metrics import (
     SYSTEMS,
     TOP_K,
@@ -28,7 +26,7 @@ from .metrics import (
     system_metrics,
 )
 from .report import SuiteReport
-from .stores import family_store, plan
+from .stores import family_stores, plan, run_embedder
 
 #: ``progress(family, done, total)`` after each case.
 ProgressFn = Callable[[str, int, int], None]
@@ -104,7 +102,8 @@ def run_suite(
         locomo: A LoCoMo file (e.g. the development split), read where it lies.
         directory: The family files (default: the bundled ones, :func:`suite_dir`).
         embedder: Shared by every family's store; default the packaged model.
-        config: Store configuration; default ``MemoryConfig()``, as a user gets it.
+        config: Store configuration; default the one a user gets (``AGENTMEM_*`` variables
+            applied).
         embed_cache: Keep every vector in this directory across runs (a repeat run embeds
             only texts it has not seen).
         progress: Called after each case.
@@ -112,54 +111,49 @@ def run_suite(
     names, skipped = plan(families, locomo=locomo, directory=directory)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    disk: DiskEmbeddingCache | None = None
     outcomes: list[CaseOutcome] = []
     queries: list[LabelledQuery] = []
     summary: dict[str, Any] = {}
-    with contextlib.ExitStack() as stack:
-        if embed_cache is not None:
-            embedder, disk = cached_on_disk(embedder, embed_cache)
-            stack.callback(disk.close)
-        elif embedder is None:
-            embedder = default_embedder()
-        for name in names:
+    # the settings reported are those the stores ran with (the environment's, without config)
+    cfg = config or MemoryConfig.from_env()
+    with run_embedder(embedder, embed_cache) as (shared, disk):
+        t0 = time.perf_counter()
+        for name, (mem, family) in family_stores(
+            names, locomo=locomo, directory=directory, embedder=shared, config=config
+        ):
+            t1 = time.perf_counter()
+            cfg = mem.config
+            mine: list[CaseOutcome] = []
+            labelled: list[LabelledQuery] = []
+            for n, case in enumerate(family.cases):
+                labelled.append(collect_case(mem, family, case))
+                mine.append(evaluate_case(mem, family, case))
+                if progress is not None:
+                    progress(name, n + 1, len(family.cases))
+            summary[name] = {
+                "rows": family.rows,
+                "cases": sum(1 for c in family.cases if not c.expect_empty),
+                "expect_empty_cases": sum(1 for c in family.cases if c.expect_empty),
+                "systems": {s: system_metrics(mine, s) for s in SYSTEMS},
+                "calibration": {
+                    **calibration(labelled, cfg.min_score),
+                    "expect_empty": system_metrics(mine, "agentmem")["expect_empty"],
+                },
+                "timing_s": {
+                    "write": round(t1 - t0, 2),
+                    "queries": round(time.perf_counter() - t1, 2),
+                },
+            }
+            outcomes.extend(mine)
+            queries.extend(labelled)
             t0 = time.perf_counter()
-            with family_store(
-                name, locomo=locomo, directory=directory, embedder=embedder, config=config
-            ) as (mem, family):
-                t1 = time.perf_counter()
-                mine: list[CaseOutcome] = []
-                labelled: list[LabelledQuery] = []
-                for n, case in enumerate(family.cases):
-                    labelled.append(collect_case(mem, family, case))
-                    mine.append(evaluate_case(mem, family, case))
-                    if progress is not None:
-                        progress(name, n + 1, len(family.cases))
-                min_score = mem.config.min_score
-                summary[name] = {
-                    "rows": family.rows,
-                    "cases": sum(1 for c in family.cases if not c.expect_empty),
-                    "expect_empty_cases": sum(1 for c in family.cases if c.expect_empty),
-                    "systems": {s: system_metrics(mine, s) for s in SYSTEMS},
-                    "calibration": {
-                        **calibration(labelled, min_score),
-                        "expect_empty": system_metrics(mine, "agentmem")["expect_empty"],
-                    },
-                    "timing_s": {
-                        "write": round(t1 - t0, 2),
-                        "queries": round(time.perf_counter() - t1, 2),
-                    },
-                }
-                outcomes.extend(mine)
-                queries.extend(labelled)
-        cfg = config or MemoryConfig()
         settings = {
             "top_k": TOP_K,
             "min_score": cfg.min_score,
             "token_budget": cfg.token_budget,
             "candidates_per_list": cfg.candidates,
             "rrf_k": RRF_K,
-            "embedder": embedder.model_name,
+            "embedder": shared.model_name,
             "locomo": None if locomo is None else str(locomo),
             "directory": None if directory is None else str(directory),
             "embed_cache": None

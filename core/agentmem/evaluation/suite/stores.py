@@ -18,20 +18,13 @@ from ...config import MemoryConfig
 from ...embeddings import Embedder, default_embedder
 from ...errors import ValidationError
 from ...memory import AgentMemory
-from ...storage.embedding_cache import cached_on_disk
+from ...storage.embedding_cache import DiskEmbeddingCache, cached_on_disk
 from ..golden.dataset import load_dataset
 from ..locomo.data import load_locomo
-from .families import (
-    FAMILIES,
-    LOCOMO_EMPTY_FILE,
-    WrittenFamily,
-    family_path,
-    load_family,
-    load_locomo_empty,
-    write_family,
-    write_golden_isolated,
-    write_locomo,
-)
+from .cases import WrittenFamily
+from .families import FAMILIES, family_path, load_family, write_family
+from .golden_family import write_golden_isolated
+from .locomo_family import LOCOMO_EMPTY_FILE, load_locomo_empty, write_locomo
 
 Opened = tuple[AgentMemory, WrittenFamily]
 
@@ -156,6 +149,22 @@ def plan(
     return run, skipped
 
 
+@contextlib.contextmanager
+def run_embedder(
+    embedder: Embedder | None = None, embed_cache: str | os.PathLike[str] | None = None
+) -> Iterator[tuple[Embedder, DiskEmbeddingCache | None]]:
+    """The embedder a run shares (default: the packaged one), behind the on-disk cache in
+    ``embed_cache`` if given (closed on exit): ``(embedder, disk cache or None)``."""
+    if embed_cache is None:
+        yield (embedder if embedder is not None else default_embedder()), None
+        return
+    cached, disk = cached_on_disk(embedder, embed_cache)
+    try:
+        yield cached, disk
+    finally:
+        disk.close()
+
+
 def family_stores(
     families: Sequence[str] | None = None,
     *,
@@ -163,22 +172,16 @@ def family_stores(
     directory: str | os.PathLike[str] | None = None,
     embedder: Embedder | None = None,
     config: MemoryConfig | None = None,
-    embed_cache: str | os.PathLike[str] | None = None,
 ) -> Iterator[tuple[str, Opened]]:
     """Each family of :func:`plan` in turn, written into its own fresh store: ``(name,
     (mem, family))``; the store is removed when the next one opens."""
     names, _ = plan(families, locomo=locomo, directory=directory)
-    with contextlib.ExitStack() as stack:
-        if embed_cache is not None:
-            embedder, disk = cached_on_disk(embedder, embed_cache)
-            stack.callback(disk.close)
-        elif embedder is None:
-            embedder = default_embedder()
-        for name in names:
-            with family_store(
-                name, locomo=locomo, directory=directory, embedder=embedder, config=config
-            ) as opened:
-                yield name, opened
+    embedder = embedder if embedder is not None else default_embedder()
+    for name in names:
+        with family_store(
+            name, locomo=locomo, directory=directory, embedder=embedder, config=config
+        ) as opened:
+            yield name, opened
 
 
 __all__ = [
@@ -189,5 +192,6 @@ __all__ = [
     "golden_store",
     "locomo_store",
     "plan",
+    "run_embedder",
     "settle",
 ]
