@@ -143,14 +143,16 @@ def ece(scores: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> float:
     return total / len(scores)
 
 
-def calibration(queries: Sequence[LabelledQuery], min_score: float) -> dict[str, float | None]:
+def calibration(
+    queries: Sequence[LabelledQuery], min_score: float
+) -> dict[str, int | float | None]:
     """Calibration of recall's scores over a family's candidates (see the module docstring)."""
     scores = np.concatenate([q.scores for q in queries]) if queries else np.zeros(0)
     labels = np.concatenate([q.labels for q in queries]) if queries else np.zeros(0)
     relevant, irrelevant = scores[labels == 1], scores[labels == 0]
     ceilings = [c for q in queries if (c := q.ceiling) is not None]
     return {
-        "candidates": float(len(scores)),
+        "candidates": len(scores),
         "relevant": round(float(labels.mean()), 4) if len(labels) else None,
         "ece": round(ece(scores, labels), 4) if len(scores) else None,
         "kept_relevant": round(float((relevant >= min_score).mean()), 4) if len(relevant) else None,

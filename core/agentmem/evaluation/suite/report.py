@@ -31,11 +31,12 @@ _CALIBRATION_COLUMNS = (
 
 
 def _cell(value: Any) -> str:
+    """A count as an integer, a share or a score with three decimals, None as a dash."""
     if value is None:
         return "-"
-    if isinstance(value, float) and value.is_integer() and value > 1:
-        return f"{int(value):,}"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.3f}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -127,9 +128,9 @@ class SuiteReport:
         sizes = [
             [
                 name,
-                _cell(float(fam["rows"])),
-                _cell(fam["timing_s"]["write"]),
-                _cell(fam["timing_s"]["queries"]),
+                _cell(fam["rows"]),
+                f"{fam['timing_s']['write']:.1f}",
+                f"{fam['timing_s']['queries']:.1f}",
             ]
             for name, fam in fams.items()
         ]
