@@ -252,3 +252,22 @@ def test_plan_runs_what_is_there_and_refuses_what_is_asked_for_but_missing(
         plan(["paraphrase"], directory=FIXTURE)
     with pytest.raises(ValidationError, match="locomo: no LoCoMo file"):
         plan(["locomo"])
+
+
+def test_a_chunk_carries_its_passages_in_file_order() -> None:
+    """The units of a row are the same, in the same order, on every run (a set's order
+    changes with the interpreter's hash seed)."""
+    from agentmem.evaluation.golden import parse_dataset
+    from agentmem.evaluation.suite.golden_family import _golden_units
+
+    words = [f"passage number {n} says {w}" for n, w in enumerate("abcdefgh")]
+    doc = {"kind": "document_chunk", "content": ". ".join(words) + "."}
+    cases = [
+        {"id": f"c{n}", "query": "q", "setup_memories": [], "expected_passages": [w]}
+        for n, w in enumerate(reversed(words))
+    ]
+    dataset = parse_dataset({"distractors": [doc], "cases": cases})
+    (owner,) = dataset.distractors
+    units = _golden_units({"row": owner}, dataset)
+    assert units("row", owner.content, {}) == (owner.content, *reversed(words))
+    assert units("other", "x", {}) == ()

@@ -108,7 +108,8 @@ def _golden_case(name: str, case: GoldenCase, identity: Identity, group: str) ->
 
 
 def _golden_units(owners: Mapping[str, SetupMemory], dataset: GoldenDataset) -> Labeller:
-    passages = {p for case in dataset.cases for p in case.expected_passages}
+    # in file order: a row's units are the same, in the same order, on every run
+    passages = tuple(dict.fromkeys(p for case in dataset.cases for p in case.expected_passages))
 
     def units(row_id: str, content: str, metadata: Mapping[str, Any]) -> tuple[str, ...]:
         owner = owners.get(row_id)
