@@ -366,7 +366,7 @@ def test_expect_empty_implies_no_expected_retrievals() -> None:
         parse_dataset({"cases": [case]})
     assert (
         "cases[0](nothing-relevant).expected_retrievals",
-        "is required (or set expect_empty to true)",
+        "is required (or expected_passages, or set expect_empty to true)",
     ) in info.value.problems
 
 
