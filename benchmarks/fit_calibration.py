@@ -61,6 +61,7 @@ import numpy as np
 from agentmem.config import MAX_TOP_K, MemoryConfig
 from agentmem.embeddings import Embedder, default_embedder
 from agentmem.evaluation import dataset_path, locomo
+from agentmem.evaluation.halves import uncut_request
 from agentmem.evaluation.suite import LabelledQuery, collect_golden
 from agentmem.evaluation.suite import collect_locomo as suite_collect_locomo
 from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, RANK_WEIGHTS
@@ -112,17 +113,7 @@ def embedder(cache_dir: str | None) -> Embedder:
 
 
 def _request(query: str, scope: str, kinds=None, types=None) -> RecallRequest:  # type: ignore[no-untyped-def]
-    return RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope=scope,
-        kinds=kinds,
-        memory_types=types,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
-    )
+    return uncut_request(query, scope=scope, kinds=kinds, memory_types=types)
 
 
 #: LoCoMo category name -> number (the core's candidates carry the name as their tag).

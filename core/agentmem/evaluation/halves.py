@@ -32,6 +32,30 @@ RRF_K = 60
 _NO_BUDGET = 10**9
 
 
+def uncut_request(
+    query: str,
+    *,
+    scope: str = "any",
+    kinds: tuple[str, ...] | None = None,
+    memory_types: tuple[str, ...] | None = None,
+    retrievers: tuple[str, ...] = RETRIEVERS,
+) -> RecallRequest:
+    """A recall request that cuts nothing: every candidate of ``retrievers`` (at most
+    ``MAX_TOP_K``), ``min_score`` 0, no token budget, no reranker."""
+    return RecallRequest(
+        query=query,
+        top_k=MAX_TOP_K,
+        scope=scope,
+        kinds=kinds,
+        memory_types=memory_types,
+        rerank=False,
+        min_score=0.0,
+        token_budget=_NO_BUDGET,
+        filters={},
+        retrievers=retrievers,
+    )
+
+
 def retriever_rows(
     mem: AgentMemory,
     identity: Identity,
@@ -57,17 +81,8 @@ def retriever_rows(
     """
     if retriever not in RETRIEVERS:
         raise ValueError(f"retriever must be one of {RETRIEVERS}, not {retriever!r}")
-    req = RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope=scope,
-        kinds=kinds,
-        memory_types=memory_types,
-        rerank=False,
-        min_score=0.0,
-        token_budget=_NO_BUDGET,
-        filters={},
-        retrievers=(retriever,),
+    req = uncut_request(
+        query, scope=scope, kinds=kinds, memory_types=memory_types, retrievers=(retriever,)
     )
     ranked, visible, _ = mem.engine.candidates(identity, req)
     if retriever == "keyword":
@@ -87,4 +102,4 @@ def naive_rrf(lists: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
     return sorted(fused, key=lambda i: -fused[i])
 
 
-__all__ = ["RRF_K", "naive_rrf", "retriever_rows"]
+__all__ = ["RRF_K", "naive_rrf", "retriever_rows", "uncut_request"]

@@ -35,19 +35,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...config import MAX_TOP_K, MemoryConfig
+from ...config import MemoryConfig
 from ...embeddings import Embedder
 from ...memory import AgentMemory
 from ...recall.ranking import FEATURE_NAMES
 from ...recall.request import RecallRequest
 from ...tokens import count_tokens
+from ..halves import uncut_request
 from .cases import SuiteCase, WrittenFamily
 from .stores import family_stores, golden_store, locomo_store, run_embedder
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-#: A token budget that cuts nothing.
-_NO_BUDGET = 10**9
 #: Version of :func:`save_candidates`' format.
 FORMAT_VERSION = 1
 
@@ -142,16 +141,8 @@ class LabelledQuery:
 def candidate_request(case: SuiteCase) -> RecallRequest:
     """The request whose candidates are collected for ``case``: as recall asks it, with no
     cut-off (``min_score`` 0, no budget, no reranker)."""
-    return RecallRequest(
-        query=case.query,
-        top_k=MAX_TOP_K,
-        scope=case.scope,
-        kinds=case.kinds,
-        memory_types=case.memory_types,
-        rerank=False,
-        min_score=0.0,
-        token_budget=_NO_BUDGET,
-        filters={},
+    return uncut_request(
+        case.query, scope=case.scope, kinds=case.kinds, memory_types=case.memory_types
     )
 
 
