@@ -135,10 +135,13 @@ def test_identity_comes_from_environment(cli: CLI, monkeypatch: pytest.MonkeyPat
 
 
 def test_tenant_defaults_to_default(cli: CLI) -> None:
-    assert cli("remember", "Deploys happen on Tuesdays").status == 0
+    # no owner bound: the whole tenant would see it, so only when asked for by name
+    refused = cli("remember", "Deploys happen on Tuesdays")
+    assert refused.status == 2 and "--scope tenant" in refused.err
+    assert cli("remember", "Deploys happen on Tuesdays", "--scope", "tenant").status == 0
     (row,) = cli("export").jsonl()
     assert row["tenant_id"] == "default"
-    assert row["scope"] == "tenant"  # no user or agent bound: a tenant memory
+    assert row["scope"] == "tenant"
 
 
 def test_long_message_is_kept_in_full(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +185,8 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["remember", "x", "--scope", "user"], 2, "needs --user (or AGENTMEM_USER)"),
         (["remember", "x", "--scope", "session"], 2, "needs --session"),
         (["remember", "x", "--metadata", "{nope"], 2, "--metadata: not valid JSON"),
-        (["remember", "x", "--importance", "3"], 2, "importance: must be between 0 and 1"),
+        (["--user", "u", "remember", "x", "--importance", "3"], 2, "importance: must be"),
+        (["remember", "x"], 2, "pass --scope tenant to mean that"),
         (["add-message", "user", "hello"], 2, "add-message needs --session"),
         (["--session", "s", "add-message", "user", " "], 2, "content: must not be empty"),
         (["recall", "x", "--top-k", "50"], 2, "top_k: must be between 1 and 20"),

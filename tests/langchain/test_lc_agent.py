@@ -328,3 +328,27 @@ def test_middleware_checks_its_arguments(mem: AgentMemory, bound: BoundMemory) -
     for bad in ({"window": 0}, {"model_window": -1}, {"budget_ratio": 0.0}, {"window": True}):
         with pytest.raises(ValueError):
             AgentMemMiddleware(bound, **bad)
+
+
+def test_store_memory_in_an_agent_stays_with_its_user(mem: AgentMemory) -> None:
+    """A LangGraph agent's ``store_memory`` keeps what it learns about one user from the
+    agent's other users (it stored at agent scope, recalled for anyone, before)."""
+    u1 = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    agent = create_agent(
+        scripted(
+            tool_call(
+                "store_memory",
+                {"content": "User likes window seats", "memory_type": "preference"},
+                "c1",
+            ),
+            AIMessage("Noted."),
+        ),
+        tools=create_memory_tools(u1, include="all"),
+    )
+    out = agent.invoke({"messages": [HumanMessage("I always pick a window seat.")]})
+    stored = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert '"scope": "user"' in str(stored.content)
+
+    u2 = mem.bind("acme", user_id="u2", agent_id="support", session_id="s9")
+    assert u2.recall("window seats", min_score=0.0).items == []
+    assert [h.content for h in u1.recall("window seats").items] == ["User likes window seats"]

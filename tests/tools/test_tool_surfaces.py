@@ -158,7 +158,7 @@ def test_store_search_and_delete_memory(
     not_a_memory = s.call("delete_memory", {"memory_id": message})
     after = s.call("search_memory", {"query": "budget"})
 
-    assert high["status"] == "stored" and high["scope"] == "agent"
+    assert high["status"] == "stored" and high["scope"] == "user"
     assert everything.text.count("<memory ") == 3  # saved memories only, not the message
     assert_framed(important.text)
     assert important.text.count("<memory ") == 1

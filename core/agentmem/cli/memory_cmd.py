@@ -10,8 +10,8 @@ from typing import Any
 from rich.table import Table
 
 from .. import validation as v
-from ..maintenance.transfer import default_memory_scope
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, ROLES, RecallResult
+from ..scopes import default_memory_scope
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -45,7 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--scope",
         choices=REMEMBER_SCOPES,
         default=None,
-        help="default: user if --user is bound, else agent if --agent, else tenant",
+        help="who sees it; default: user if --user is bound (only that user), else agent "
+        "if --agent (every user of the agent), else session; tenant (every user of the "
+        "tenant) only when given",
     )
     p.add_argument("--importance", type=float, default=None, help="0..1")
     p.add_argument("--topic-key", default=None, help="a later memory with this key supersedes")
@@ -119,6 +121,12 @@ def cmd_remember(args: argparse.Namespace) -> int:
     metadata = parse_json_arg(args.metadata, "--metadata")
     identity = resolve_identity(args)
     scope = args.scope or default_memory_scope(identity)
+    if scope is None:
+        raise CliError(
+            "remember: no --user, --agent or --session is bound, so every user of tenant "
+            f"{identity.tenant_id!r} would see this memory: bind an owner, or pass --scope "
+            "tenant to mean that"
+        )
     require_scope(identity, scope, f"a {scope}-scope memory")
     with open_memory(args) as mem:
         m = bind(mem, args)

@@ -74,7 +74,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("knowledge", help="the agent's knowledge base (upsert/get/delete/list)")
     ks = p.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
-    q = ks.add_parser("upsert", help="add an entry, or replace the entry under --key")
+    q = ks.add_parser(
+        "upsert",
+        help="add an entry, or replace the entry under --key (every user and agent of the "
+        "tenant can read it)",
+    )
     q.add_argument("content", help="the entry ('-' reads stdin)")
     q.add_argument("--key", default=None, help="dedup key: replaces this agent's entry with it")
     q.add_argument("--type", dest="memory_type", default="note", help="memory type (note)")

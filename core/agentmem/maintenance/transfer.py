@@ -25,11 +25,12 @@ they are validated, deduplicated and indexed like any API call. By ``type``:
     ``tool_call_id``, ``content`` (the full output); optional ``tool_name``, ``metadata``.
     Needs a session.
 ``document``
-    ``content`` (or ``text``): the whole document, chunked on import; optional
-    ``source_ref``, ``metadata``.
+    ``content`` (or ``text``): the whole document, chunked on import into tenant-scope
+    chunks, which every user of the tenant can recall; optional ``source_ref``, ``metadata``.
 ``memory``
     ``content``; optional ``memory_type`` (default fact), ``scope`` (user|agent|tenant|session;
-    default: user when a user is bound, else agent, else tenant), ``importance``,
+    default: user when a user is bound, else agent, else session; tenant only when the line
+    says so), ``importance``,
     ``topic_key``, ``metadata``. A memory line with ``superseded_by`` is written only when a
     later line with its ``topic_key`` supersedes it again (it is history otherwise).
 
@@ -265,15 +266,6 @@ def _line_identity(obj: Mapping[str, Any], base: Identity) -> Identity:
     )
 
 
-def default_memory_scope(identity: Identity) -> str:
-    """The narrowest scope the identity can own: user, else agent, else tenant."""
-    if identity.user_id is not None:
-        return "user"
-    if identity.agent_id is not None:
-        return "agent"
-    return "tenant"
-
-
 def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> Op:
     metadata = v.metadata(obj.get("metadata"))
     content = obj.get("content")
@@ -304,7 +296,14 @@ def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> O
             "metadata": metadata,
         }
         return Op(typ, line, identity, args)
-    scope = v.choice(obj.get("scope") or default_memory_scope(identity), "scope", REMEMBER_SCOPES)
+    scope = obj.get("scope") or scopes.default_memory_scope(identity)
+    if scope is None:
+        raise _LineError(
+            "a memory line with no user_id, agent_id or session_id would be seen by every "
+            'user of the tenant: name its owner (on the line or with --user), or say "scope": '
+            '"tenant" to mean that'
+        )
+    scope = v.choice(scope, "scope", REMEMBER_SCOPES)
     needs = {"user": "user_id", "agent": "agent_id", "session": "session_id"}.get(scope)
     if needs is not None and getattr(identity, needs) is None:
         flag = "--" + needs.removesuffix("_id")

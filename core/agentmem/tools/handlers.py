@@ -10,7 +10,6 @@ framework's error result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from ..config import MAX_TOP_K, TOOL_OUTPUT_PREVIEW_CHARS
 from ..errors import NotFoundError, ScopeError, ValidationError
 from ..models import MemoryItem, RecallHit
 from ..protocols import BoundMemoryProtocol
+from ..scopes import MEMORY_DEFAULT_SCOPES, default_memory_scope
 from ..tiers.knowledge import KnowledgeEntry
 from . import args as a
 from .render import NO_MEMORIES, Entry, format_block, format_hits, json_text
@@ -76,18 +76,18 @@ def hit_data(hit: RecallHit) -> dict[str, Any]:
     }
 
 
-def _default_scope(memory: BoundMemoryProtocol, order: Sequence[str], tool: str) -> str:
-    """The first scope of ``order`` whose identity is bound."""
-    bound = {"user": memory.user_id, "agent": memory.agent_id, "session": memory.session_id}
-    for scope in order:
-        if bound[scope] is not None:
-            return scope
+def _default_scope(memory: BoundMemoryProtocol, order: tuple[str, ...], tool: str) -> str:
+    """The narrowest scope of ``order`` whose identity is bound (see
+    :data:`agentmem.scopes.MEMORY_DEFAULT_SCOPES`): a model widens it only by naming one."""
+    scope = default_memory_scope(memory.identity, order)
+    if scope is not None:
+        return scope
     needs = " or ".join(f"{s}_id" for s in order)
     flags = "/".join(f"--{s}" for s in order)
     raise ScopeError(
         "scope",
         f"{tool} needs a bound {needs} to store under (bind one with AgentMemory.bind(...), "
-        f"or start agentmem mcp with {flags})",
+        f"start agentmem mcp with {flags}, or over HTTP add ?user_id=... to the MCP URL)",
     )
 
 
@@ -133,7 +133,7 @@ def read_tool_output(
 def store_memory(
     memory: BoundMemoryProtocol, args: a.StoreMemoryArgs, options: ToolOptions
 ) -> ToolResult:
-    scope = args.scope or _default_scope(memory, ("agent", "user", "session"), "store_memory")
+    scope = args.scope or _default_scope(memory, MEMORY_DEFAULT_SCOPES, "store_memory")
     out = memory.remember(
         args.content,
         memory_type=args.memory_type,
