@@ -92,25 +92,52 @@ def _default_scope(memory: BoundMemoryProtocol, order: tuple[str, ...], tool: st
 
 
 # -- recall and explicit memories -------------------------------------------------------------
+#: How many of the session's latest rows are searched for the question being answered (a
+#: turn with many tool calls puts rows after it).
+QUESTION_LOOKBACK = 50
+
+
+def _question(memory: BoundMemoryProtocol) -> MemoryItem | None:
+    """The message being answered: the session's latest user message (None without one)."""
+    if memory.session_id is None:
+        return None
+    for item in reversed(memory.messages(limit=QUESTION_LOOKBACK)):
+        if item.kind == "chat_message" and item.role == "user":
+            return item
+    return None
+
+
 def recall(memory: BoundMemoryProtocol, args: a.RecallArgs, options: ToolOptions) -> ToolResult:
+    # The model already has the question it is answering; handing it back as a memory (it
+    # matches its own words best) crowds out an answer. Its earlier copies (the same words
+    # asked again) go too.
+    question = _question(memory)
     result = memory.recall(
         args.query,
-        top_k=args.top_k,
+        top_k=min(args.top_k + 1, MAX_TOP_K) if question is not None else args.top_k,
         kinds=args.source_kinds,
         scope=args.scope,
         rerank=args.enable_rerank,
         min_score=options.min_score,
         token_budget=options.token_budget,
     )
+    items = list(result.items)
+    if question is not None:
+        asked = question.content.strip()
+        items = [
+            h
+            for h in items
+            if h.id != question.id and not (h.kind == "chat_message" and h.content.strip() == asked)
+        ][: args.top_k]
     data = {
-        "items": [hit_data(h) for h in result.items],
-        "total": result.total,
+        "items": [hit_data(h) for h in items],
+        "total": len(items),
         "degraded": result.degraded,
         "rerank_used": result.rerank_used,
         "truncated": result.truncated,
     }
-    text = format_hits(result.items, degraded=result.degraded)
-    return ToolResult(text, data, hits=tuple(result.items))
+    text = format_hits(items, degraded=result.degraded)
+    return ToolResult(text, data, hits=tuple(items))
 
 
 def remember_fact(
