@@ -17,6 +17,7 @@ Exit statuses used by every command:
 0     success
 1     the operation failed (not found, storage error, a demo check failed)
 2     bad input: a usage error, an invalid argument or an invalid import line
+130   interrupted (Ctrl-C); what was done before is said
 ====  =====================================================================
 
 Example (a new command module)::
@@ -44,6 +45,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -79,6 +81,7 @@ DEFAULT_TENANT = "default"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -308,11 +311,18 @@ class Output:
             sys.stdout.flush()
 
     @contextmanager
-    def progress(self, description: str, total: int | None = None) -> Iterator[ProgressCallback]:
-        """A rich progress bar on stderr; yields ``update(done, total)``.
+    def progress(
+        self, description: str, total: int | None = None, *, unit: str = ""
+    ) -> Iterator[ProgressCallback]:
+        """Progress on stderr (so ``--json`` output on stdout is unchanged); yields
+        ``update(done, total)``.
 
-        Hidden in ``--json`` mode and when stderr is not a terminal.
+        A rich progress bar on a terminal; elsewhere (a log, a pipe) a plain line at the
+        first update, then at most every :data:`PROGRESS_EVERY` seconds, and at the end.
         """
+        if not self.err.is_terminal:
+            yield _ProgressLines(self.err, description, unit)
+            return
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -320,7 +330,6 @@ class Output:
             TimeElapsedColumn(),
             console=self.err,
             transient=True,
-            disable=self.json or not self.err.is_terminal,
         )
         task = progress.add_task(description, total=total)
 
@@ -329,6 +338,27 @@ class Output:
 
         with progress:
             yield update
+
+
+#: Seconds between two progress lines written to something other than a terminal.
+PROGRESS_EVERY = 2.0
+
+
+class _ProgressLines:
+    """``update(done, total)`` as ``description: done/total unit`` lines."""
+
+    def __init__(self, console: Console, description: str, unit: str) -> None:
+        self.console = console
+        self.description = description
+        self.unit = f" {unit}" if unit else ""
+        self.last: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self.last is not None and now - self.last < PROGRESS_EVERY and done < total:
+            return
+        self.last = now
+        self.console.print(f"{self.description}: {done}/{total}{self.unit}", markup=False)
 
 
 def markup(text: str) -> str:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +23,7 @@ from ..memory import AgentMemory
 from ..models import KINDS
 from ._common import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     CliError,
     Output,
@@ -88,16 +92,61 @@ def _read_lines(path: str) -> list[str]:
         raise CliError(f"{path}: {exc.strerror or exc}", EXIT_FAILED) from exc
 
 
-def _flush_with_progress(mem: AgentMemory, out: Output) -> None:
+def _flush_with_progress(mem: AgentMemory, out: Output, stop: threading.Event) -> bool:
+    """Wait for the indexes to catch up; False when interrupted first."""
     kw, vec, _ = mem.records.index.pending_counts()
     total = max(kw, vec)
     if total == 0:
-        return
+        return True
     with out.progress("indexing", total) as update:
         while not mem.flush(timeout=0.5):
+            if stop.is_set():
+                return False
             kw, vec, _ = mem.records.index.pending_counts()
             update(total - min(max(kw, vec), total), total)
         update(total, total)
+    return True
+
+
+@contextmanager
+def _interruptible(out: Output) -> Iterator[threading.Event]:
+    """A first Ctrl-C (SIGINT) sets the event, so the import stops after the batch it is
+    writing and says what it stored; a second one stops at once."""
+    stop = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        out.note("interrupted: stopping after the current batch (Ctrl-C again stops at once)")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signals reach the main thread only (an in-process caller's worker)
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _describe(counts: transfer.ImportCounts) -> str:
+    parts = [
+        f"{counts.restored} record(s) restored ({counts.already_present} already present)",
+        f"{counts.messages} messages ({counts.messages_new} new)",
+        f"{counts.tool_outputs} tool outputs",
+        f"{counts.documents} documents ({counts.document_chunks} chunks)",
+        f"{counts.memories} memories ({counts.memories_new} new)",
+        f"{counts.sessions} sessions",
+        f"{counts.agent_state} agent-state entries",
+    ]
+    text = ", ".join(parts)
+    if counts.superseded_skipped:
+        text += (
+            f"; skipped {counts.superseded_skipped} superseded memories that no later line "
+            "supersedes again"
+        )
+    return text
 
 
 @command
@@ -107,35 +156,41 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError("--batch-size: must be a positive integer")
     lines = _read_lines(args.file)
     started = time.perf_counter()
-    try:
-        plan = transfer.parse_lines(lines, resolve_identity(args))
-    except transfer.ImportFileError as exc:
-        raise CliError(f"{args.file}: {exc.reason}") from exc
-    with open_memory(args) as mem:
-        with out.progress("importing", len(plan.ops)) as update:
-            counts = transfer.apply_plan(
-                mem.context, plan, batch_size=args.batch_size, progress=update
-            )
-        _flush_with_progress(mem, out)
+    with _interruptible(out) as stop:
+        try:
+            plan = transfer.parse_lines(lines, resolve_identity(args))
+        except transfer.ImportFileError as exc:
+            raise CliError(f"{args.file}: {exc.reason}") from exc
+        counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
+        indexed = True
+        if stop.is_set():
+            counts.interrupted = True
+        else:
+            with open_memory(args) as mem:
+                with out.progress("importing", len(plan.ops), unit="lines") as update:
+                    counts = transfer.apply_plan(
+                        mem.context,
+                        plan,
+                        batch_size=args.batch_size,
+                        progress=update,
+                        should_stop=stop.is_set,
+                    )
+                if not counts.interrupted:
+                    indexed = _flush_with_progress(mem, out, stop)
     seconds = time.perf_counter() - started
-    data = {**counts.__dict__, "seconds": round(seconds, 3)}
-    parts = [
-        f"{counts.restored} record(s) restored ({counts.already_present} already present)",
-        f"{counts.messages} messages",
-        f"{counts.tool_outputs} tool outputs",
-        f"{counts.documents} documents ({counts.document_chunks} chunks)",
-        f"{counts.memories} memories ({counts.memories_new} new)",
-        f"{counts.sessions} sessions",
-        f"{counts.agent_state} agent-state entries",
-    ]
-    text = f"imported {counts.lines} line(s) in {seconds:.1f} s: " + ", ".join(parts)
-    if counts.superseded_skipped:
-        text += (
-            f"; skipped {counts.superseded_skipped} superseded memories that no later line "
-            "supersedes again"
+    data = {**counts.__dict__, "indexed": indexed, "seconds": round(seconds, 3)}
+    if counts.interrupted:
+        text = (
+            f"interrupted after {counts.applied} of {counts.planned} line(s) in {seconds:.1f} "
+            f"s; stored before the interruption: {_describe(counts)}. Run the same import "
+            "again to store the rest: nothing already stored is stored twice"
         )
+    else:
+        text = f"imported {counts.lines} line(s) in {seconds:.1f} s: {_describe(counts)}"
+        if not indexed:
+            text += "; indexing was interrupted and resumes at the next open"
     out.result(data, text=text)
-    return EXIT_OK
+    return EXIT_INTERRUPTED if counts.interrupted or not indexed else EXIT_OK
 
 
 @command

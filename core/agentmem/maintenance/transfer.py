@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -70,6 +70,8 @@ from ..models import (
 from ..storage.rows import Row, StoredRecord
 from ..storage.sessions import SessionInfo
 from ..write import conversation, documents, memories
+from ..write.commit import commit
+from ..write.records import memory_record, message_record, sha
 
 #: ``type`` of a record line, by kind (a chat message with a tier is a session chunk).
 RECORD_TYPES = ("message", "tool_output", "document_chunk", "memory", "summary", "session_chunk")
@@ -216,8 +218,35 @@ def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
         raise ImportFileError(
             "lines", f"{bad} bad line(s); nothing was imported:\n" + "\n".join(errors) + more
         )
+    _key_messages(ops)
     kept = _drop_stale_history(ops)
     return ImportPlan(kept, count, len(ops) - len(kept))
+
+
+def _key_messages(ops: list[Op]) -> None:
+    """Give each message line a dedup key, so importing a file again (after an interrupted
+    run, say) stores none of its messages twice: the line's identity, role, text, time and
+    metadata, and which occurrence of all that it is in the file (a conversation may say
+    "ok" twice)."""
+    seen: dict[str, int] = {}
+    for op in ops:
+        if op.type != "message":
+            continue
+        i, a = op.identity, op.args
+        when = a["event_time"].isoformat() if a["event_time"] is not None else ""
+        parts = (
+            "import-message",
+            i.tenant_id,
+            scopes.home_partition(i, "session"),
+            i.session_id,
+            a["role"],
+            a["content"],
+            when,
+            json.dumps(a["metadata"], sort_keys=True, ensure_ascii=False),
+        )
+        line = sha(*parts)
+        n = seen[line] = seen.get(line, -1) + 1
+        a["dedup_key"] = sha(line, str(n))
 
 
 class _LineError(Exception):
@@ -483,12 +512,17 @@ def _int(obj: Mapping[str, Any], name: str) -> int:
 # -- applying ---------------------------------------------------------------------------------
 @dataclass
 class ImportCounts:
-    """What an import did."""
+    """What an import did (``applied`` of the plan's ``planned`` writes; fewer when it was
+    interrupted)."""
 
     lines: int = 0
+    planned: int = 0
+    applied: int = 0
+    interrupted: bool = False
     restored: int = 0
     already_present: int = 0
     messages: int = 0
+    messages_new: int = 0
     tool_outputs: int = 0
     documents: int = 0
     document_chunks: int = 0
@@ -505,21 +539,31 @@ def apply_plan(
     *,
     batch_size: int = 500,
     progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ImportCounts:
     """Apply a validated plan in order, in batches; ``progress(done, total)`` after each.
+
+    Every kind of line is idempotent (records by id, sessions and agent state by key and
+    time, messages by their import key, tool outputs by call id, documents by revision,
+    memories by text), so applying a plan again, whole or after an interruption, stores
+    nothing twice. ``should_stop()`` is asked between batches: when it says so, the import
+    stops there with ``interrupted`` set and the counts of what was stored.
 
     Raises:
         ValidationError: ``batch_size`` is not a positive integer.
     """
     v.positive_int(batch_size, "batch_size", allow_none=False)
-    counts = ImportCounts(lines=plan.lines, superseded_skipped=plan.superseded_skipped)
-    done = 0
-    total = len(plan.ops)
+    counts = ImportCounts(
+        lines=plan.lines, planned=len(plan.ops), superseded_skipped=plan.superseded_skipped
+    )
     for batch in _batches(plan.ops, batch_size):
+        if should_stop is not None and should_stop():
+            counts.interrupted = True
+            break
         _apply(ctx, batch, counts)
-        done += len(batch)
+        counts.applied += len(batch)
         if progress is not None:
-            progress(done, total)
+            progress(counts.applied, counts.planned)
     if counts.restored:
         ctx.indexer.notify()
     return counts
@@ -562,11 +606,20 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
             a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"], only_if_newer=True
         )
     elif first.type == "message":
-        conversation.add_messages(ctx, i, [op.args for op in batch])
+        records = [
+            replace(
+                message_record(i, a["role"], a["content"], a["metadata"], a["event_time"]),
+                dedup_key=a["dedup_key"],
+            )
+            for a in (op.args for op in batch)
+        ]
+        stored = commit(ctx, records, "import")
         counts.messages += len(batch)
+        counts.messages_new += sum(1 for _, new in stored if new)
     elif first.type == "memory":
-        results = memories.remember_many(ctx, i, [op.args for op in batch])
-        counts.memories += len(results)
+        fresh = _not_stored_before(ctx, i, [op.args for op in batch])
+        results = memories.remember_many(ctx, i, fresh)
+        counts.memories += len(batch)
         counts.memories_new += sum(1 for r in results if r.was_new)
     elif first.type == "tool_output":
         conversation.add_tool_output(
@@ -584,3 +637,36 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
         )
         counts.documents += 1
         counts.document_chunks += len(items)
+
+
+def _not_stored_before(
+    ctx: StoreContext, identity: Identity, batch: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The memories of ``batch`` whose text is not already stored and superseded (a later
+    line of the same file superseded it the first time; remembering it again would make it
+    current once more and store it twice)."""
+    records = [
+        memory_record(
+            identity,
+            a["content"],
+            a["memory_type"],
+            a["scope"],
+            a["importance"],
+            a["topic_key"],
+            a["metadata"],
+        )
+        for a in batch
+    ]
+    owners: dict[tuple[str, str | None], list[str]] = {}
+    for rec in records:
+        owners.setdefault((rec.partition, rec.session_id), []).append(rec.content_hash)
+    stored = {
+        (partition, session, *found)
+        for (partition, session), hashes in owners.items()
+        for found in ctx.records.superseded_hashes(identity.tenant_id, partition, session, hashes)
+    }
+    return [
+        a
+        for a, rec in zip(batch, records, strict=True)
+        if (rec.partition, rec.session_id, rec.memory_type, rec.content_hash) not in stored
+    ]
