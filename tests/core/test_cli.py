@@ -197,7 +197,10 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: no such file"),
     ],
 )
-def test_error_statuses_and_messages(cli: CLI, argv: list[str], status: int, message: str) -> None:
+def test_error_statuses_and_messages(
+    cli: CLI, home: Path, argv: list[str], status: int, message: str
+) -> None:
+    home.mkdir()  # a data dir to read (a reading command on none is its own error)
     run = cli(*argv)
     assert run.status == status, (run.out, run.err)
     assert message in run.err
@@ -733,12 +736,22 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
-@pytest.mark.parametrize("command", [["stats"], ["doctor"], ["export"]])
-def test_a_read_only_command_on_a_mistyped_home_is_an_error(
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats"], ["doctor"], ["export"], ["recall", "x"], ["read-tool-output", "tout_x"],
+        ["forget", "m1"], ["history", "m1"], ["answer", "x"], ["session-detail", "s"],
+        ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
+        ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
+        ["retention"], ["erase", "--tenant", "t", "--user", "u"],
+    ],
+)  # fmt: skip
+def test_a_command_that_stores_nothing_never_creates_a_data_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     missing = tmp_path / "no-such-home"
-    assert main(["--home", str(missing), *command]) == 2
+    who = ["--user", "u", "--agent", "a", "--session", "s"]
+    assert main(["--home", str(missing), *who, *command]) == 2
     assert "no data dir" in capsys.readouterr().err
     assert not missing.exists()  # nothing created
 
@@ -762,3 +775,15 @@ def test_an_import_leaves_one_current_entry_per_key(tmp_path: Path) -> None:
         u1 = b.bind("acme", user_id="u1")
         hits = u1.recall("call Ana", min_score=0.0).items
         assert [h.content for h in hits if "Ana" in h.content] == ["Call Ana on 555-0199"]
+
+
+def test_an_explicit_home_wins_over_agentmem_url(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMEM_URL", "http://127.0.0.1:9")  # no server: it must not be asked
+    assert cli("--user", "u1", "remember", "The VPN endpoint is vpn.example.org").status == 0
+    found = cli("--user", "u1", "--json", "recall", "VPN endpoint")
+    assert found.status == 0, found.err
+    assert found.json()["items"][0]["content"] == "The VPN endpoint is vpn.example.org"
+    stats = cli("--json", "stats")
+    assert stats.status == 0 and stats.json()["live"] == 1
+    both = cli("--url", "http://127.0.0.1:9", "stats")
+    assert both.status == 2 and "name two stores" in both.err

@@ -206,23 +206,30 @@ def open_memory(
     home: Path | None = None,
     background: bool = True,
     beside_writer: bool = False,
+    create: bool = True,
     **kwargs: Any,
 ) -> Iterator[AgentMemory]:
     """Open the data dir of ``--home`` (or ``home``) and close it afterwards.
 
-    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). With
-    ``beside_writer`` (read-only commands: stats, doctor, export) a dir another process
-    holds is opened read-only instead of refused, and a dir that does not exist is an error
-    (records in Postgres aside) rather than created empty.
+    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). Only a
+    command that stores something creates a missing data dir: with ``create=False`` (one
+    that reads, deletes or rebuilds) a dir that does not exist is an error (records in
+    Postgres aside). With ``beside_writer`` (stats, doctor, export, which never write) a
+    dir another process holds is opened read-only instead of refused; it implies
+    ``create=False``.
     """
     kwargs.setdefault("embedder", shared_embedder())
     kwargs.setdefault("settings", settings_of(args))
     path = home or home_of(args)
     where = path if path is not None else default_home()
-    if beside_writer and not kwargs["settings"].records_url and not where.exists():
-        # a read-only command on a mistyped --home would create an empty store and report
-        # on it ("0 records", an empty export) as if all were well
-        raise CliError(f"--home: there is no data dir at {where}")
+    must_exist = beside_writer or not create
+    if must_exist and not kwargs["settings"].records_url and not where.exists():
+        # on a mistyped --home, a reading command would create an empty store and report
+        # on it ("0 result(s)", an empty export) as if all were well
+        raise CliError(
+            f"--home: there is no data dir at {where} (only a command that stores something "
+            "creates one)"
+        )
     try:
         mem = AgentMemory(path, background=background, **kwargs)
     except DataDirLockedError:

@@ -81,7 +81,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     started = time.perf_counter()
     if args.keywords_only:  # the vectors stay: so must the embedder that made them
-        with open_memory(args, background=False) as mem:
+        with open_memory(args, create=False, background=False) as mem:
             n = mem.reindex(keywords_only=True)
         seconds = time.perf_counter() - started
         out.result(
@@ -90,7 +90,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     # the one way to switch a data dir to the CLI's embedder: re-embed every record
-    with open_memory(args, background=False, allow_embedder_change=True) as mem:
+    with open_memory(args, create=False, background=False, allow_embedder_change=True) as mem:
         replaced = mem.replaced_embedder
         if replaced is not None:
             out.note(

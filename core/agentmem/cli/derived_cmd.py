@@ -112,9 +112,9 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 
 
 @contextmanager
-def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
+def _open(args: argparse.Namespace, *, create: bool = True) -> Iterator[AgentMemory]:
     embedder = shared_embedder()
-    with open_memory(args, embedder=embedder, llm=_llm(args, embedder)) as mem:
+    with open_memory(args, create=create, embedder=embedder, llm=_llm(args, embedder)) as mem:
         yield mem
 
 
@@ -194,7 +194,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 @command
 def cmd_history(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         chain = bind(mem, args).history(args.memory_id)
     out.result({"memory_id": args.memory_id, "chain": chain})
     for item in chain:
@@ -210,7 +210,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_answer(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     question = read_text_arg(args.question, "question")
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         mem.flush(timeout=30)
         result = bind(mem, args).answer(question, top_k=args.top_k)
     out.result(
@@ -225,7 +225,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 @command
 def cmd_judge(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         result = mem.judge_pending(limit=args.limit)
     out.result(
         result,
@@ -239,7 +239,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def cmd_retention(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     tenant = resolve_identity(args).tenant_id if args.tenant_only else None
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         result = mem.retention(dry_run=True if args.dry_run else None, tenant_id=tenant)
     verb = "would anonymize" if result.dry_run else "anonymized"
     out.result(

@@ -172,7 +172,7 @@ def cmd_add_message(args: argparse.Namespace) -> int:
 @command
 def cmd_read_tool_output(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, background=False) as mem:
+    with open_memory(args, create=False, background=False) as mem:
         text = bind(mem, args).read_tool_output(args.key)
     if out.json:
         out.result({"key": args.key, "content": text})
@@ -200,7 +200,7 @@ def _parse_filters(raw: list[str] | None) -> dict[str, Any] | None:
 def cmd_recall(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     filters = _parse_filters(args.filter)
-    with open_memory(args) as mem:
+    with open_memory(args, create=False) as mem:
         m = bind(mem, args)
         v.query(args.query)
         if args.wait > 0:
@@ -296,7 +296,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     forgotten: list[str] = []
     missing: list[str] = []
-    with open_memory(args) as mem:
+    with open_memory(args, create=False) as mem:
         m = bind(mem, args)
         for id_ in args.ids:
             (forgotten if m.forget(id_) else missing).append(id_)

@@ -66,7 +66,19 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def url_of(args: argparse.Namespace) -> str | None:
-    return getattr(args, "url", None) or os.environ.get(URL_ENV) or None
+    """The server to use: ``--url``, else ``$AGENTMEM_URL`` unless the command line names a
+    local store (``--home``, ``--records-url``): an explicit flag wins over the environment.
+
+    Raises:
+        CliError: ``--url`` and ``--home`` both given (two stores named).
+    """
+    url = getattr(args, "url", None)
+    local = getattr(args, "home", None) or getattr(args, "records_url", None)
+    if url and local:
+        raise CliError("--url and --home (or --records-url) name two stores; give one")
+    if url or local:
+        return url or None
+    return os.environ.get(URL_ENV) or None
 
 
 def remote_command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
