@@ -36,7 +36,7 @@ from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
 from .embeddings import Embedder, ModelFilesWarning, model_files_problem
-from .errors import DataDirLockedError, StorageError
+from .errors import DataDirLockedError, StorageError, ValidationError
 from .llm.base import LLM, ChatTurn
 from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op
@@ -99,10 +99,12 @@ def _acquire(home: Path, key: tuple[Any, ...], opener: Callable[[], StoreContext
             entry = _open[real] = _Open(opener(), key)
         elif entry.key != key:
             raise DataDirLockedError(
-                f"data dir {home} is already open in this process with other components or "
-                "settings (embedder, LLM, reranker, Chroma client, configuration or "
-                "background indexing); reuse that AgentMemory, or close it first",
+                f"data dir {home} is already open in this process (pid {os.getpid()}) with "
+                "other components or settings (embedder, LLM, reranker, Chroma client, "
+                "configuration or background indexing); reuse that AgentMemory, or close it "
+                "first",
                 path=str(home),
+                pid=os.getpid(),
             )
         entry.users += 1
         return entry.ctx
@@ -216,6 +218,14 @@ class AgentMemory:
         read_only: bool = False,
         records_url: str | None = None,
     ) -> None:
+        if isinstance(path, str | bytes) and not path.strip():
+            # Path("") is the working directory: the store's files would land beside the
+            # caller's own
+            raise ValidationError(
+                "path",
+                "must not be empty: name a data dir, or pass None for $AGENTMEM_HOME or the "
+                "per-user default",
+            )
         home = Path(path).expanduser() if path is not None else default_home()
         resolved = (settings or Settings.from_env()).replace(
             memory=config, tiers=tier_config, records_url=records_url

@@ -787,3 +787,11 @@ def test_an_explicit_home_wins_over_agentmem_url(cli: CLI, monkeypatch: pytest.M
     assert stats.status == 0 and stats.json()["live"] == 1
     both = cli("--url", "http://127.0.0.1:9", "stats")
     assert both.status == 2 and "name two stores" in both.err
+
+
+def test_forget_help_says_it_is_irreversible(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["forget", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "irreversibly" in shown and "soft-delete" not in shown.lower()
+    assert "Forget records visible to the bound identity, irreversibly" in shown

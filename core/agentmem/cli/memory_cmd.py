@@ -106,9 +106,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser(
         "forget",
-        help="soft-delete records by id (as the bound identity)",
-        description="Soft-delete records visible to the bound identity. Exits 1 if any id "
-        "is not found.",
+        help="forget records by id, irreversibly (as the bound identity)",
+        description="Forget records visible to the bound identity, irreversibly: a tombstone "
+        "(ids, kind, scope and times; no content) stays, while the content, its keyword and "
+        "vector entries and what was derived from it are deleted. Exits 1 if any id is not "
+        "found.",
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(func=cmd_forget)
