@@ -312,6 +312,16 @@ def test_async_client_is_the_same_api(server: ServerProcess, tenant: str) -> Non
                 await m.get("f" * 32)
         with pytest.raises(AuthError):
             await agentmem.connect_async(server.url, api_key="amk_111111111111_wrong")
+        # the form the README shows: entered directly, closed on exit
+        async with agentmem.connect_async(server.url, api_key=key) as direct:
+            assert (await direct.bind(user_id="u1").recall("rooibos")).items
+        assert direct.closed
+        with pytest.raises(AuthError):
+            async with agentmem.connect_async(server.url, api_key="amk_111111111111_wrong"):
+                pass
+        with pytest.raises(AuthError) as missing:
+            agentmem.connect_async(server.url, api_key="")
+        assert missing.value.reason == "missing"
 
     asyncio.run(scenario())
 
