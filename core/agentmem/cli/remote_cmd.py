@@ -124,8 +124,9 @@ def remote_stats(args: argparse.Namespace) -> int:
     table.add_row("server uptime (s)", str(server.get("uptime_seconds", "?")))
     out.print(table)
     jobs = Table(title="background jobs", title_justify="left")
-    for column in ("job", "last run", "ok", "outcome", "runs", "failures", "next run"):
-        jobs.add_column(column)
+    jobs.add_column("job", no_wrap=True)  # a name is never cut: the outcome folds instead
+    for column in ("last run", "ok", "outcome", "runs", "failures", "next run"):
+        jobs.add_column(column, overflow="fold")
     for job in data.get("jobs", []):
         jobs.add_row(
             job["name"],
