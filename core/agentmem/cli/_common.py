@@ -63,11 +63,13 @@ from rich.progress import (
 )
 
 from .. import validation as v
+from ..client import Client, connect
 from ..config import Settings, default_home
 from ..embeddings import CachedEmbedder, default_embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
-from ..memory import AgentMemory, BoundMemory
+from ..memory import AgentMemory
 from ..models import Identity, RecallHit
+from ..protocols import BoundMemoryProtocol
 
 #: Environment variables read for identity when the matching flag is not given.
 IDENTITY_ENV: dict[str, str] = {
@@ -123,10 +125,14 @@ def resolve_identity(args: argparse.Namespace) -> Identity:
     )
 
 
-def bind(mem: AgentMemory, args: argparse.Namespace) -> BoundMemory:
-    """``mem`` bound to the identity of the command line (see :func:`resolve_identity`)."""
+def bind(store: AgentMemory | Client, args: argparse.Namespace) -> BoundMemoryProtocol:
+    """``store`` bound to the identity of the command line (see :func:`resolve_identity`);
+    on a server the tenant is the key's unless one is given."""
     i = resolve_identity(args)
-    return mem.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)
+    if isinstance(store, Client):
+        tenant = _flag_or_env(args, "tenant")
+        return store.bind(tenant, i.user_id, i.agent_id, i.session_id)
+    return store.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)
 
 
 #: What each scope needs bound, as (Identity attribute, flag) pairs.
@@ -147,6 +153,60 @@ def require_scope(identity: Identity, scope: str, purpose: str) -> None:
     if needs and all(getattr(identity, attr) is None for attr, _ in needs):
         options = " or ".join(f"--{flag} (or {IDENTITY_ENV[flag]})" for _, flag in needs)
         raise CliError(f"{purpose} needs {options}")
+
+
+#: Environment variables of the global ``--url`` and ``--api-key`` flags.
+URL_ENV = "AGENTMEM_URL"
+API_KEY_ENV = "AGENTMEM_API_KEY"
+
+
+def url_of(args: argparse.Namespace) -> str | None:
+    """The server to use: ``--url``, else ``$AGENTMEM_URL`` unless the command line names a
+    local store (``--home``, ``--records-url``): an explicit flag wins over the environment.
+
+    Raises:
+        CliError: ``--url`` and ``--home`` both given (two stores named).
+    """
+    url = getattr(args, "url", None)
+    local = getattr(args, "home", None) or getattr(args, "records_url", None)
+    if url and local:
+        raise CliError("--url and --home (or --records-url) name two stores; give one")
+    if url or local:
+        return url or None
+    return os.environ.get(URL_ENV) or None
+
+
+def remote_client(args: argparse.Namespace) -> Client | None:
+    """A client of the server of ``--url`` (``$AGENTMEM_URL``), its key checked; None when
+    the command works on a data dir.
+
+    Raises:
+        CliError: no ``--api-key`` (``$AGENTMEM_API_KEY``).
+        AuthError: the server refused the key.
+    """
+    url = url_of(args)
+    if url is None:
+        return None
+    key = getattr(args, "api_key", None) or os.environ.get(API_KEY_ENV)
+    if not key:
+        raise CliError(f"--url needs --api-key (or ${API_KEY_ENV})")
+    return connect(url, api_key=key)
+
+
+@contextmanager
+def open_store(
+    args: argparse.Namespace, *, create: bool = True, **kwargs: Any
+) -> Iterator[AgentMemory | Client]:
+    """The server of ``--url`` (a connected client) or else the data dir of ``--home``
+    (:func:`open_memory`, which ``create`` and ``kwargs`` go to), closed afterwards. Both
+    bind (:func:`bind`) to the same operations, so a command written on it runs on both."""
+    client = remote_client(args)
+    if client is None:
+        with open_memory(args, create=create, **kwargs) as mem:
+            yield mem
+        return
+    with client:
+        yield client
 
 
 #: Environment variable of the global ``--chroma-url`` flag.

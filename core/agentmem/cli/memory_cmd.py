@@ -10,6 +10,9 @@ from typing import Any
 from rich.table import Table
 
 from .. import validation as v
+from ..client import Client
+from ..config import MemoryConfig
+from ..memory import AgentMemory
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, ROLES, RecallResult
 from ..scopes import default_memory_scope
 from ._common import (
@@ -21,7 +24,7 @@ from ._common import (
     command,
     hit_to_dict,
     markup,
-    open_memory,
+    open_store,
     parse_json_arg,
     read_text_arg,
     require_scope,
@@ -130,7 +133,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
             "tenant to mean that"
         )
     require_scope(identity, scope, f"a {scope}-scope memory")
-    with open_memory(args) as mem:
+    with open_store(args) as mem:
         m = bind(mem, args)
         res = m.remember(
             content,
@@ -155,7 +158,7 @@ def cmd_add_message(args: argparse.Namespace) -> int:
     content = read_text_arg(args.content, "content")
     metadata = parse_json_arg(args.metadata, "--metadata")
     require_scope(resolve_identity(args), "session", "add-message")
-    with open_memory(args) as mem:
+    with open_store(args) as mem:
         m = bind(mem, args)
         item = m.add_message(args.role, content, metadata=metadata, event_time=args.event_time)
         mem.flush()
@@ -174,7 +177,7 @@ def cmd_add_message(args: argparse.Namespace) -> int:
 @command
 def cmd_read_tool_output(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, create=False, background=False) as mem:
+    with open_store(args, create=False, background=False) as mem:
         text = bind(mem, args).read_tool_output(args.key)
     if out.json:
         out.result({"key": args.key, "content": text})
@@ -202,9 +205,9 @@ def _parse_filters(raw: list[str] | None) -> dict[str, Any] | None:
 def cmd_recall(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     filters = _parse_filters(args.filter)
-    with open_memory(args, create=False) as mem:
+    v.query(args.query)  # a bad query is the error, even where there is no data dir
+    with open_store(args, create=False) as mem:
         m = bind(mem, args)
-        v.query(args.query)
         if args.wait > 0:
             mem.flush(timeout=args.wait)
         # Load the model and the vector store first, so the latency shown is the recall's.
@@ -222,7 +225,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
             include_superseded=args.include_superseded,
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        below = _below_threshold(m, args, filters, result, mem.config.min_score)
+        below = _below_threshold(m, args, filters, result, _min_score(mem))
     if out.json:
         out.result(
             {
@@ -267,6 +270,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _min_score(store: AgentMemory | Client) -> float:
+    """The min_score a recall uses by default (a server's own setting is not sent to its
+    clients: there, the default configuration's)."""
+    return store.config.min_score if isinstance(store, AgentMemory) else MemoryConfig().min_score
+
+
 def _below_threshold(
     m: Any, args: argparse.Namespace, filters: Any, result: RecallResult, default: float
 ) -> str | None:
@@ -298,7 +307,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     forgotten: list[str] = []
     missing: list[str] = []
-    with open_memory(args, create=False) as mem:
+    with open_store(args, create=False) as mem:
         m = bind(mem, args)
         for id_ in args.ids:
             (forgotten if m.forget(id_) else missing).append(id_)

@@ -18,19 +18,22 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import validation as v
+from ..client import Client
 from ..maintenance import transfer
 from ..memory import AgentMemory
-from ..models import KINDS
+from ..models import KINDS, Identity
 from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     CliError,
     Output,
+    bind,
     command,
     dumps,
     markup,
     open_memory,
+    open_store,
     resolve_identity,
 )
 
@@ -149,6 +152,57 @@ def _describe(counts: transfer.ImportCounts) -> str:
     return text
 
 
+#: Lines and bytes of one import request to a server (its body limit is 32 MiB by default).
+REMOTE_PART_LINES = 2000
+REMOTE_PART_BYTES = 8 * 1024 * 1024
+
+
+def _parts(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """(number of the first line, lines) of consecutive parts of a file."""
+    first, size = 1, 0
+    part: list[str] = []
+    for n, line in enumerate(lines, 1):
+        if part and (len(part) >= REMOTE_PART_LINES or size + len(line) > REMOTE_PART_BYTES):
+            yield first, part
+            first, part, size = n, [], 0
+        part.append(line)
+        size += len(line.encode("utf-8")) + 8
+    if part:
+        yield first, part
+
+
+def _import_remote(
+    client: Client,
+    base: Identity,
+    lines: list[str],
+    plan: transfer.ImportPlan,
+    batch_size: int,
+    out: Output,
+    stop: threading.Event,
+) -> transfer.ImportCounts:
+    """Send the file to the server in parts (numbered as in the file, so running it again
+    stores nothing twice); stop between parts when asked."""
+    total = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
+    with out.progress("importing", len(lines), unit="lines") as update:
+        for first, part in _parts(lines):
+            if stop.is_set():
+                total.interrupted = True
+                break
+            counts = client.import_lines(
+                part,
+                first_line=first,
+                user_id=base.user_id,
+                agent_id=base.agent_id,
+                session_id=base.session_id,
+                batch_size=batch_size,
+            )
+            for name, value in vars(counts).items():
+                if type(value) is int and name not in ("lines", "planned"):
+                    setattr(total, name, getattr(total, name) + value)
+            update(first + len(part) - 1, len(lines))
+    return total
+
+
 @command
 def cmd_import(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
@@ -156,27 +210,32 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError("--batch-size: must be a positive integer")
     lines = _read_lines(args.file)
     started = time.perf_counter()
-    with _interruptible(out) as stop:
+    with _interruptible(out) as stop, open_store(args) as store:
+        base = bind(store, args).identity  # on a server: the key's tenant
         try:
-            plan = transfer.parse_lines(lines, resolve_identity(args))
+            plan = transfer.parse_lines(lines, base)  # every line, before anything is written
         except transfer.ImportFileError as exc:
             raise CliError(f"{args.file}: {exc.reason}") from exc
         counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
         indexed = True
         if stop.is_set():
             counts.interrupted = True
+        elif isinstance(store, Client):
+            counts = _import_remote(store, base, lines, plan, args.batch_size, out, stop)
+            while not counts.interrupted and not (indexed := store.flush(timeout=5)):
+                if stop.is_set():
+                    break
         else:
-            with open_memory(args) as mem:
-                with out.progress("importing", len(plan.ops), unit="lines") as update:
-                    counts = transfer.apply_plan(
-                        mem.context,
-                        plan,
-                        batch_size=args.batch_size,
-                        progress=update,
-                        should_stop=stop.is_set,
-                    )
-                if not counts.interrupted:
-                    indexed = _flush_with_progress(mem, out, stop)
+            with out.progress("importing", len(plan.ops), unit="lines") as update:
+                counts = transfer.apply_plan(
+                    store.context,
+                    plan,
+                    batch_size=args.batch_size,
+                    progress=update,
+                    should_stop=stop.is_set,
+                )
+            if not counts.interrupted:
+                indexed = _flush_with_progress(store, out, stop)
     seconds = time.perf_counter() - started
     data = {**counts.__dict__, "indexed": indexed, "seconds": round(seconds, 3)}
     if counts.interrupted:

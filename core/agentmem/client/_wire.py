@@ -7,7 +7,7 @@ Everything here is transport-free, so :mod:`.sync` (``httpx.Client``) and :mod:`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -100,6 +100,22 @@ def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str |
 #: them (string keys, JSON types, no NaN): encoding would turn a key 1 into "1" or a datetime
 #: into a string, and the call would succeed remotely where it fails embedded.
 JSON_VALUES = ("metadata", "filters")
+
+
+def import_body(
+    lines: Sequence[str],
+    first_line: int,
+    user_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+    batch_size: int,
+) -> bytes:
+    """The body of an import (the tenant is the key's, so it is not sent)."""
+    if isinstance(lines, str) or not all(isinstance(line, str) for line in lines):
+        raise ValidationError("lines", "must be a list of JSON text lines")
+    who = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id}
+    body = {"lines": list(lines), "first_line": first_line, "identity": who}
+    return orjson.dumps({**body, "batch_size": batch_size})
 
 
 def _check_json_values(value: Any, path: str) -> None:

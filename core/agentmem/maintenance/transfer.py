@@ -186,8 +186,9 @@ class ImportPlan:
     superseded_skipped: int = 0
 
 
-def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
-    """Validate every line (JSON text) and plan the import.
+def parse_lines(lines: Iterable[str], base: Identity, *, first_line: int = 1) -> ImportPlan:
+    """Validate every line (JSON text) and plan the import; ``first_line`` is the number of
+    the first (a part of a file keeps the file's numbers, which messages are keyed by).
 
     Raises:
         ImportFileError: naming every bad line (up to :data:`MAX_REPORTED_ERRORS`) by number.
@@ -196,7 +197,7 @@ def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
     errors: list[str] = []
     bad = 0
     count = 0
-    for n, raw in enumerate(lines, 1):
+    for n, raw in enumerate(lines, first_line):
         if not raw.strip():
             continue
         count += 1
@@ -225,16 +226,15 @@ def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
 
 def _key_messages(ops: list[Op]) -> None:
     """Give each message line a dedup key, so importing a file again (after an interrupted
-    run, say) stores none of its messages twice: the line's identity, role, text, time and
-    metadata, and which occurrence of all that it is in the file (a conversation may say
-    "ok" twice)."""
-    seen: dict[str, int] = {}
+    run, say) stores none of its messages twice: the line's identity, role, text, time,
+    metadata and number in the file (a conversation may say "ok" twice; a file imported in
+    parts, as over HTTP, keeps its numbers)."""
     for op in ops:
         if op.type != "message":
             continue
         i, a = op.identity, op.args
         when = a["event_time"].isoformat() if a["event_time"] is not None else ""
-        parts = (
+        a["dedup_key"] = sha(
             "import-message",
             i.tenant_id,
             scopes.home_partition(i, "session"),
@@ -243,10 +243,17 @@ def _key_messages(ops: list[Op]) -> None:
             a["content"],
             when,
             json.dumps(a["metadata"], sort_keys=True, ensure_ascii=False),
+            str(op.line),
         )
-        line = sha(*parts)
-        n = seen[line] = seen.get(line, -1) + 1
-        a["dedup_key"] = sha(line, str(n))
+
+
+def tenant_of(op: Op) -> str:
+    """The tenant a planned line writes to."""
+    if op.type == "record":
+        return str(op.args["record"].row.item.tenant_id)
+    if op.type in ("session", "agent_state"):
+        return str(op.args["tenant_id"])
+    return op.identity.tenant_id
 
 
 class _LineError(Exception):

@@ -15,6 +15,7 @@ route                          does
 ``GET /v1/admin/stats``        store stats, background jobs, server info (admin key)
 ``GET /v1/admin/doctor``       the ``agentmem doctor`` report (admin key)
 ``GET /v1/admin/export``       the key's tenant as import-ready JSON Lines (admin key)
+``POST /v1/admin/import``      import JSON Lines into the key's tenant (admin key)
 ``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
 ``/mcp``                       MCP over streamable HTTP (:mod:`.mcp_http`)
 ``GET /docs``, ``/openapi.json``  the API documentation, served offline (:mod:`.docs`)
@@ -54,6 +55,7 @@ from .mcp_http import McpGateway
 from .responses import dumps, error_response, json_response, send_error
 from .routes import ops_router
 from .state import Principal, ServerState
+from .transfer_routes import import_router
 
 log = logging.getLogger("agentmem.server")
 
@@ -173,6 +175,8 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return StreamingResponse(
             _jsonl(store, key.tenant_id, kinds), media_type="application/x-ndjson"
         )
+
+    app.include_router(import_router(store))
 
     @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
     async def erase(key: Principal, target: EraseRequest | None = None) -> Response:
