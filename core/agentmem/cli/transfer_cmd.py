@@ -247,7 +247,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         text = f"imported {counts.lines} line(s) in {seconds:.1f} s: {_describe(counts)}"
         if not indexed:
-            text += "; indexing was interrupted and resumes at the next open"
+            text += (
+                "; stopped waiting for the indexes (indexing goes on in the background, or "
+                "at the next open)"
+            )
     out.result(data, text=text)
     return EXIT_INTERRUPTED if counts.interrupted or not indexed else EXIT_OK
 
