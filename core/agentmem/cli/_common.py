@@ -420,12 +420,14 @@ class _ProgressLines:
         self.unit = f" {unit}" if unit else ""
         self.last: float | None = None
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int | None) -> None:
         now = time.monotonic()
-        if self.last is not None and now - self.last < PROGRESS_EVERY and done < total:
+        finished = total is not None and done >= total
+        if self.last is not None and now - self.last < PROGRESS_EVERY and not finished:
             return
         self.last = now
-        self.console.print(f"{self.description}: {done}/{total}{self.unit}", markup=False)
+        count = f"{done}/{total}" if total is not None else str(done)
+        self.console.print(f"{self.description}: {count}{self.unit}", markup=False)
 
 
 def markup(text: str) -> str:
