@@ -49,8 +49,9 @@ TOOL_PROBES: dict[str, Callable[[str], dict[str, Any]] | None] = {
 }
 
 #: Paths whose every write is shared by design: who sees it, and the words in its
-#: description (what a model or a person reads before writing) that say so.
-SHARED: dict[str, tuple[str, str, str]] = {
+#: description (what a model or a person reads before writing) that say so; None: the
+#: description is the command's --help line.
+SHARED: dict[str, tuple[str, str, str | None]] = {
     "tool upsert_knowledge": (
         "knowledge",
         "read by every user and agent of the tenant",
@@ -61,7 +62,7 @@ SHARED: dict[str, tuple[str, str, str]] = {
         "Every user this agent serves can read it",
         SPECS["set_agent_state"].description,
     ),
-    "cli knowledge upsert": ("knowledge", "every user and agent of the tenant", "(its --help)"),
+    "cli knowledge upsert": ("knowledge", "every user and agent of the tenant", None),
     "cli import document": ("tenant", "every user of the tenant can recall", IMPORT_FORMAT or ""),
 }
 
@@ -191,6 +192,7 @@ def test_every_write_path_defaults_to_the_narrowest_scope(
     home = mem.home
     written: dict[str, list[dict[str, Any]]] = {}
     unaudited: list[str] = []
+    helps: dict[str, str] = {}  # a CLI path's --help line
 
     def probe(path: str, write: Callable[[], Any]) -> None:
         before = _snapshot(mem)
@@ -233,8 +235,7 @@ def test_every_write_path_defaults_to_the_narrowest_scope(
                 unaudited.append(f"cli {command}")
             continue
         for path, (argv, lines) in CLI_WRITERS[command].items():
-            if path in SHARED and SHARED[path][2] == "(its --help)":
-                SHARED[path] = (*SHARED[path][:2], help_text)
+            helps[path] = help_text
             text = f"{path} wrote this"
             file = tmp_path / f"{path.replace(' ', '-')}.jsonl"
             file.write_text("\n".join(json.dumps(ln) for ln in lines or []).replace("{text}", text))
@@ -256,6 +257,6 @@ def test_every_write_path_defaults_to_the_narrowest_scope(
                 continue
             if shared is None or audience != shared[0]:
                 problems.append(f"{path}: stored a {line['type']} seen by {audience}")
-            elif shared[1] not in shared[2]:
+            elif shared[1] not in (shared[2] if shared[2] is not None else helps[path]):
                 problems.append(f"{path}: its description does not say {shared[1]!r}")
     assert problems == [], "\n".join(problems)
