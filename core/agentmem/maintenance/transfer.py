@@ -16,7 +16,9 @@ tier) and ``{"type": "agent_state", ...}`` lines; both restore too. The working-
 of open sessions is not exported (their transcript is; the next compaction rebuilds it).
 
 **Writes** (lines you write by hand; no ``id``): stored through the normal write path, so
-they are validated, deduplicated and indexed like any API call. By ``type``:
+they are validated, deduplicated and indexed like any API call; a message is also keyed by
+its line's number, so importing the same file again (after an interruption, say) stores
+none of its lines twice. By ``type``:
 
 ``message`` (or no ``type``, with ``role`` and ``content``)
     ``role`` (user|assistant|system|tool), ``content``; optional ``event_time`` (ISO-8601),
