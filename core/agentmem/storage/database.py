@@ -175,21 +175,33 @@ class Database:
             return
         conn = self._writer
         try:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            current = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
-            if current > len(migrations):
-                raise _too_new(self.path, current, len(migrations))
-            for version in range(current + 1, len(migrations) + 1):
+            while True:
+                # the version is read inside the write transaction: processes opening a new
+                # file at once each wait for the one migrating, then see its version (read
+                # before BEGIN, two of them applied the same migration: "duplicate column")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for statement in migrations[version - 1].split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+                    )
+                    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+                    current = int(row[0] or 0)
+                    if current > len(migrations):
+                        raise _too_new(self.path, current, len(migrations))
+                    if current < len(migrations):
+                        for statement in migrations[current].split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
+                        conn.execute(
+                            "INSERT INTO schema_version (version) VALUES (?)", (current + 1,)
+                        )
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     raise
+                if current >= len(migrations):
+                    return
         except sqlite3.Error as exc:
             raise StorageError(
                 f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
