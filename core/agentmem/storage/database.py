@@ -103,7 +103,7 @@ class Database:
             conn = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self._sync}")
             # deleted and overwritten content is zeroed in the file, not left in free space
             # (forget and erase promise that no byte of it stays behind)
@@ -246,6 +246,24 @@ class Database:
                     with suppress(sqlite3.Error):
                         conn.close()
                 self._all_conns.clear()
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch a connection's file to WAL, waiting for other processes opening it too.
+
+    The switch needs an exclusive lock, and SQLite answers "database is locked" at once,
+    without its busy timeout, to a process that cannot get it while another one holds the
+    write lock (processes opening a new file at once, one of them migrating it).
+    """
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _too_new(path: Path | str, version: int, known: int) -> StorageError:
