@@ -25,11 +25,11 @@ from typing import Any
 
 from .config import ChromaAddress, Settings
 from .embeddings import Embedder, default_embedder
-from .errors import StorageError, ValidationError
+from .errors import RecordsMissingError, StorageError, ValidationError
 from .llm import LLM, default_llm
 from .recall.engine import RecallEngine
 from .rerank import HttpReranker, Reranker
-from .storage import fingerprint
+from .storage import fingerprint, vector_check
 from .storage.access import AccessTracker
 from .storage.datadir import (
     KEYWORDS_DIR,
@@ -43,6 +43,7 @@ from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
+from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
 from .write.indexer import Indexer
 
@@ -91,6 +92,7 @@ class StoreContext:
         embedder_recorded: bool,
         recovered: list[str],
         replaced_embedder: EmbedderFingerprint | None,
+        vector_loss: VectorLoss | None = None,
     ) -> None:
         self.home = home
         self.settings = settings
@@ -101,6 +103,8 @@ class StoreContext:
         self.reranker = reranker
         self.recovered = recovered
         self.replaced_embedder = replaced_embedder
+        #: Vectors found lost at a read-only open (a writer queues them again instead).
+        self.vector_loss = vector_loss
         self.locks = KeyedLocks()
         self.pid = os.getpid()
         #: Opened beside the writing process: no lock, no indexing, writes raise.
@@ -111,6 +115,7 @@ class StoreContext:
         self.access = AccessTracker(records)
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
         self.engine.access = None if self.read_only else self.access
+        self.engine.vectors_lost = vector_loss is not None
         cfg = settings.memory
         if records.shared and not self.read_only:
             records.on_change(self._wake_indexer)
@@ -124,8 +129,9 @@ class StoreContext:
             keyword_context=cfg.keyword_context,
             context_similarity=cfg.keyword_context_similarity,
             vector_context=cfg.vector_context,
-            before_first_vectors=None if embedder_recorded else self._record_first_embedder,
+            before_first_vectors=self._before_first_vectors,
         )
+        self._embedder_recorded = embedder_recorded
 
     def _wake_indexer(self) -> None:
         # the listener may hear a change before __init__ has built the indexer
@@ -159,10 +165,15 @@ class StoreContext:
                 pid=os.getpid(),
             )
 
-    def _record_first_embedder(self) -> None:
-        """The indexer calls this before it first writes vectors to this data dir."""
-        first = EmbedderFingerprint.of(self.embedder, origin="first_write")
-        fingerprint.record(self.records, first, replace=False)
+    def _before_first_vectors(self) -> None:
+        """The indexer calls this before it first writes vectors in this process: the
+        embedder is recorded with the first vectors of a data dir, and the vector index is
+        marked as this store's (see :mod:`~agentmem.storage.vector_check`)."""
+        if not self._embedder_recorded:
+            first = EmbedderFingerprint.of(self.embedder, origin="first_write")
+            fingerprint.record(self.records, first, replace=False)
+            self._embedder_recorded = True
+        vector_check.mark(self.records, self.vectors)
 
     def drop_vectors(self) -> None:
         """Drop every vector collection (an unreadable embedded index is set aside)."""
@@ -223,13 +234,20 @@ def open_store(
     try:
         _check_node_home(home, url)
         had_keywords = (home / KEYWORDS_DIR).is_dir()
+        vectors = _vector_index(home, settings, chroma_client, read_only=False)
+        missing = url is None and not (home / RECORDS_FILE).exists()
+        if missing:  # before the file is created
+            _refuse_lost_records(
+                home, f"the records store {home / RECORDS_FILE} is missing", url, vectors
+            )
         records = RecordStore(
             home / RECORDS_FILE,
             durable=settings.memory.durable_writes,
             url=url,
             node_id=None if url is None else node_id(home),
         )
-        vectors = _vector_index(home, settings, chroma_client, read_only=False)
+        if not missing and not records.holds_history():
+            _refuse_lost_records(home, _new_records(records), url, vectors)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
             if not had_keywords:  # a new (or lost) keyword index follows the changes anew
@@ -244,6 +262,10 @@ def open_store(
             records, vectors, emb, home, allow_change=allow_embedder_change, drop_vectors=drop
         )
         keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
+        loss = _check_vectors(records, vectors, repair=True)
+        if loss is not None:
+            log.error(loss.describe())
+            recovered.append(loss.describe())
     except BaseException:
         if vectors is not None:
             vectors.close()
@@ -277,30 +299,43 @@ def _open_read_only(
 ) -> StoreContext:
     url = records_url(settings)
     _check_node_home(home, url)
-    has_records = url is not None or (home / RECORDS_FILE).is_file()
-    if not has_records or not (home / KEYWORDS_DIR).is_dir():
-        raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
-    records = RecordStore(
-        home / RECORDS_FILE,
-        read_only=True,
-        url=url,
-        node_id=None if url is None else node_id(home, create=False),
-    )
+    vectors = _vector_index(home, settings, chroma_client, read_only=True)
     try:
+        has_records = url is not None or (home / RECORDS_FILE).is_file()
+        if not has_records:
+            _refuse_lost_records(
+                home, f"the records store {home / RECORDS_FILE} is missing", url, vectors
+            )
+        if not has_records or not (home / KEYWORDS_DIR).is_dir():
+            raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
+        records = RecordStore(
+            home / RECORDS_FILE,
+            read_only=True,
+            url=url,
+            node_id=None if url is None else node_id(home, create=False),
+        )
+    except BaseException:
+        vectors.close()
+        raise
+    try:
+        if not records.holds_history():
+            _refuse_lost_records(home, _new_records(records), url, vectors)
         recorded = fingerprint.read(records)
         current = EmbedderFingerprint.of(embedder, origin="reindex")
         if recorded is not None and not recorded.matches(current):
             raise fingerprint.mismatch_error(home, recorded, current)
-        keywords = KeywordIndex(home / KEYWORDS_DIR)
+        keywords = KeywordIndex(home / KEYWORDS_DIR, read_only=True)
+        loss = _check_vectors(records, vectors, repair=False)
     except BaseException:
         records.close()
+        vectors.close()
         raise
     return StoreContext(
         home=home,
         settings=settings,
         records=records,
         keywords=keywords,
-        vectors=_vector_index(home, settings, chroma_client, read_only=True),
+        vectors=vectors,
         embedder=embedder,
         reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
         llm=llm,
@@ -308,6 +343,7 @@ def _open_read_only(
         embedder_recorded=True,
         recovered=[],
         replaced_embedder=None,
+        vector_loss=loss,
     )
 
 
@@ -325,6 +361,18 @@ def _vector_index(
         read_only=read_only,
         exact_search_bytes=settings.memory.exact_search_mb * 2**20,
     )
+
+
+def _check_vectors(
+    records: RecordStore, vectors: VectorIndex, *, repair: bool
+) -> VectorLoss | None:
+    """:func:`~agentmem.storage.vector_check.verify`; an index that cannot be read now
+    is left to recall (which then answers from keywords, ``degraded``) and to doctor."""
+    try:
+        return vector_check.verify(records, vectors, repair=repair)
+    except StorageError as exc:
+        log.warning("could not check the vector index at %s: %s", vectors.location, exc)
+        return None
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
@@ -354,6 +402,61 @@ def _drop_vectors(vectors: VectorIndex) -> list[str]:
     for name in names:
         vectors.drop(name)
     return notes
+
+
+def _new_records(records: RecordStore) -> str:
+    return f"the records store {records.location} holds no record (it is new)"
+
+
+def _refuse_lost_records(home: Path, problem: str, url: str | None, vectors: VectorIndex) -> None:
+    """Refuse a data dir whose records are missing or new while its indexes hold entries.
+
+    The indexes would outlive the records they were made from: an empty store would open
+    beside them, and ``reindex`` would then delete them (the only trace left of the lost
+    records). Nothing is changed before this check.
+
+    Raises:
+        RecordsMissingError: the keyword index or the vector index holds entries (or cannot
+            be read, so may).
+    """
+    held: list[str] = []
+    keywords = home / KEYWORDS_DIR
+    if keywords.is_dir():
+        try:
+            index = KeywordIndex(keywords, read_only=True)
+            try:
+                entries = index.num_docs()
+            finally:
+                index.close()
+            if entries:
+                held.append(f"the keyword index {keywords} (entries: {entries})")
+        except StorageError as exc:
+            held.append(f"a keyword index at {keywords} that cannot be read ({exc})")
+    # the vectors in the dir (a Chroma server is not asked at open: one marked by another
+    # store is refused before the first vector goes in, see storage.vector_check)
+    if vectors.owns_client:
+        try:
+            count = vectors.vectors_on_disk()
+            if count:
+                held.append(f"the vector index {vectors.location} (vectors: {count})")
+        except Exception as exc:
+            held.append(f"a vector index at {vectors.location} that cannot be read ({exc})")
+    if not held:
+        return
+    if url is None:
+        restore = f"Restore {RECORDS_FILE} into {home} from a backup"
+    else:
+        restore = "Restore the records database from a backup, or give the URL of the right one"
+    moved = [f"{name}/" for name in (KEYWORDS_DIR, VECTORS_DIR) if (home / name).exists()]
+    anew = f"first move {' and '.join(moved)} out of {home}"
+    raise RecordsMissingError(
+        f"{problem}, but {' and '.join(held)} remain of the records this data dir held. The "
+        "records are the only copy of the memories' content (the indexes keep search terms "
+        "and vectors, which cannot restore it), so nothing was opened or changed, and "
+        f"`agentmem reindex` would delete what is left. {restore}; to start an empty store "
+        f"here instead, {anew}.",
+        path=str(home),
+    )
 
 
 def records_url(settings: Settings) -> str | None:

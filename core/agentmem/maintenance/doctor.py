@@ -119,6 +119,8 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
     ctx.check_open()
     records = ctx.records
     problems = [f"recovered at open: {note}" for note in ctx.recovered]
+    if ctx.vector_loss is not None:
+        problems.append(ctx.vector_loss.describe())
     # (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live)
     rows = records.index.state()
     live_ids = {r[0] for r in rows}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..context import StoreContext
-from ..storage import fingerprint
+from ..storage import fingerprint, vector_check
 from ..storage.fingerprint import EmbedderFingerprint
 
 
@@ -25,6 +25,7 @@ def reindex(
         ctx.keywords.commit()
         ctx.drop_vectors()
         ctx.vectors.compact_files()  # Chroma leaves a dropped collection's files on disk
+        vector_check.mark(ctx.records, ctx.vectors)  # a store set aside took its marker
         ctx.records.index.mark_all_pending()
         # after the old vectors are gone: a crash from here on leaves only vectors of
         # this embedder (and rows queued for it), never old vectors under a new name

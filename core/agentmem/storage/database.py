@@ -22,8 +22,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from ..errors import StorageError
+from .datadir import writable
 
 #: SQLite page cache per connection, in KiB: recall reads ~150 rows by id at random places.
 CACHE_KIB = 32768
@@ -93,7 +95,7 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         if self.read_only:
             conn = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
+                read_only_uri(self.path),
                 uri=True,
                 timeout=30.0,
                 isolation_level=None,
@@ -246,6 +248,21 @@ class Database:
                     with suppress(sqlite3.Error):
                         conn.close()
                 self._all_conns.clear()
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens a SQLite file for reading only, without writing a byte beside it.
+
+    ``mode=ro`` still needs the WAL's shared-memory file, which it creates when missing: on
+    read-only media (or in another user's dir) the open then fails. There, a file without a
+    ``-wal`` beside it is opened ``immutable`` (no lock, no shared memory; nothing else can
+    change it, since nobody writes the dir, and no WAL holds commits it would miss). A WAL
+    left beside it keeps ``mode=ro``: SQLite reads it when its ``-shm`` exists too.
+    """
+    wal = path.with_name(path.name + "-wal")
+    if not writable(path.parent) and not wal.exists():
+        return f"file:{quote(str(path))}?immutable=1"
+    return f"file:{quote(str(path))}?mode=ro"
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

@@ -89,6 +89,12 @@ def set_aside(path: Path, what: str, reason: BaseException | str | None = None) 
     return note
 
 
+def writable(path: Path) -> bool:
+    """True if this process may create and change files in ``path`` (False on read-only
+    media, or in a dir of another user)."""
+    return os.access(path, os.W_OK)
+
+
 def dir_size(path: Path) -> int:
     """Bytes of a file, or of every file under a directory (0 if missing)."""
     if path.is_file():

@@ -280,6 +280,31 @@ class IndexQueue:
         )
         return {r[0] for r in rows}
 
+    def embedded_partitions(self) -> list[tuple[str, str]]:
+        """(tenant, partition) of every partition with a row whose vector the index holds
+        (by the records: embedded, live, nothing queued), so whose collection must exist."""
+        return [
+            (str(r[0]), str(r[1]))
+            for r in self._db.read(
+                "SELECT p.tenant_id, p.partition FROM partitions p WHERE EXISTS (SELECT 1 "
+                "FROM memories m WHERE m.tenant_id = p.tenant_id AND m.partition = p.partition "
+                f"AND m.embedded = 1 AND m.vec_pending = {VEC_SYNCED} AND {VECTOR_LIVE})"
+            )
+        ]
+
+    def requeue_embedded(self, partitions: Sequence[tuple[str, str]]) -> int:
+        """Queue again every embedded row of these (tenant, partition) pairs (their vectors
+        were lost); returns how many rows were queued."""
+        n = 0
+        with self._db.write() as tx:
+            for tenant_id, partition in partitions:
+                n += tx.execute(
+                    f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+                    f"WHERE tenant_id = ? AND partition = ? AND embedded = 1",
+                    (tenant_id, partition),
+                ).rowcount
+        return n
+
     def requeue(self, ids: Sequence[str], *, vectors: bool) -> None:
         """Flag live rows among ``ids`` for the keyword index (and, with ``vectors``, for the
         vector index): their indexed text changes (e.g. a message they carry as context was

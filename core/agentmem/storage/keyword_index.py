@@ -12,6 +12,8 @@ so searchers see new documents.
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from pathlib import Path
 import tantivy
 
 from ..errors import StorageError
+from .datadir import writable
 
 ANALYZER = "agentmem_en"
 
@@ -93,20 +96,43 @@ class KeywordIndex:
         >>> idx.add([KeywordDoc(...)]); idx.commit()  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        #: Opened for searching only: no writer, nothing created or changed in ``path``.
+        self.read_only = read_only
         self.analyzer = build_analyzer()
         self._schema = _schema()
         self._lock = threading.Lock()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False  # writes not yet committed
         self._closed = False
+        #: A private dir standing in for an unwritable ``path`` (see :func:`_read_only_view`).
+        self._view: Path | None = None
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            if read_only:
+                if not tantivy.Index.exists(str(path)):
+                    raise StorageError(f"there is no keyword index at {path}")
+                if not writable(path):
+                    self._view = _read_only_view(path)
+                where = self._view or path
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                where = path
+            self._index = tantivy.Index(self._schema, path=str(where), reuse=True)
             self._index.register_tokenizer(ANALYZER, build_analyzer())
+            if self._view is not None:
+                self._index.config_reader("Manual")  # the view's meta.json never changes
         except (ValueError, OSError) as exc:
+            self._remove_view()
             raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
+        except BaseException:
+            self._remove_view()
+            raise
+
+    def _remove_view(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
 
     def analyze(self, text: str) -> list[str]:
         return list(self.analyzer.analyze(text))
@@ -115,6 +141,8 @@ class KeywordIndex:
     def _w(self) -> tantivy.IndexWriter:
         if self._closed:
             raise StorageError(f"keyword index at {self.path} is closed")
+        if self.read_only:
+            raise StorageError(f"keyword index at {self.path} is open read-only")
         self._dirty = True
         if self._writer is None:
             try:
@@ -231,6 +259,7 @@ class KeywordIndex:
                     pass
                 self._writer = None
             self._index.config_reader("Manual")
+            self._remove_view()
 
     # -- reading -----------------------------------------------------------------------------
     def num_docs(self) -> int:
@@ -316,6 +345,29 @@ class KeywordIndex:
         except ValueError as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+
+def _read_only_view(path: Path) -> Path:
+    """A private dir through which Tantivy reads the index in an unwritable ``path``.
+
+    Opening an index takes a lock file beside its ``meta.json`` (created when missing, opened
+    for writing when present), which read-only media refuse. The view holds copies of the
+    small metadata files and links to the segment files, so no content is copied; Tantivy's
+    lock files are made in the view.
+    """
+    view = Path(tempfile.mkdtemp(prefix="agentmem-keywords-"))
+    try:
+        for entry in path.iterdir():
+            if entry.name.endswith(".lock"):
+                continue
+            if entry.name in ("meta.json", ".managed.json"):
+                shutil.copyfile(entry, view / entry.name)  # one consistent list of segments
+            else:
+                (view / entry.name).symlink_to(entry)
+    except BaseException:
+        shutil.rmtree(view, ignore_errors=True)
+        raise
+    return view
 
 
 def _document(doc: KeywordDoc) -> tantivy.Document:

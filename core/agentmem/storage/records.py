@@ -690,6 +690,16 @@ class RecordStore:
     def count_live(self) -> int:
         return self.count(LIVE)
 
+    def holds_history(self) -> bool:
+        """True once anything was stored here: a row (live or not) or a logged erasure.
+
+        A store without either is new (or a lost one's empty replacement).
+        """
+        rows = self.db.read(
+            "SELECT EXISTS (SELECT 1 FROM memories) OR EXISTS (SELECT 1 FROM erasures)"
+        )
+        return bool(rows[0][0])
+
     def requeue_vectors(self, *, meta: tuple[str, str] | None = None) -> None:
         """Flag every embeddable row for the vector index (its vectors were dropped), and
         store a ``meta`` (key, value) in the same transaction."""

@@ -30,9 +30,13 @@ import numpy as np
 
 from ..config import ChromaAddress
 from ..errors import StorageError
+from .database import read_only_uri
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
 
 _PREFIX = "am_"
+#: The collection (holding no vector) whose metadata names the records store the vectors
+#: belong to; outside the prefix of the partitions' collections.
+MARKER_COLLECTION = "agentmem-store"
 #: Past this many vectors, a query with a metadata filter asks Chroma unfiltered for
 #: :data:`POST_FILTER_FACTOR` times the results and filters them here.
 POST_FILTER_MIN = 5_000
@@ -402,6 +406,33 @@ class VectorIndex:
     def collections(self) -> list[str]:
         return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
 
+    def store_marker(self) -> str | None:
+        """The id of the records store whose vectors this index holds (written by
+        :meth:`mark_store`), or None: a new (or lost and recreated) vector store."""
+        try:
+            col = self.client.get_collection(MARKER_COLLECTION, embedding_function=None)
+        except StorageError:
+            raise
+        except Exception as exc:
+            if _gone(exc):
+                return None
+            raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
+        value = (col.metadata or {}).get("store_id")
+        return None if value is None else str(value)
+
+    def mark_store(self, store_id: str) -> str:
+        """Mark this index as holding the vectors of records store ``store_id``; returns the
+        id it is marked with (another one when it was marked before)."""
+        try:
+            col = self.client.get_or_create_collection(
+                MARKER_COLLECTION, metadata={"store_id": store_id}, embedding_function=None
+            )
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"cannot mark vector index at {self.location}: {exc}") from exc
+        return str((col.metadata or {}).get("store_id", ""))
+
     def drop(self, collection: str) -> None:
         self.exact.forget(collection)
         self._collections.pop(collection, None)
@@ -516,6 +547,21 @@ class VectorIndex:
             if entry.is_dir() and _UUID.fullmatch(entry.name) and scrub_hnsw_files(entry, dry=True)
         ]
 
+    def vectors_on_disk(self) -> int:
+        """Vectors the embedded store's files hold, read without opening Chroma (which
+        writes to its files whenever it opens them); 0 without files or a path."""
+        db = None if self.path is None else self.path / CHROMA_DB_FILE
+        if db is None or not db.is_file():
+            return 0
+        try:
+            conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+            try:
+                return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StorageError(f"vector index at {self.path} unreadable: {exc}") from exc
+
     def orphan_segment_dirs(self, segments: set[str] | None = None) -> list[Path]:
         """Segment directories of the embedded store that no segment refers to (left behind
         by dropped collections)."""
@@ -526,7 +572,7 @@ class VectorIndex:
             if not db.is_file():
                 return []
             try:
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30.0)
+                conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
                 try:
                     segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
                 finally:
