@@ -66,6 +66,7 @@ from ..embeddings import CachedEmbedder, default_embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..models import Identity, RecallHit
+from ..storage.datadir import writable
 
 #: Environment variables read for identity when the matching flag is not given.
 IDENTITY_ENV: dict[str, str] = {
@@ -220,12 +221,16 @@ def open_memory(
         # a read-only command on a mistyped --home would create an empty store and report
         # on it ("0 records", an empty export) as if all were well
         raise CliError(f"--home: there is no data dir at {where}")
-    try:
-        mem = AgentMemory(path, background=background, **kwargs)
-    except DataDirLockedError:
-        if not beside_writer:
-            raise
+    if beside_writer and where.is_dir() and not writable(where):
+        # read-only media (or another user's dir): nothing here could take the writer lock
         mem = AgentMemory(path, read_only=True, **kwargs)
+    else:
+        try:
+            mem = AgentMemory(path, background=background, **kwargs)
+        except DataDirLockedError:
+            if not beside_writer:
+                raise
+            mem = AgentMemory(path, read_only=True, **kwargs)
     try:
         yield mem
     finally:

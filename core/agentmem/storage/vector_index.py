@@ -19,6 +19,7 @@ import re
 import shutil
 import sqlite3
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ import numpy as np
 from ..config import ChromaAddress
 from ..errors import StorageError
 from .database import read_only_uri
+from .datadir import writable
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
 
 _PREFIX = "am_"
@@ -103,6 +105,8 @@ class VectorIndex:
         #: When this index first opened its embedded client (segment files written since
         #: are scrubbed at close).
         self._opened_at: float | None = None
+        #: The private dir Chroma reads an unwritable embedded store through (read-only).
+        self._view: Path | None = None
         budget = exact_search_bytes if self._owns_client and not read_only else 0
         self.exact = ExactVectors(budget, self._snapshot)
         self._fanout: ThreadPoolExecutor | None = None
@@ -142,10 +146,14 @@ class VectorIndex:
                 assert self.path is not None
                 settings = Settings(anonymized_telemetry=False, allow_reset=True)
                 try:
-                    self.path.mkdir(parents=True, exist_ok=True)
+                    where = self.path
+                    if self.read_only and not _can_write(self.path):
+                        where = self._view = _read_only_view(self.path)
+                    else:
+                        self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+                    self._client = chromadb.PersistentClient(path=str(where), settings=settings)
                 except Exception as exc:
                     # A failed open leaves Chroma half set up for this path: the next attempt
                     # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
@@ -153,7 +161,7 @@ class VectorIndex:
                     # of this index a fresh one, whichever thread made the failed attempt.
                     with contextlib.suppress(Exception):
                         self._client = chromadb.PersistentClient(
-                            path=str(self.path), settings=settings
+                            path=str(self._view or self.path), settings=settings
                         )
                     if self._client is None:
                         raise StorageError(
@@ -599,6 +607,9 @@ class VectorIndex:
                 self._client.close()
         if self._owns_client or self.server is not None:
             self._client = None  # a caller's client stays theirs, reusable after close
+        view, self._view = self._view, None
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
         if (
             self._owns_client
             and not self.read_only
@@ -610,6 +621,44 @@ class VectorIndex:
                 for entry in self.path.iterdir():
                     if _UUID.fullmatch(entry.name) and _written_since(entry, since):
                         scrub_hnsw_files(entry)
+
+
+def _can_write(path: Path) -> bool:
+    """Whether Chroma could write the embedded store at ``path`` (or create it there)."""
+    db = path / CHROMA_DB_FILE
+    if db.exists():
+        return writable(db) and writable(path)
+    return writable(path) if path.exists() else writable(path.parent)
+
+
+def _read_only_view(path: Path) -> Path:
+    """A private dir through which Chroma reads the embedded store in an unwritable ``path``.
+
+    Chroma writes to its SQLite file whenever it opens it, which read-only media refuse. The
+    view holds a consistent copy of that file (ids, metadata and the log of recent writes; no
+    content: agentmem gives Chroma none) and links to the segment directories, which Chroma
+    only reads; it is removed at :meth:`VectorIndex.close`. Without a store in ``path`` the
+    view is empty, and Chroma starts an empty store in it.
+    """
+    view = Path(tempfile.mkdtemp(prefix="agentmem-vectors-"))
+    try:
+        db = path / CHROMA_DB_FILE
+        if db.is_file():
+            source = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+            copy = sqlite3.connect(view / CHROMA_DB_FILE)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
+                source.close()
+        if path.is_dir():
+            for entry in path.iterdir():
+                if entry.is_dir():
+                    (view / entry.name).symlink_to(entry)
+    except BaseException:
+        shutil.rmtree(view, ignore_errors=True)
+        raise
+    return view
 
 
 #: The header of a Chroma HNSW segment (``header.bin``, format version 1): hnswlib's index
