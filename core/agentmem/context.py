@@ -37,7 +37,8 @@ from .storage.datadir import (
     RECORDS_FILE,
     VECTORS_DIR,
     DataDirLock,
-    set_aside,
+    discard_unreadable,
+    remove_quarantined,
 )
 from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
@@ -176,7 +177,7 @@ class StoreContext:
         vector_check.mark(self.records, self.vectors)
 
     def drop_vectors(self) -> None:
-        """Drop every vector collection (an unreadable embedded index is set aside)."""
+        """Drop every vector collection (an unreadable embedded index is removed)."""
         self.recovered.extend(_drop_vectors(self.vectors))
 
     def close(self) -> None:
@@ -262,6 +263,11 @@ def open_store(
             records, vectors, emb, home, allow_change=allow_embedder_change, drop_vectors=drop
         )
         keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
+        for name in remove_quarantined(home):
+            recovered.append(
+                f"removed {name}, the copy of an unreadable index an earlier version kept (its "
+                "content was out of reach of forget and erase; the index was rebuilt)"
+            )
         loss = _check_vectors(records, vectors, repair=True)
         if loss is not None:
             log.error(loss.describe())
@@ -376,28 +382,28 @@ def _check_vectors(
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
-    """The keyword index; a corrupted one is set aside and rebuilt from the records."""
+    """The keyword index; a corrupted one is removed and rebuilt from the records."""
     try:
         return KeywordIndex(path)
     except StorageError as exc:
         if not path.is_dir():
             raise
-        recovered.append(set_aside(path, "keyword index", exc))
+        recovered.append(discard_unreadable(path, "keyword index", exc))
     index = KeywordIndex(path)
     records.index.mark_keywords_pending()  # the indexer re-adds every row
     return index
 
 
 def _drop_vectors(vectors: VectorIndex) -> list[str]:
-    """Drop every collection; an unreadable embedded store is set aside instead. Returns the
-    notes of what was set aside."""
+    """Drop every collection; an unreadable embedded store is removed instead. Returns the
+    notes of what was removed."""
     notes: list[str] = []
     try:
         names = vectors.collections()
     except StorageError as exc:
         if vectors.path is None or not vectors.owns_client:
             raise
-        notes.append(set_aside(vectors.path, "vector index", exc))
+        notes.append(discard_unreadable(vectors.path, "vector index", exc))
         names = vectors.collections()
     for name in names:
         vectors.drop(name)

@@ -17,7 +17,12 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
   interrupted is reported until it is finished (at the next open, or by erasing again);
 - **leftover files**: segment directories of the embedded Chroma store that no collection
   uses (Chroma leaves them behind when a collection is dropped; ``reindex`` and ``erase``
-  delete them), and payloads or source links of rows that no longer exist.
+  delete them), payloads or source links of rows that no longer exist, and copies of
+  unreadable indexes an earlier version kept (``keywords.broken-<time>``: they may hold
+  content that was forgotten or erased since; a writing open or ``erase`` deletes them);
+- **lost vectors**: a vector index that lost vectors the records say it holds (see
+  :mod:`agentmem.storage.vector_check`): a writing open queues those rows again and says so
+  in ``recovered``; a read-only open reports it here.
 
 The report also checks the default embedder's model files (``model_files``: presence, size
 and sha256; a problem names the ``pip`` command that fixes it and makes the report not ``ok``)
@@ -46,6 +51,7 @@ from typing import Any
 from ..context import StoreContext
 from ..embeddings import model_files_status
 from ..errors import StorageError
+from ..storage.datadir import quarantined
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
@@ -104,6 +110,8 @@ class DoctorReport:
     orphan_vector_files: list[str] = field(default_factory=list)
     #: Entries about rows that no longer exist, per table (payloads, source links).
     orphan_rows: dict[str, int] = field(default_factory=dict)
+    #: Copies of unreadable indexes an earlier version kept in the data dir.
+    quarantined: list[str] = field(default_factory=list)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
@@ -235,8 +243,10 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
     except StorageError as exc:
         problems.append(f"vector index files unreadable: {exc}")
     orphan_rows = records.erasure.orphans()
+    copies = [p.name for p in quarantined(ctx.home)]
     ok = not (
         problems
+        or copies
         or missing_kw
         or extra_kw
         or missing_vec
@@ -272,6 +282,7 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         erasures=erasures,
         orphan_vector_files=orphan_files,
         orphan_rows=orphan_rows,
+        quarantined=copies,
     )
 
 

@@ -25,7 +25,7 @@ def reindex(
         ctx.keywords.commit()
         ctx.drop_vectors()
         ctx.vectors.compact_files()  # Chroma leaves a dropped collection's files on disk
-        vector_check.mark(ctx.records, ctx.vectors)  # a store set aside took its marker
+        vector_check.mark(ctx.records, ctx.vectors)  # a store removed as unreadable took its marker
         ctx.records.index.mark_all_pending()
         # after the old vectors are gone: a crash from here on leaves only vectors of
         # this embedder (and rows queued for it), never old vectors under a new name
