@@ -215,6 +215,10 @@ MIGRATIONS: list[str] = [
         WHERE NOT EXISTS (SELECT 1 FROM memories)
         ON CONFLICT (key) DO NOTHING;
     """,
+    # 9: server-operator keys: they also read the server-wide views (``GET /metrics``)
+    """
+    ALTER TABLE api_keys ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 
@@ -290,4 +294,5 @@ POSTGRES_MIGRATIONS: list[str] = [
     CREATE TRIGGER memories_deleted AFTER DELETE ON memories
         FOR EACH ROW EXECUTE FUNCTION agentmem_memory_deleted();
     """,
+    _postgres(MIGRATIONS[8]),
 ]
