@@ -133,11 +133,17 @@ class ServerProcess:
         user: str | None = None,
         agent: str | None = None,
         admin: bool = False,
+        operator: bool = False,
     ) -> str:
         records = RecordStore(self.home / RECORDS_FILE)
         try:
             created = create_key(
-                records, tenant_id=tenant, user_id=user, agent_id=agent, admin=admin
+                records,
+                tenant_id=tenant,
+                user_id=user,
+                agent_id=agent,
+                admin=admin,
+                operator=operator,
             )
         finally:
             records.close()

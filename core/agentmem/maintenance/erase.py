@@ -266,14 +266,20 @@ class ErasureCheck:
         )
 
 
-def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
+def leftovers(
+    ctx: StoreContext, collections: set[str], *, tenant_id: str | None = None
+) -> list[ErasureCheck]:
     """Check every logged erasure: nothing of the identity in the records, the keyword index
     or the vector collections of its own partitions, and no copy of an unreadable index in
     the data dir (``agentmem doctor``, which passes the names of the vector collections it
-    found)."""
+    found); with ``tenant_id``, the erasures of that tenant only."""
     out: list[ErasureCheck] = []
     copies = [p.name for p in quarantined(ctx.home)]
-    records = ctx.records.erasure.all()
+    records = [
+        rec
+        for rec in ctx.records.erasure.all()
+        if tenant_id is None or rec.subject.tenant_id == tenant_id
+    ]
     found = ctx.records.erasure.leftovers([rec.subject for rec in records])
     for rec, rows in zip(records, found, strict=True):
         subject = rec.subject

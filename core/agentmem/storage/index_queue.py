@@ -442,12 +442,18 @@ class IndexQueue:
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
 
-    def pending_counts(self) -> tuple[int, int, int]:
-        """(keyword pending, vector pending, vector failed)."""
-        kw = int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}")[0][0])
+    def pending_counts(self, tenant_id: str | None = None) -> tuple[int, int, int]:
+        """(keyword pending, vector pending, vector failed), of ``tenant_id`` or of all."""
+        where, params = _of_tenant(tenant_id)
+        kw = int(
+            self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}{where}", params)[
+                0
+            ][0]
+        )
         rows = self._db.read(
             f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
-            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) GROUP BY vec_pending"
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} GROUP BY vec_pending",
+            params,
         )
         counts = dict(rows)
         return kw, int(counts.get(VEC_PENDING, 0)), int(counts.get(VEC_FAILED, 0))
@@ -464,15 +470,19 @@ class IndexQueue:
         )
         return bool(rows)
 
-    def state(self) -> list[tuple[str, str, str, int, int, int, int, int]]:
+    def state(
+        self, tenant_id: str | None = None
+    ) -> list[tuple[str, str, str, int, int, int, int, int]]:
         """(id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded,
-        belongs in the vector index) of every live row (``agentmem doctor``)."""
+        belongs in the vector index) of every live row (of ``tenant_id``; ``doctor``)."""
         indexed = f"NOT ({self._kw_stale()})" if self.follows_changes else "keyword_indexed"
+        where, params = _of_tenant(tenant_id)
         return [
             tuple(r)
             for r in self._db.read(
                 f"SELECT id, tenant_id, partition, {self._kw_stale()}, {indexed}, "
-                f"vec_pending, embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
+                f"vec_pending, embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}{where}",
+                params,
             )
         ]
 
@@ -494,13 +504,15 @@ class IndexQueue:
             )
         }
 
-    def failed_vector_ids(self, limit: int) -> list[str]:
-        """The oldest rows whose embedding failed."""
+    def failed_vector_ids(self, limit: int, tenant_id: str | None = None) -> list[str]:
+        """The oldest rows (of ``tenant_id``) whose embedding failed."""
+        where, params = _of_tenant(tenant_id)
         return [
             r[0]
             for r in self._db.read(
-                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED} ORDER BY seq LIMIT ?",
-                (limit,),
+                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED}{where} "
+                "ORDER BY seq LIMIT ?",
+                (*params, limit),
             )
         ]
 
@@ -510,6 +522,11 @@ class IndexQueue:
     def _unclaim(self) -> str:
         """Clears a row's embedding claim (Postgres; SQLite has one embedding process)."""
         return ", vec_claim_node = NULL, vec_claim_until = NULL" if self.follows_changes else ""
+
+
+def _of_tenant(tenant_id: str | None) -> tuple[str, tuple[str, ...]]:
+    """An ``AND tenant_id = ?`` condition and its parameter (nothing for every tenant)."""
+    return ("", ()) if tenant_id is None else (" AND tenant_id = ?", (tenant_id,))
 
 
 def _feature_values(f: TextFeatures | None) -> tuple[str | None, int | None, int | None]:

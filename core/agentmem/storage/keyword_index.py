@@ -265,12 +265,18 @@ class KeywordIndex:
     def num_docs(self) -> int:
         return int(self._index.searcher().num_docs)
 
-    def all_ids(self) -> set[str]:
+    def all_ids(self, tenant: str | None = None) -> set[str]:
+        """Ids of every live entry (of ``tenant``, or of every tenant)."""
         searcher = self._index.searcher()
         n = searcher.num_docs
         if n == 0:
             return set()
-        result = searcher.search(tantivy.Query.all_query(), limit=n)
+        query = (
+            tantivy.Query.all_query()
+            if tenant is None
+            else tantivy.Query.term_query(self._schema, "tenant", tenant)
+        )
+        result = searcher.search(query, limit=n)
         return {searcher.doc(addr)["id"][0] for _, addr in result.hits}
 
     def query_terms(self, text: str) -> list[str]:
