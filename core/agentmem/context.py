@@ -73,7 +73,8 @@ class StoreContext:
     """One open data dir: stores, indexer, engine, models, settings (see the module docstring).
 
     Attributes:
-        recovered: Notes on indexes found unreadable at open and rebuilt from the records.
+        recovered: Notes on what the open repaired: indexes found unreadable or lost and
+            rebuilt from the records, copies of indexes removed.
         replaced_embedder: The embedder whose vectors this open dropped
             (``allow_embedder_change=True``), if any.
     """
@@ -214,14 +215,17 @@ def open_store(
     read_only: bool = False,
 ) -> StoreContext:
     """Open a data dir: take its lock, open the three stores, check the embedder, recover an
-    unreadable keyword index. A refused open changes nothing on disk and holds nothing.
+    unreadable keyword index and a lost vector index. A refused open changes nothing on disk
+    and holds nothing.
 
     With ``read_only``, the dir is opened beside the process that writes to it: no lock, no
     migration, no recovery, no indexing, and every write raises ``StorageError``.
 
     Raises:
         DataDirLockedError: another process holds the dir.
+        RecordsMissingError: the records store is missing or new beside indexes with entries.
         EmbedderMismatchError: the dir's vectors were made by another embedder.
+        ConfigError: the vector index holds another records store's vectors.
         StorageError: a store cannot be opened.
     """
     emb = embedder or default_embedder()
