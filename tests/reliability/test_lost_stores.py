@@ -8,7 +8,8 @@
   the background indexer embeds them again and paraphrase recall works as before. Opened
   read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
   A Chroma database marked by another records store is refused before a vector goes in.
-- **Records store missing or new** beside indexes that hold entries: the open is refused
+- **Records store missing or new** (a SQLite file, or the Postgres database under a node's
+  home) beside indexes that hold entries: the open is refused
   with :class:`~agentmem.RecordsMissingError` naming the file and the way out, nothing is
   created or changed, in read-only opens too; ``agentmem doctor`` and ``agentmem reindex``
   report that error instead of advising or running a rebuild that would delete the indexes.
@@ -214,3 +215,21 @@ def test_new_and_fully_erased_stores_still_open(make_memory, shared_embedder) ->
     with AgentMemory(home, embedder=shared_embedder) as reopened:  # the erasure is history
         assert reopened.stats().live == 0
     assert make_memory().stats().live == 0
+
+
+def test_a_node_home_over_an_empty_postgres_store_is_refused(
+    postgres_server: Any, shared_embedder: Any, tmp_path: Path
+) -> None:
+    """A node's keyword index beside a records database that is new (recreated, or the wrong
+    URL): refused, as for SQLite."""
+    home = tmp_path / "node"
+    with AgentMemory(
+        home, embedder=shared_embedder, records_url=postgres_server.new_schema()
+    ) as mem:
+        mem.bind(**IDENT).remember(ALLERGY)
+        mem.flush()
+    with pytest.raises(RecordsMissingError) as err:
+        AgentMemory(home, embedder=shared_embedder, records_url=postgres_server.new_schema())
+    message = str(err.value)
+    assert "holds no record" in message and "the keyword index" in message
+    assert "Restore the records database from a backup" in message
