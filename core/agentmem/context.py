@@ -25,7 +25,7 @@ from typing import Any
 
 from .config import ChromaAddress, Settings
 from .embeddings import Embedder, default_embedder
-from .errors import RecordsMissingError, StorageError, ValidationError
+from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
 from .recall.engine import RecallEngine
 from .rerank import HttpReranker, Reranker
@@ -44,6 +44,7 @@ from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
+from .storage.records_check import refuse_lost_records
 from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
 from .write.indexer import Indexer
@@ -242,9 +243,7 @@ def open_store(
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
         missing = url is None and not (home / RECORDS_FILE).exists()
         if missing:  # before the file is created
-            _refuse_lost_records(
-                home, f"the records store {home / RECORDS_FILE} is missing", url, vectors
-            )
+            refuse_lost_records(home, vectors)
         records = RecordStore(
             home / RECORDS_FILE,
             durable=settings.memory.durable_writes,
@@ -252,7 +251,7 @@ def open_store(
             node_id=None if url is None else node_id(home),
         )
         if not missing and not records.holds_history():
-            _refuse_lost_records(home, _new_records(records), url, vectors)
+            refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
             if not had_keywords:  # a new (or lost) keyword index follows the changes anew
@@ -313,9 +312,7 @@ def _open_read_only(
     try:
         has_records = url is not None or (home / RECORDS_FILE).is_file()
         if not has_records:
-            _refuse_lost_records(
-                home, f"the records store {home / RECORDS_FILE} is missing", url, vectors
-            )
+            refuse_lost_records(home, vectors)
         if not has_records or not (home / KEYWORDS_DIR).is_dir():
             raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
         records = RecordStore(
@@ -329,7 +326,7 @@ def _open_read_only(
         raise
     try:
         if not records.holds_history():
-            _refuse_lost_records(home, _new_records(records), url, vectors)
+            refuse_lost_records(home, vectors, records)
         recorded = fingerprint.read(records)
         current = EmbedderFingerprint.of(embedder, origin="reindex")
         if recorded is not None and not recorded.matches(current):
@@ -412,61 +409,6 @@ def _drop_vectors(vectors: VectorIndex) -> list[str]:
     for name in names:
         vectors.drop(name)
     return notes
-
-
-def _new_records(records: RecordStore) -> str:
-    return f"the records store {records.location} holds no record (it is new)"
-
-
-def _refuse_lost_records(home: Path, problem: str, url: str | None, vectors: VectorIndex) -> None:
-    """Refuse a data dir whose records are missing or new while its indexes hold entries.
-
-    The indexes would outlive the records they were made from: an empty store would open
-    beside them, and ``reindex`` would then delete them (the only trace left of the lost
-    records). Nothing is changed before this check.
-
-    Raises:
-        RecordsMissingError: the keyword index or the vector index holds entries (or cannot
-            be read, so may).
-    """
-    held: list[str] = []
-    keywords = home / KEYWORDS_DIR
-    if keywords.is_dir():
-        try:
-            index = KeywordIndex(keywords, read_only=True)
-            try:
-                entries = index.num_docs()
-            finally:
-                index.close()
-            if entries:
-                held.append(f"the keyword index {keywords} (entries: {entries})")
-        except StorageError as exc:
-            held.append(f"a keyword index at {keywords} that cannot be read ({exc})")
-    # the vectors in the dir (a Chroma server is not asked at open: one marked by another
-    # store is refused before the first vector goes in, see storage.vector_check)
-    if vectors.owns_client:
-        try:
-            count = vectors.vectors_on_disk()
-            if count:
-                held.append(f"the vector index {vectors.location} (vectors: {count})")
-        except Exception as exc:
-            held.append(f"a vector index at {vectors.location} that cannot be read ({exc})")
-    if not held:
-        return
-    if url is None:
-        restore = f"Restore {RECORDS_FILE} into {home} from a backup"
-    else:
-        restore = "Restore the records database from a backup, or give the URL of the right one"
-    moved = [f"{name}/" for name in (KEYWORDS_DIR, VECTORS_DIR) if (home / name).exists()]
-    anew = f"first move {' and '.join(moved)} out of {home}"
-    raise RecordsMissingError(
-        f"{problem}, but {' and '.join(held)} remain of the records this data dir held. The "
-        "records are the only copy of the memories' content (the indexes keep search terms "
-        "and vectors, which cannot restore it), so nothing was opened or changed, and "
-        f"`agentmem reindex` would delete what is left. {restore}; to start an empty store "
-        f"here instead, {anew}.",
-        path=str(home),
-    )
 
 
 def records_url(settings: Settings) -> str | None:

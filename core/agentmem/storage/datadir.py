@@ -106,10 +106,12 @@ def discard_unreadable(path: Path, what: str, reason: BaseException | str | None
 
 
 def quarantined(home: Path) -> list[Path]:
-    """Copies of unreadable indexes in ``home`` (``<name>.broken-<time>``)."""
+    """Copies of unreadable indexes in ``home`` (``keywords.broken-<time>``,
+    ``chroma.broken-<time>``)."""
     if not home.is_dir():
         return []
-    return sorted(p for p in home.iterdir() if QUARANTINE_MARK in p.name)
+    names = tuple(f"{index}{QUARANTINE_MARK}" for index in (KEYWORDS_DIR, VECTORS_DIR))
+    return sorted(p for p in home.iterdir() if p.name.startswith(names))
 
 
 def remove_quarantined(home: Path) -> list[str]:

@@ -122,11 +122,10 @@ class KeywordIndex:
             self._index.register_tokenizer(ANALYZER, build_analyzer())
             if self._view is not None:
                 self._index.config_reader("Manual")  # the view's meta.json never changes
-        except (ValueError, OSError) as exc:
+        except BaseException as exc:
             self._remove_view()
-            raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
-        except BaseException:
-            self._remove_view()
+            if isinstance(exc, ValueError | OSError):
+                raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
             raise
 
     def _remove_view(self) -> None:
