@@ -47,6 +47,8 @@ from .storage.records import RecordStore
 from .storage.records_check import refuse_lost_records
 from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
+from .telemetry import tracing
+from .telemetry.recalls import RecallObservations
 from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
@@ -116,6 +118,8 @@ class StoreContext:
         self._lock = lock
         self._closed = False
         self.access = AccessTracker(records)
+        #: The last recalls of this store, as numbers (metrics, the inspector).
+        self.recalls = RecallObservations()
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
         self.engine.access = None if self.read_only else self.access
         self.engine.vectors_lost = vector_loss is not None
@@ -229,6 +233,7 @@ def open_store(
         ConfigError: the vector index holds another records store's vectors.
         StorageError: a store cannot be opened.
     """
+    tracing.setup()  # spans on if the application or OTEL_* configured OpenTelemetry
     emb = embedder or default_embedder()
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)

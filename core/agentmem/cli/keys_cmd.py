@@ -9,6 +9,7 @@ Examples::
     agentmem --home /srv/mem keys create --tenant acme --name web-app
     agentmem --home /srv/mem keys create --tenant acme --user u1 --json
     agentmem --home /srv/mem keys create --tenant acme --admin --name ops
+    agentmem --home /srv/mem keys create --tenant ops --operator --name prometheus
     agentmem --home /srv/mem keys list
     agentmem --home /srv/mem keys revoke 3f9a0c1d2b4e
 """
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--operator",
         action="store_true",
         help="the key may also read the server-wide views: the whole store's stats and "
-        "doctor report",
+        "doctor report, the metrics (GET /metrics)",
     )
     c.add_argument("--json", dest="key_json", action="store_true", help="JSON output")
     c.set_defaults(func=cmd_create)

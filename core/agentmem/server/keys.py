@@ -10,7 +10,7 @@ act for that tenant only, and for the pinned user/agent only. An ``admin`` key a
 tenant's maintenance reports (stats, doctor: nothing of another tenant, no server path),
 exports the tenant and erases in it. An ``operator`` key (the server's operator, e.g. its
 monitoring) also reads the server-wide views that belong to no tenant (the whole store's
-stats and doctor report); it too reaches only its own tenant's data.
+stats and doctor report, ``GET /metrics``); it too reaches only its own tenant's data.
 
 The functions take the :class:`~agentmem.storage.records.RecordStore`; the server checks keys
 against the table on every request, so keys created or revoked by ``agentmem keys`` (another
@@ -56,7 +56,7 @@ class ApiKey:
             and erase in it.
         revoked_at: When the key was revoked (None while it is live).
         operator: The key may also read the server-wide views (the whole store's stats and
-            doctor report).
+            doctor report, the metrics).
     """
 
     id: str

@@ -68,7 +68,7 @@ class ApiKeyTable:
     ) -> KeyRow:
         at = now_utc()
         values = (key_id, secret_hash, tenant_id, user_id, agent_id, name, int(admin), iso(at))
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # a new id
             tx.execute(
                 f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,NULL,?)",
                 (*values, int(operator)),
@@ -94,7 +94,7 @@ class ApiKeyTable:
 
     def revoke(self, key_id: str) -> bool:
         """Mark a live key revoked; False when there is no such key or it was revoked."""
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one guarded update
             cur = tx.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (iso(now_utc()), key_id),
