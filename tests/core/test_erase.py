@@ -256,7 +256,7 @@ def test_an_unreadable_keyword_index_is_not_kept_where_erasure_cannot_reach(
     mem = make_memory(path=home)  # the index is unreadable: removed and rebuilt
     assert "removed, rebuilt from the records" in mem.recovered[0]
     assert not [p.name for p in home.iterdir() if ".broken-" in p.name]
-    assert mem.flush(timeout=60)
+    mem.flush()
     receipt = mem.erase(tenant_id="acme", user_id=U1)
     assert receipt.rows > 0 and "quarantine" not in receipt.compacted
     report = diagnose(mem.context)  # not ok only for the recovery at open it reports
