@@ -503,6 +503,13 @@ class IndexQueue:
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
 
+    def requeue_failed_vectors(self) -> None:
+        """Flag the rows whose embedding failed for another try."""
+        with self._db.write() as tx:
+            tx.execute(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE vec_pending = {VEC_FAILED}"
+            )
+
     def pending_counts(self, tenant_id: str | None = None) -> tuple[int, int, int]:
         """(keyword pending, vector pending, vector failed), of ``tenant_id`` or of all."""
         where, params = _of_tenant(tenant_id)
