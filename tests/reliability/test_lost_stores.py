@@ -165,7 +165,7 @@ def _fresh_records(home: Path) -> None:
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, shared_embedder: Any, capsys: pytest.CaptureFixture[str]):
-    monkeypatch.setattr(_common, "shared_embedder", lambda: shared_embedder)
+    monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
 
     def run(home: Path, *argv: str) -> tuple[int, str]:
         capsys.readouterr()

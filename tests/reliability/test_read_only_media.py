@@ -118,7 +118,7 @@ def test_read_only_media_open_recall_stats_and_doctor(
         with pytest.raises(StorageError, match="read-only"):
             bound.remember("A write on read-only media")
 
-    monkeypatch.setattr(_common, "shared_embedder", lambda: shared_embedder)
+    monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
     for command in ("stats", "doctor"):
         capsys.readouterr()
         assert main(["--home", str(media), command]) == 0, capsys.readouterr()
