@@ -103,10 +103,12 @@ def _acquire(home: Path, key: tuple[Any, ...], opener: Callable[[], StoreContext
             entry = _open[real] = _Open(opener(), key)
         elif entry.key != key:
             raise DataDirLockedError(
-                f"data dir {home} is already open in this process with other components or "
-                "settings (embedder, LLM, reranker, Chroma client, configuration or "
-                "background indexing); reuse that AgentMemory, or close it first",
+                f"data dir {home} is already open in this process (pid {os.getpid()}) with "
+                "other components or settings (embedder, LLM, reranker, Chroma client, "
+                "configuration or background indexing); reuse that AgentMemory, or close it "
+                "first",
                 path=str(home),
+                pid=os.getpid(),
             )
         entry.users += 1
         return entry.ctx
@@ -233,6 +235,14 @@ class AgentMemory:
         records_url: str | None = None,
         embedder_name: str | None = None,
     ) -> None:
+        if isinstance(path, str | bytes) and not path.strip():
+            # Path("") is the working directory: the store's files would land beside the
+            # caller's own
+            raise ValidationError(
+                "path",
+                "must not be empty: name a data dir, or pass None for $AGENTMEM_HOME or the "
+                "per-user default",
+            )
         home = Path(path).expanduser() if path is not None else default_home()
         if embedder is None and embedder_name is not None:
             raise ValidationError("embedder_name", "names the model of an embedder= object")

@@ -499,7 +499,7 @@ class RecallEngine:
                         c.kw_rank = len(per_scope[scope])
                     else:
                         c.in_vector = True
-                        c.cos = value
+                        c.cos = c.vec_cos = value
                         c.vec_rank = len(per_scope[scope])
                         floor_cos[scope] = min(floor_cos.get(scope, value), value)
                 fusion_lists.extend(per_scope.items())

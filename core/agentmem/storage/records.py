@@ -482,6 +482,25 @@ class RecordStore:
         )
         return [r[0] for r in rows]
 
+    def superseded_hashes(
+        self, tenant_id: str, partition: str, session_id: str | None, hashes: Sequence[str]
+    ) -> set[tuple[str, str]]:
+        """(memory_type, content_hash) of the live memories of a partition (of one session
+        for a session's memories) that a newer one superseded, among ``hashes``. Superseding
+        clears a row's dedup key, so only this finds that its text was stored before."""
+        if not hashes:
+            return set()
+        marks = ",".join("?" for _ in hashes)
+        session = "session_id IS NULL" if session_id is None else "session_id = ?"
+        params: list[Any] = [tenant_id, partition, *([session_id] if session_id else []), *hashes]
+        rows = self.db.read(
+            f"SELECT memory_type, content_hash FROM memories WHERE tenant_id = ? AND "
+            f"partition = ? AND {session} AND kind = 'memory' AND superseded_by IS NOT NULL "
+            f"AND {LIVE} AND content_hash IN ({marks})",
+            params,
+        )
+        return {(str(r[0]), str(r[1])) for r in rows}
+
     def current_ids(
         self, tenant_id: str, partition: str, scope: str, *, agent_id: str | None = None
     ) -> list[str]:
