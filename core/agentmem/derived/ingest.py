@@ -45,9 +45,9 @@ from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
 from ..models import MEMORY_TYPES, ROLES, Identity, IngestError, IngestResult
+from ..speakers import metadata_speaker
 from ..storage.rows import NewRecord, now_utc
 from ..write.commit import commit
-from ..write.index_text import speaker_of
 from ..write.records import memory_record, message_record, sha
 from .supersession import judge_rows
 
@@ -169,7 +169,7 @@ def ingest(
             role=msg.role,
             content=msg.content,
             id=mid,
-            speaker=speaker_of(msg.metadata),
+            speaker=metadata_speaker(msg.metadata),
             time=msg.event_time or received,
         )
         for msg, mid in zip(msgs, msg_ids, strict=True)

@@ -29,6 +29,7 @@ from typing import Any
 from ..config import LLMConfig
 from ..errors import LLMError
 from ..models import MEMORY_TYPES
+from ..speakers import resolve_speaker
 from .base import Answer, ChatTurn, Extracted, SummaryDelta, Verdict
 
 log = logging.getLogger("agentmem.llm")
@@ -537,9 +538,10 @@ def _render(turns: Sequence[ChatTurn]) -> str:
     lines = []
     for n, t in enumerate(turns):
         ident = t.id or f"t{n}"
-        who = f"{t.speaker} ({t.role})" if t.speaker else t.role
+        speaker, text = resolve_speaker(t.role, t.content, t.speaker)
+        who = f"{speaker} ({t.role})" if speaker else t.role
         when = f"{t.time.astimezone(UTC):%Y-%m-%d %H:%M} UTC " if t.time is not None else ""
-        lines.append(f"[{ident}] {when}{who}: {t.content}")
+        lines.append(f"[{ident}] {when}{who}: {text}")
     return "\n".join(lines)
 
 
