@@ -88,7 +88,14 @@ def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message
     for n, msg in enumerate(messages):
         field = f"messages[{n}]"
         if isinstance(msg, ChatTurn):
-            msg = {"role": msg.role, "content": msg.content, "id": msg.id}
+            # its speaker and time are kept as a message dict carries them
+            msg = {
+                "role": msg.role,
+                "content": msg.content,
+                "id": msg.id,
+                "event_time": msg.time,
+                "metadata": {"speaker": msg.speaker} if msg.speaker else None,
+            }
         if not isinstance(msg, Mapping):
             raise ValidationError(field, f"must be a dict or ChatTurn, got {type(msg).__name__}")
         unknown = set(msg) - _MESSAGE_KEYS
