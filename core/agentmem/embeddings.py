@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from agentmem.distribution import DISTRIBUTION
 from agentmem.errors import EmbeddingError, ModelFilesError, ValidationError
 
 if TYPE_CHECKING:
@@ -186,9 +187,9 @@ def _reinstall(requirement: str) -> str:
 
 def _agentmem_requirement() -> str:
     try:
-        return f"agentmem=={importlib.metadata.version('agentmem')}"
+        return f"{DISTRIBUTION}=={importlib.metadata.version(DISTRIBUTION)}"
     except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return "agentmem"
+        return DISTRIBUTION
 
 
 def _packaged_model() -> _ModelFile:

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tokens",
         "chunking",
         "speakers",
+        "distribution",
     ),
     ("storage", "embeddings", "rerank", "llm", "scopes"),
     (

@@ -207,7 +207,7 @@ def test_bench_cli_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None
 def test_bench_with_peers(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
     status = peer_status()
     if any(why is not None for why in status.values()):
-        pytest.skip(f"peers not installed (pip install 'agentmem[bench]'): {status}")
+        pytest.skip(f"peers not installed (pip install 'agentmem-layer[bench]'): {status}")
     result = run_bench(
         BenchSettings(memories=200, queries=10, ack_samples=4, peer_memories=150, workdir=tmp_path),
         embedder=shared_embedder,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..distribution import pip_install
 from ._common import EXIT_FAILED, command, home_of, settings_of
 
 DEFAULT_HOST = "127.0.0.1"
@@ -51,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         sys.stderr.write(
             f"agentmem: error: the server needs the 'server' extra ({exc.name} is missing): "
-            "pip install 'agentmem[server]'\n"
+            f"{pip_install('server')}\n"
         )
         return EXIT_FAILED
     return serve(

@@ -27,6 +27,7 @@ from datetime import UTC
 from typing import Any
 
 from ..config import LLMConfig
+from ..distribution import pip_install
 from ..errors import LLMError
 from ..models import MEMORY_TYPES
 from ..speakers import resolve_speaker
@@ -294,7 +295,7 @@ class AnthropicLLM:
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise LLMError(
                         "the Anthropic LLM needs the 'anthropic' package: "
-                        "pip install 'agentmem[anthropic]'"
+                        + pip_install("anthropic")
                     ) from exc
                 kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": self.max_retries}
                 if self._api_key is not None:
