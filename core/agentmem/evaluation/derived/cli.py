@@ -4,8 +4,9 @@ Prints the figures of :func:`~.report.run_extraction_eval` (``--json`` for the w
 ``--out DIR`` also writes every memory, miss, summary and question as JSON lines. Options of
 its own: ``--no-retrieval`` (skip the two stores and the questions: extraction and summaries
 only, seconds instead of minutes) and ``--speaker-in metadata|content`` (where each turn names
-its speaker: ``metadata["speaker"]``, the default, or a leading ``"Name: "`` of its text). It also reads ``--sample``, ``--limit-questions`` and
-``--embed-cache`` when the command defines them (the LoCoMo options). Exit status 0.
+its speaker: ``metadata["speaker"]``, the default, or a leading ``"Name: "`` of its text). It
+also reads ``--sample``, ``--limit-questions`` and ``--embed-cache`` when the command defines
+them (the LoCoMo options). Exit status 0.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ Built on the public API only (:class:`~agentmem.AgentMemory`, ``bind``, ``add_me
 One user per conversation, one session per conversation session (``<sample>:s<N>``), each
 message with ``metadata = {"dia_id", "speaker", "session"}`` (or the speaker as a leading
 ``"Name: "`` of the content: :attr:`~.gold.GoldConversation.speaker_in`) and the session's
-time plus one second per turn, as :mod:`agentmem.evaluation.locomo` does. Questions (LoCoMo ``qa`` of
-categories 1-4, and the labelled ``answers`` that have evidence) are asked from a new session
-of the conversation's user with ``top_k=20``, ``min_score=0`` and a large token budget.
+time plus one second per turn, as :mod:`agentmem.evaluation.locomo` does. Questions (LoCoMo
+``qa`` of categories 1-4, and the labelled ``answers`` that have evidence) are asked from a
+new session of the conversation's user with ``top_k=20``, ``min_score=0`` and a large token
+budget.
 
 **Scoring** at turn granularity, as LoCoMo does: walk the hits in order, collect the turns
 each carries (a message: its ``dia_id``; a memory: the dia ids of its source messages), cut
