@@ -11,7 +11,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from agentmem.distribution import DISTRIBUTION, pip_install
+import agentmem
+from agentmem.distribution import DISTRIBUTION, installed_version, pip_install
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -38,6 +39,17 @@ def test_the_project_is_distributed_under_the_declared_name() -> None:
 def test_pip_commands_name_the_distribution() -> None:
     assert pip_install() == "pip install 'agentmem-layer'"
     assert pip_install("mcp") == "pip install 'agentmem-layer[mcp]'"
+
+
+def test_version_lookups_ask_for_this_distribution() -> None:
+    assert installed_version() == agentmem.__version__  # the editable install of this checkout
+    core = Path(agentmem.__file__).parent
+    lookups = [
+        str(p.relative_to(core))
+        for p in core.rglob("*.py")
+        if "importlib.metadata" in p.read_text(encoding="utf-8")
+    ]
+    assert lookups == ["distribution.py"]
 
 
 def _user_facing_files() -> list[Path]:

@@ -12,10 +12,21 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["DISTRIBUTION", "pip_install"]
+import importlib.metadata
+
+__all__ = ["DISTRIBUTION", "installed_version", "pip_install"]
 
 #: The distribution (``[project].name`` in ``pyproject.toml``).
 DISTRIBUTION = "agentmem-layer"
+
+
+def installed_version() -> str | None:
+    """The installed distribution's version; None when running from a source tree (a
+    package named ``agentmem`` installed beside it is another project's)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def pip_install(extra: str | None = None) -> str:

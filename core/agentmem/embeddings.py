@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.resources
 import os
 import threading
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from agentmem.distribution import DISTRIBUTION
+from agentmem.distribution import DISTRIBUTION, installed_version
 from agentmem.errors import EmbeddingError, ModelFilesError, ValidationError
 
 if TYPE_CHECKING:
@@ -186,10 +185,8 @@ def _reinstall(requirement: str) -> str:
 
 
 def _agentmem_requirement() -> str:
-    try:
-        return f"{DISTRIBUTION}=={importlib.metadata.version(DISTRIBUTION)}"
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return DISTRIBUTION
+    version = installed_version()
+    return f"{DISTRIBUTION}=={version}" if version else DISTRIBUTION
 
 
 def _packaged_model() -> _ModelFile:

@@ -48,6 +48,7 @@ from .rows import (
 from .schema import MIGRATIONS, POSTGRES_MIGRATIONS
 from .sessions import SessionTable, WorkingStateTable
 from .sources import SourceLinks, link, unlink
+from .write_locks import insert_keys, update_rows
 
 #: Marks an anonymized row's source_ref; its partition label becomes ANONYMIZED_PARTITION
 #: once the indexer has removed its index entries.
@@ -194,10 +195,14 @@ class RecordStore:
         A record whose ``dedup_key`` (or id) already exists is not inserted again: the
         existing id comes back with ``was_new=False``. A record with a ``topic_key``
         supersedes the live rows of its tenant and partition with that key.
+
+        On Postgres the transaction locks its ids, dedup keys, payload keys and topics
+        (:func:`~agentmem.storage.write_locks.insert_keys`), nothing of other writes.
         """
         now = iso(now_utc())
         out: list[tuple[str, bool]] = []
-        with self.db.write() as tx:
+        records = list(records)
+        with self.db.write(keys=insert_keys(records)) as tx:
             for rec in records:
                 # one query for both keys (a round trip per statement counts on Postgres);
                 # a row with the same dedup key wins over one with the same id
@@ -233,11 +238,14 @@ class RecordStore:
             (rec.tenant_id, rec.partition, rec.topic_key, rec.id),
         ).fetchall()
         for (old_id,) in old:
-            tx.execute(
+            # still current: the judge may have retired it since (it takes no topic lock)
+            cur = tx.execute(
                 "UPDATE memories SET superseded_by = ?, updated_at = ?, dedup_key = NULL "
-                "WHERE id = ?",
+                "WHERE id = ? AND superseded_by IS NULL",
                 (rec.id, now, old_id),
             )
+            if not cur.rowcount:
+                continue
             _retire_sources(tx, rec.tenant_id, old_id, rec.id)
             _audit(tx, now, "memory.supersede", rec.tenant_id, old_id, by=rec.id)
 
@@ -329,7 +337,7 @@ class RecordStore:
         return [r[0] for r in rows]
 
     def register_partition(self, tenant_id: str, partition: str, collection: str) -> None:
-        with self.db.write() as tx:
+        with self.db.write(keys=()) as tx:  # one idempotent insert
             tx.execute(
                 "INSERT INTO partitions (tenant_id, partition, collection) VALUES (?,?,?) "
                 "ON CONFLICT DO NOTHING",
@@ -473,6 +481,25 @@ class RecordStore:
             (tenant_id, partition, topic_key, scope),
         )
         return [r[0] for r in rows]
+
+    def superseded_hashes(
+        self, tenant_id: str, partition: str, session_id: str | None, hashes: Sequence[str]
+    ) -> set[tuple[str, str]]:
+        """(memory_type, content_hash) of the live memories of a partition (of one session
+        for a session's memories) that a newer one superseded, among ``hashes``. Superseding
+        clears a row's dedup key, so only this finds that its text was stored before."""
+        if not hashes:
+            return set()
+        marks = ",".join("?" for _ in hashes)
+        session = "session_id IS NULL" if session_id is None else "session_id = ?"
+        params: list[Any] = [tenant_id, partition, *([session_id] if session_id else []), *hashes]
+        rows = self.db.read(
+            f"SELECT memory_type, content_hash FROM memories WHERE tenant_id = ? AND "
+            f"partition = ? AND {session} AND kind = 'memory' AND superseded_by IS NOT NULL "
+            f"AND {LIVE} AND content_hash IN ({marks})",
+            params,
+        )
+        return {(str(r[0]), str(r[1])) for r in rows}
 
     def current_ids(
         self, tenant_id: str, partition: str, scope: str, *, agent_id: str | None = None
@@ -690,19 +717,22 @@ class RecordStore:
     def count_live(self) -> int:
         return self.count(LIVE)
 
-    def requeue_vectors(self, *, meta: tuple[str, str] | None = None) -> None:
+    def requeue_vectors(self, *, meta: Mapping[str, str | None] | None = None) -> None:
         """Flag every embeddable row for the vector index (its vectors were dropped), and
-        store a ``meta`` (key, value) in the same transaction."""
+        set (or, for None, delete) ``meta`` keys in the same transaction."""
         with self.db.write() as tx:
             tx.execute(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
-            if meta is not None:
+            for key, value in (meta or {}).items():
+                if value is None:
+                    tx.execute("DELETE FROM meta WHERE key = ?", (key,))
+                    continue
                 tx.execute(
                     "INSERT INTO meta (key, value, updated_at) VALUES (?,?,?) ON CONFLICT (key) "
                     "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    (meta[0], meta[1], iso(now_utc())),
+                    (key, value, iso(now_utc())),
                 )
 
     # -- vector partitions -----------------------------------------------------------------------
@@ -844,12 +874,17 @@ class RecordStore:
 
     def apply_judgement(self, row: JudgeRow, retire: Sequence[str], judge: str) -> list[str]:
         """Retire ``retire`` in favour of ``row`` (if both are still live) and mark ``row``
-        judged, in one transaction; returns the ids retired."""
+        judged, in one transaction; returns the ids retired.
+
+        On Postgres the judged row is locked first (``FOR UPDATE``), so a write superseding
+        it meanwhile waits, or is seen; each retirement is a guarded single-row update.
+        """
         now = iso(now_utc())
         done: list[str] = []
-        with self.db.write() as tx:
+        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        with self.db.write(keys=()) as tx:
             alive = tx.execute(
-                f"SELECT 1 FROM memories WHERE id = ? AND superseded_by IS NULL AND {LIVE}",
+                f"SELECT 1 FROM memories WHERE id = ? AND superseded_by IS NULL AND {LIVE}{lock}",
                 (row.id,),
             ).fetchone()
             for old in retire if alive else ():
@@ -877,16 +912,19 @@ class RecordStore:
 
     # -- access counts ---------------------------------------------------------------------------
     def add_access(self, counts: Mapping[str, int], last: Mapping[str, str]) -> None:
-        """Add recall hits to ``access_count`` and move ``last_accessed`` forward, in one
-        transaction (``updated_at`` is not touched: being read is not an update)."""
-        params = [(n, last[id_], last[id_], id_) for id_, n in counts.items()]
-        with self.db.write() as tx:
+        """Add recall hits to ``access_count`` and move ``last_accessed`` forward
+        (``updated_at`` is not touched: being read is not an update). On Postgres a row
+        another write holds gets its count in a later transaction; recall never waits."""
+
+        def add(tx: Transaction, ids: list[str]) -> None:
             tx.executemany(
                 "UPDATE memories SET access_count = access_count + ?, last_accessed = "
                 "CASE WHEN last_accessed IS NULL OR last_accessed < ? THEN ? "
                 "ELSE last_accessed END WHERE id = ?",
-                params,
+                [(counts[id_], last[id_], last[id_], id_) for id_ in ids],
             )
+
+        update_rows(self.db, "id", list(counts), add)
 
     # -- retention ------------------------------------------------------------------------------
     def retired(
