@@ -200,8 +200,13 @@ class AgentMemory:
         settings: Every setting (:class:`~agentmem.config.Settings`); default read from the
             environment once, at open. ``config`` and ``tier_config`` replace its parts.
         read_only: Open beside the process that writes to the dir (``agentmem stats``,
-            ``export``, ``doctor``, an inspection from a notebook): no lock, no indexing;
-            reads and recall work, writes raise :class:`~agentmem.errors.StorageError`.
+            ``export``, ``doctor``, an inspection from a notebook), or on read-only media:
+            no lock, no indexing, nothing written in the dir; reads and recall work, writes
+            raise :class:`~agentmem.errors.StorageError`.
+
+    A data dir whose indexes hold entries while its records store is missing or new is
+    refused (:class:`~agentmem.errors.RecordsMissingError`); a vector index found lost at
+    open is rebuilt in the background (see :attr:`recovered`).
 
     One process writes to a data dir at a time; another process gets
     :class:`~agentmem.errors.DataDirLockedError`. A second ``AgentMemory`` on the same dir in
@@ -383,7 +388,8 @@ class AgentMemory:
 
     @property
     def recovered(self) -> list[str]:
-        """Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``)."""
+        """What the open repaired (``agentmem doctor`` reports it): indexes found unreadable
+        or lost and being rebuilt from the records, copies of indexes removed."""
         return self._ctx.recovered
 
     @property

@@ -210,6 +210,7 @@ def test_all_is_pinned() -> None:
         "RateLimitError",
         "RecallHit",
         "RecallResult",
+        "RecordsMissingError",
         "RememberResult",
         "RemoteError",
         "RerankError",

@@ -107,9 +107,13 @@ def test_stats_doctor_export_against_a_server(
     remote = ["--url", server.url, "--api-key", admin]
     assert main([*remote, "--json", "stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["stats"]["live"] >= 3
+    assert stats["tenant_id"] == "exp" and stats["stats"]["live"] == 3  # its tenant only
+    operator = ["--url", server.url, "--api-key", server.create_key("ops", operator=True)]
+    assert main([*operator, "--json", "stats"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["stats"]["live"] >= 4
     assert {j["name"] for j in stats["jobs"]} == {"judge", "idle_sessions", "retention"}
-    assert main([*remote, "stats"]) == 0
+    assert main([*operator, "stats"]) == 0
     shown = capsys.readouterr().out
     assert "background jobs" in shown
     assert all(job in shown for job in ("judge", "idle_sessions", "retention"))

@@ -72,6 +72,7 @@ from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory
 from ..models import Identity, RecallHit
 from ..protocols import BoundMemoryProtocol
+from ..storage.datadir import writable
 
 #: Environment variables read for identity when the matching flag is not given.
 IDENTITY_ENV: dict[str, str] = {
@@ -325,12 +326,16 @@ def open_memory(
             f"--home: there is no data dir at {where} (only a command that stores something "
             "creates one)"
         )
-    try:
-        mem = AgentMemory(path, background=background, **kwargs)
-    except DataDirLockedError:
-        if not beside_writer:
-            raise
+    if beside_writer and where.is_dir() and not writable(where):
+        # read-only media (or another user's dir): nothing here could take the writer lock
         mem = AgentMemory(path, read_only=True, **kwargs)
+    else:
+        try:
+            mem = AgentMemory(path, background=background, **kwargs)
+        except DataDirLockedError:
+            if not beside_writer:
+                raise
+            mem = AgentMemory(path, read_only=True, **kwargs)
     try:
         yield mem
     finally:

@@ -10,15 +10,18 @@ With ``--url`` (or ``$AGENTMEM_URL``, unless ``--home`` is given) these commands
 - and these, the server's own:
 
 =======  ===================================================================================
-stats    the served store's counts plus the server's background jobs (last run, outcome)
-doctor   the served store's doctor report (exit 1 on drift, as on a data dir)
+stats    the key's tenant's counts (an admin key); the whole store's plus the server's
+         background jobs (last run, outcome) with an operator key
+doctor   the doctor report of the key's tenant, or of the store with an operator key (exit 1
+         on drift, as on a data dir)
 export   the key's tenant as import-ready JSON Lines (``-o FILE`` or stdout)
 erase    erase the key's tenant, or a user/agent of it (``--tenant`` must be the key's)
 mcp      serve the MCP tools over stdio for an identity of the key's tenant
 =======  ===================================================================================
 
 ``stats``, ``doctor``, ``export``, ``import`` and ``erase`` need an admin key (``agentmem keys
-create --admin``). The others (reindex, judge, retention, working, keys, serve, demo, eval,
+create --admin``; ``stats`` and ``doctor`` of the whole store an operator key,
+``--operator``). The others (reindex, judge, retention, working, keys, serve, demo, eval,
 bench) work on a data dir only (the server runs its own jobs); given ``--url`` they stop
 with a message saying so.
 """
@@ -109,6 +112,9 @@ def remote_stats(args: argparse.Namespace) -> int:
     stats: Stats = data["stats"]
     if out.json:
         out.result({**to_jsonable(data), "url": client.options.url})
+        return EXIT_OK
+    if "tenant_id" in data:  # an admin key: its tenant's figures only
+        out.print(stats_table(f"{client.options.url} (tenant {data['tenant_id']})", stats))
         return EXIT_OK
     table = stats_table(f"{client.options.url} ({data['home']})", stats)
     server = data.get("server", {})

@@ -178,13 +178,15 @@ class AsyncClient:
             return False
 
     async def stats(self) -> dict[str, Any]:
-        """Store stats, background jobs and server info (an admin key)."""
+        """Stats of the key's tenant (an admin key), or of the whole store with its
+        background jobs and server info (an operator key); see :meth:`Client.stats`."""
         data = w.payload(await self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     async def doctor(self) -> DoctorReport:
-        """The ``agentmem doctor`` report of the served data dir (an admin key)."""
+        """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
+        served store (an operator key)."""
         data = w.payload(await self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report

@@ -168,14 +168,16 @@ class Client:
             return False
 
     def stats(self) -> dict[str, Any]:
-        """Store stats, background jobs and server info (an admin key):
-        ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``."""
+        """Stats of the key's tenant (an admin key: ``{"tenant_id", "stats": Stats}``), or
+        of the whole store with its background jobs and server info (an operator key:
+        ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``)."""
         data = w.payload(self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     def doctor(self) -> DoctorReport:
-        """The ``agentmem doctor`` report of the served data dir (an admin key)."""
+        """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
+        served store (an operator key)."""
         data = w.payload(self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report

@@ -113,6 +113,9 @@ class RecallEngine:
         self.config = config
         #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
+        #: The vector index lost vectors the records say it holds, and nothing re-embeds
+        #: them here (a read-only open): every answer is ``degraded``.
+        self.vectors_lost = False
         self._vector_pool: ThreadPoolExecutor | None = None
         self._pending_pool: ThreadPoolExecutor | None = None
         self._pending_job: Future[list[tuple[str, float]]] | None = None
@@ -169,7 +172,11 @@ class RecallEngine:
             self.access.record([h.id for h in hits])
         if prof is not None:
             prof.lap("access")
-        degraded = notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
+        degraded = (
+            self.vectors_lost
+            or notes.get("vector_skipped", False)
+            or notes.get("pending_overflow", False)
+        )
         result = RecallResult(
             items=hits,
             total=len(hits),

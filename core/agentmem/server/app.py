@@ -13,8 +13,10 @@ route                          does
 ``POST /v1/ops/<operation>``   one operation of the bound memory (:mod:`.routes`)
 ``GET /v1/whoami``             the presented key (tenant, pins, admin), never its secret
 ``POST /v1/flush``             wait until both indexes caught up (``{"timeout": s}``)
-``GET /v1/admin/stats``        store stats, background jobs, server info (admin key)
-``GET /v1/admin/doctor``       the ``agentmem doctor`` report (admin key)
+``GET /v1/admin/stats``        the key's tenant's stats (admin key); the store's, background
+                               jobs and server info (operator key)
+``GET /v1/admin/doctor``       the doctor report of the key's tenant (admin key), of the
+                               store (operator key)
 ``GET /v1/admin/export``       the key's tenant as import-ready JSON Lines (admin key)
 ``POST /v1/admin/import``      import JSON Lines into the key's tenant (admin key)
 ``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
@@ -48,6 +50,7 @@ from .. import __version__
 from .. import validation as v
 from ..errors import AgentMemError, ValidationError
 from ..maintenance.doctor import diagnose
+from ..maintenance.stats import stats as stats_op
 from ..maintenance.transfer import export_lines
 from ..memory import AgentMemory
 from ..models import KINDS
@@ -166,9 +169,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         done = await run_in_threadpool(store.flush, timeout)
         return json_response({"result": done})
 
-    @app.get("/v1/admin/stats", tags=["admin"], summary="Store stats and background jobs")
+    @app.get("/v1/admin/stats", tags=["admin"], summary="Stats of the tenant, or of the store")
     async def stats(key: Principal) -> Response:
-        require_admin(key)
+        if not key.operator:  # a tenant's admin: its own rows, nothing of the others
+            require_admin(key)
+            counts = await run_in_threadpool(stats_op, store.context, tenant_id=key.tenant_id)
+            return json_response({"tenant_id": key.tenant_id, "stats": counts})
         counts = await run_in_threadpool(store.stats)
         return json_response(
             {
@@ -179,9 +185,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
             }
         )
 
-    @app.get("/v1/admin/doctor", tags=["admin"], summary="The agentmem doctor report")
+    @app.get("/v1/admin/doctor", tags=["admin"], summary="The doctor report of the tenant/store")
     async def doctor(key: Principal) -> Response:
-        require_admin(key)
+        if not key.operator:
+            require_admin(key)
+            report = await run_in_threadpool(diagnose, store.context, tenant_id=key.tenant_id)
+            return json_response({"tenant_id": key.tenant_id, "report": report})
         report = await run_in_threadpool(diagnose, store.context)
         return json_response({"home": str(store.home), "report": report})
 
