@@ -1,5 +1,5 @@
 """Cluster mode against the embedded store: recall latency at N memories, write throughput
-with one and two ``agentmem serve`` nodes.
+with one, two and three ``agentmem serve`` nodes, and the lock waits in Postgres meanwhile.
 
 Needs a running Postgres and Chroma server (their URLs as arguments; an empty Postgres
 schema/database and an unused Chroma database, both created when missing):
@@ -21,8 +21,19 @@ schema/database and an unused Chroma database, both created when missing):
    queries whose target memory is among the hits.
 3. **Writes**: ``agentmem serve`` nodes over the same Postgres and Chroma server; client
    threads (``--writers``) call ``remember`` one memory at a time for ``--write-seconds``,
-   spread over one node, then over two. Reported: acknowledged writes per second and the
-   acknowledgement latency p50/p95. Embedding runs meanwhile in the nodes' background.
+   each write for one of ``--users`` users in turn, spread over each node count of
+   ``--nodes``. Reported: acknowledged writes per second, the acknowledgement latency
+   p50/p95, and the lock waits: Postgres's ``pg_stat_activity`` sampled every 20 ms, the
+   mean number of backends waiting for a lock (by kind: ``advisory``, ``transactionid``,
+   ``tuple``...) and the share of samples with any waiting; and the nodes' CPU time per
+   acknowledged write (steadier than writes/s on a machine shared with other work).
+   Embedding runs meanwhile in the nodes' background.
+
+   ``--code LABEL=DIR`` (repeatable) runs the nodes of each write phase from the agentmem
+   sources in ``DIR`` (its ``core`` first on ``PYTHONPATH``; e.g. a worktree of an older
+   commit) as well as from this code (label ``this``), each on its own new Postgres schema and
+   Chroma database; the variants take turns for each node count, ``--rounds`` times, so a
+   change in machine load hits them alike.
 
 Nothing here is asserted by the tests; the figures go to stdout (``--json`` for one JSON
 document).
@@ -39,9 +50,12 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import agentmem
 from agentmem import AgentMemory
@@ -108,11 +122,16 @@ def recall_both(
 
 
 class Node:
-    """One ``agentmem serve`` subprocess on its own home."""
+    """One ``agentmem serve`` subprocess on its own home (from the sources in ``code``, or
+    this interpreter's agentmem)."""
 
-    def __init__(self, home: Path, flags: list[str]) -> None:
+    def __init__(self, home: Path, flags: list[str], code: Path | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env.update(AGENTMEM_RATE_LIMIT="0", AGENTMEM_JUDGE_INTERVAL="0")
+        if code is not None:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(code / "core"), str(code), env.get("PYTHONPATH", "")]
+            )
         argv = [sys.executable, "-m", "agentmem.cli", "--home", str(home), *flags, "serve"]
         argv += ["--port", "0", "--no-access-log", "--log-level", "warning"]
         self.proc = subprocess.Popen(
@@ -132,12 +151,68 @@ class Node:
             raise RuntimeError(f"node on {home} exited with {self.proc.wait()}")
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
+    def cpu_seconds(self) -> float:
+        """CPU time the node process has used so far (user + system, Linux ``/proc``)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(60)
 
 
-def write_load(urls: list[str], key: str, writers: int, seconds: float) -> dict[str, Any]:
+class LockWaits:
+    """Samples ``pg_stat_activity`` of the records database every ``interval`` seconds in a
+    thread: how many backends wait for a lock, by kind, while the write load runs."""
+
+    def __init__(self, url: str, interval: float = 0.02) -> None:
+        self.url = url
+        self.interval = interval
+        self.samples = 0
+        self.busy_samples = 0
+        self.waiting: Counter[str] = Counter()
+        self.active = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LockWaits:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(self.interval):
+                rows = conn.execute(
+                    "SELECT wait_event_type, wait_event FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND state = 'active' "
+                    "AND pid != pg_backend_pid()"
+                ).fetchall()
+                self.samples += 1
+                self.active += len(rows)
+                locks = [str(event) for kind, event in rows if kind == "Lock"]
+                self.waiting.update(locks)
+                self.busy_samples += bool(locks)
+
+    def figures(self) -> dict[str, Any]:
+        n = max(self.samples, 1)
+        return {
+            "samples": self.samples,
+            "mean_active_backends": round(self.active / n, 2),
+            "mean_waiting_for_a_lock": round(sum(self.waiting.values()) / n, 3),
+            "waiting_by_kind": {k: round(v / n, 3) for k, v in self.waiting.most_common()},
+            "share_of_samples_with_a_wait": round(self.busy_samples / n, 3),
+        }
+
+
+def write_load(
+    urls: list[str], key: str, writers: int, seconds: float, users: int
+) -> dict[str, Any]:
     lat: list[list[float]] = [[] for _ in range(writers)]
     errors: list[str] = []
     go = threading.Event()
@@ -145,14 +220,15 @@ def write_load(urls: list[str], key: str, writers: int, seconds: float) -> dict[
 
     def writer(w: int) -> None:
         with agentmem.connect(urls[w % len(urls)], api_key=key) as client:
-            bound = client.bind(user_id=f"writer{w}")
+            # each write for the next of ``users`` users, the writers starting apart
+            bound = [client.bind(user_id=f"user{u}") for u in range(users)]
             go.wait()
             i = 0
             while time.perf_counter() < stop_at[0]:
                 m = memory_at(10_000_000 + w * 1_000_000 + i, 0)
                 t = time.perf_counter()
                 try:
-                    bound.remember(m.text, memory_type=m.memory_type)
+                    bound[(w * 7919 + i) % users].remember(m.text, memory_type=m.memory_type)
                 except Exception as exc:
                     errors.append(repr(exc))
                     return
@@ -173,12 +249,82 @@ def write_load(urls: list[str], key: str, writers: int, seconds: float) -> dict[
     return {
         "nodes": len(urls),
         "writers": writers,
+        "users": users,
         "seconds": round(elapsed, 2),
         "acked": len(every),
         "acked_per_s": round(len(every) / elapsed, 1),
         "ack_ms": summarize(every),
         "errors": errors[:5],
     }
+
+
+def with_query(url: str, **params: str) -> str:
+    """``url`` with ``params`` set in its query string."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.update(params)
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def new_schema(records_url: str, name: str) -> str:
+    """A new empty schema ``name`` in the database of ``records_url``; its URL."""
+    import psycopg
+
+    with psycopg.connect(records_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    return with_query(records_url, options=f"-csearch_path={name}")
+
+
+def drop_schema(records_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(records_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+def code_env(code: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code / "core"), str(code)])
+    return env
+
+
+def write_phase(
+    args: argparse.Namespace, work: Path, label: str, code: Path | None, count: int
+) -> dict[str, Any]:
+    """``count`` fresh nodes of one code variant on a new schema and Chroma database, under
+    the write load; the figures and the lock waits sampled meanwhile."""
+    name = f"bench_{label}_{count}_{uuid.uuid4().hex[:6]}".replace("-", "_")
+    records_url = new_schema(args.records_url, name)
+    flags = [
+        "--records-url",
+        records_url,
+        "--chroma-url",
+        with_query(args.chroma_url, database=name),
+    ]
+    try:
+        argv = [sys.executable, "-m", "agentmem.cli", "--home", str(work / name / "keys"), *flags]
+        argv += ["--json", "keys", "create", "--tenant", "bench-writes"]
+        done = subprocess.run(argv, capture_output=True, text=True, check=True, env=code_env(code))
+        key = json.loads(done.stdout)["key"]
+        nodes = [Node(work / name / f"node{i}", flags, code) for i in range(count)]
+        try:
+            cpu = sum(n.cpu_seconds() for n in nodes)
+            with LockWaits(args.records_url) as waits:
+                figures = write_load(
+                    [n.url for n in nodes], key, args.writers, args.write_seconds, args.users
+                )
+            cpu = sum(n.cpu_seconds() for n in nodes) - cpu
+            figures["lock_waits"] = waits.figures()
+            # the nodes' CPU per acknowledged write (their background embedding included):
+            # on a shared machine a steadier figure than writes/s
+            figures["node_cpu_ms_per_ack"] = round(cpu * 1000 / max(figures["acked"], 1), 2)
+        finally:
+            for n in nodes:
+                n.stop()
+    finally:
+        drop_schema(args.records_url, name)
+    return {"code": label, **figures}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,6 +335,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--writers", type=int, default=8, help="client threads of the write phase")
     p.add_argument("--write-seconds", type=float, default=20.0)
+    p.add_argument("--users", type=int, default=100, help="users the writes are spread over")
+    p.add_argument("--nodes", default="1,2,3", help="node counts of the write phase")
+    p.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also run the write phase's nodes from the agentmem sources in DIR",
+    )
+    p.add_argument("--rounds", type=int, default=1, help="write phases per node count and code")
     p.add_argument("--skip-load", action="store_true", help="only the write phase")
     p.add_argument("--workdir", default=None, help="where the homes go (default a temp dir)")
     p.add_argument("--json", action="store_true")
@@ -215,26 +371,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mem, _ in stores.values():
             mem.close()
         memo.close()
-    flags = ["--records-url", args.records_url, "--chroma-url", args.chroma_url]
-    argv = [sys.executable, "-m", "agentmem.cli", "--home", str(work / "keys"), *flags]
-    argv += ["--json", "keys", "create", "--tenant", "bench-writes"]
-    done = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    key = json.loads(done.stdout)["key"]
-    nodes = [Node(work / f"node{i}", flags) for i in range(2)]
-    try:
-        for count in (1, 2):
-            urls = [n.url for n in nodes[:count]]
-            figures = write_load(urls, key, args.writers, args.write_seconds)
-            out[f"writes_{count}_node{'s' if count > 1 else ''}"] = figures
-            print(f"[writes] {json.dumps(figures)}", file=sys.stderr)
-    finally:
-        for n in nodes:
-            n.stop()
+    variants: list[tuple[str, Path | None]] = [("this", None)]
+    for spec in args.code:
+        label, _, where = spec.partition("=")
+        variants.append((label, Path(where).resolve()))
+    out["writes"] = []
+    for r in range(args.rounds):
+        for count in (int(c) for c in args.nodes.split(",")):
+            turn = (r + count) % len(variants)
+            for label, code in variants[turn:] + variants[:turn]:
+                figures = write_phase(args, work, label, code, count)
+                figures["round"] = r
+                out["writes"].append(figures)
+                print(f"[writes] {json.dumps(figures)}", file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -256,13 +405,24 @@ def render(out: dict[str, Any]) -> str:
                 f"commit {load_f['commit_rows_per_s']} rows/s, "
                 f"until indexed {load_f['rows_per_s_until_flushed']} rows/s"
             )
-    for key in ("writes_1_node", "writes_2_nodes"):
-        w = out.get(key)
-        if w:
+    writes = out.get("writes") or []
+    if writes:
+        lines += [
+            "",
+            "| code | nodes | round | acked writes/s | ack p50 / p95 ms | node CPU ms per write | "
+            "backends waiting for a lock (mean; by kind) | samples with a wait | "
+            "active backends (mean) | errors |",
+            "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        ]
+        for w in sorted(writes, key=lambda w: (w["nodes"], w["code"], w["round"])):
+            lw = w["lock_waits"]
+            kinds = ", ".join(f"{k} {v}" for k, v in lw["waiting_by_kind"].items()) or "-"
             lines.append(
-                f"{key}: {w['acked_per_s']} acked writes/s ({w['writers']} writers, "
-                f"{w['seconds']} s), ack p50 {w['ack_ms']['p50']} / p95 {w['ack_ms']['p95']} ms, "
-                f"errors {len(w['errors'])}"
+                f"| {w['code']} | {w['nodes']} | {w['round']} | {w['acked_per_s']} | "
+                f"{w['ack_ms']['p50']} / {w['ack_ms']['p95']} | {w['node_cpu_ms_per_ack']} | "
+                f"{lw['mean_waiting_for_a_lock']} ({kinds}) | "
+                f"{lw['share_of_samples_with_a_wait']:.0%} | {lw['mean_active_backends']} | "
+                f"{len(w['errors'])} |"
             )
     return "\n".join(lines)
 

@@ -463,6 +463,10 @@ class ServerConfig:
     drain_seconds: float = 30.0
     """On SIGTERM/SIGINT, seconds in-flight requests get to finish, and then the indexer to
     catch up, before the server exits (``AGENTMEM_DRAIN_SECONDS``)."""
+    metrics_port: int | None = None
+    """Also serve ``/metrics`` on this port of 127.0.0.1, without a key, for a scraper on the
+    same host (``AGENTMEM_METRICS_PORT``; 0 picks a free port; None: only ``GET /metrics``
+    on the main port, with an operator key)."""
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> ServerConfig:
@@ -481,6 +485,7 @@ class ServerConfig:
         _set(kwargs, "rate_burst", _int(env, "AGENTMEM_RATE_BURST"))
         _set(kwargs, "embed_threads", _int(env, "AGENTMEM_SERVER_EMBED_THREADS"))
         _set(kwargs, "max_body_bytes", _int(env, "AGENTMEM_MAX_BODY_BYTES"))
+        _set(kwargs, "metrics_port", _int(env, "AGENTMEM_METRICS_PORT", low=0))
         return cls(**kwargs)
 
 

@@ -44,6 +44,8 @@ from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
 from .storage.vector_index import VectorIndex
+from .telemetry import tracing
+from .telemetry.recalls import RecallObservations
 from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
@@ -109,6 +111,8 @@ class StoreContext:
         self._lock = lock
         self._closed = False
         self.access = AccessTracker(records)
+        #: The last recalls of this store, as numbers (metrics, the inspector).
+        self.recalls = RecallObservations()
         self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
         self.engine.access = None if self.read_only else self.access
         cfg = settings.memory
@@ -212,6 +216,7 @@ def open_store(
         EmbedderMismatchError: the dir's vectors were made by another embedder.
         StorageError: a store cannot be opened.
     """
+    tracing.setup()  # spans on if the application or OTEL_* configured OpenTelemetry
     emb = embedder or default_embedder()
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)

@@ -6,15 +6,19 @@ No timing is asserted anywhere (benchmarks print figures; they are never thresho
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from agentmem.bench import BenchSettings, iter_memories, memory_at, run_bench
+from agentmem.bench import peers as peer_lib
 from agentmem.bench.corpus import QUERY_KINDS, unique_code
 from agentmem.bench.harness import embedding_rate, make_queries
 from agentmem.bench.peers import PrecomputedEmbedder, peer_status
+from agentmem.bench.report import markdown
 from agentmem.bench.stats import percentile, summarize
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
@@ -214,12 +218,102 @@ def test_bench_with_peers(shared_embedder: CachedEmbedder, tmp_path: Path) -> No
     )
     peers = result.summary["peers"]
     assert peers["corpus"] == 150 and peers["capped"] is True
-    assert set(peers["systems"]) == {"agentmem", "langchain", "llamaindex"}
-    for name in ("langchain", "llamaindex"):
+    assert set(peers["systems"]) == {"agentmem", *peer_lib.PEERS}
+    for name in peer_lib.PEERS:
         res = peers["systems"][name]
         assert 0.0 <= res["recall@10"]["all"] <= 1.0
         assert res["ratio_agentmem_over_peer"]["p95"] > 0
-    assert result.samples["langchain_ms"] and result.samples["llamaindex_ms"]
+        assert res["writes_per_s"] > 0
+        assert result.samples[f"{name}_ms"]
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every connection or name lookup off the loopback fails, and is recorded here."""
+    tried: list[Any] = []
+    loopback = ("127.", "::1", "localhost")
+    real_connect, real_lookup = socket.socket.connect, socket.getaddrinfo
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        host = address[0] if isinstance(address, tuple) else address
+        if sock.family != socket.AF_UNIX and not str(host).startswith(loopback):
+            tried.append(address)
+            raise OSError(f"no network in this test ({address})")
+        real_connect(sock, address)
+
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host is not None and not str(host).startswith(loopback):
+            tried.append(host)
+            raise socket.gaierror(f"no network in this test ({host})")
+        return real_lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    return tried
+
+
+@pytest.mark.parametrize("name", ["mem0", "langgraph"])
+def test_store_peers_find_what_they_stored_offline(
+    name: str,
+    shared_embedder: CachedEmbedder,
+    tmp_path: Path,
+    no_network: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    why = peer_status()[name]
+    if why is not None:
+        pytest.skip(f"{name} not installed (pip install 'agentmem[bench]'): {why}")
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))  # where mem0 keeps its files
+    texts = [m.text for m in iter_memories(40, seed=5)]
+    inner = shared_embedder.inner
+    shared = PrecomputedEmbedder(inner, texts, inner.embed_documents(texts))
+    search, client = peer_lib.BUILDERS[name](tmp_path, texts, shared, 5)
+    try:
+        for i in (3, 17, 38):
+            hits = search(texts[i])  # a stored text: itself is the nearest
+            assert hits[0] == i and len(set(hits)) == 5
+        assert len(search("when is the next deploy window?")) == 5
+    finally:
+        peer_lib.close_client(client)
+    assert shared.misses == 0  # stored with the precomputed vectors, as the other peers
+    assert no_network == []
+
+
+def test_mem0_imported_with_telemetry_on_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if peer_status()["mem0"] is not None:
+        pytest.skip("mem0 not installed (pip install 'agentmem[bench]')")
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    import mem0.memory.telemetry
+
+    monkeypatch.setattr(mem0.memory.telemetry, "MEM0_TELEMETRY", True)
+    with pytest.raises(peer_lib.PeerUnavailable, match="telemetry"):
+        peer_lib.build_mem0(
+            tmp_path, ["a text"], PrecomputedEmbedder(None, [], np.zeros((0, 1))), 1
+        )
+
+
+def test_a_peer_that_cannot_run_is_reported_so(
+    shared_embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cannot(*_args: Any) -> Any:
+        raise peer_lib.PeerUnavailable("its service is out of reach")
+
+    monkeypatch.setattr(peer_lib, "peer_status", lambda: {"mem0": None, "langgraph": "absent"})
+    monkeypatch.setitem(peer_lib.BUILDERS, "mem0", cannot)
+    result = run_bench(
+        BenchSettings(memories=60, queries=4, ack_samples=2, warmup_queries=1),
+        embedder=shared_embedder,
+    )
+    peers = result.summary["peers"]
+    assert peers["status"] == {
+        "mem0": "cannot run here: its service is out of reach",
+        "langgraph": "skipped: absent",
+    }
+    assert set(peers["systems"]) == {"agentmem"}
+    assert "mem0: cannot run here: its service is out of reach" in markdown([result])
 
 
 def test_checkpoints_report_partial_figures(shared_embedder: CachedEmbedder) -> None:

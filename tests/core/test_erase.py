@@ -74,7 +74,7 @@ def fill(
 #: Columns of ``memories`` an erasure may change on the rows it keeps: the recall counters, and
 #: the keyword queue's marks (a kept message that followed an erased one is indexed again,
 #: without it as context).
-NOT_CONTENT = ("access_count", "last_accessed", "kw_pending", "change_seq")
+NOT_CONTENT = ("access_count", "last_accessed", "kw_pending", "change_seq", "change_xid")
 
 
 def owned_rows(mem: AgentMemory, where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:

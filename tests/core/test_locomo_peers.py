@@ -83,7 +83,9 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakePeer]:
 
 
 def test_peer_modes_match_the_bench_peers() -> None:
-    assert locomo.PEER_MODES == tuple(peer_lib.PEERS) == tuple(peer_lib.BUILDERS)
+    # LoCoMo compares the fusion retrievers; the bench's store peers (mem0, LangGraph) too
+    assert set(locomo.PEER_MODES) <= set(peer_lib.PEERS)
+    assert tuple(peer_lib.PEERS) == tuple(peer_lib.BUILDERS)
     assert (*locomo.MODES, *locomo.PEER_MODES) == locomo.ALL_MODES
     assert set(peer_lib.RETRIEVERS) == set(peer_lib.PEERS)
 
@@ -271,7 +273,7 @@ def test_peer_that_fails_to_build_is_dropped_and_reported(
 
 def test_real_peers_on_the_synthetic_file(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
     status = peer_lib.peer_status()
-    if any(why is not None for why in status.values()):
+    if any(status[name] is not None for name in locomo.PEER_MODES):
         pytest.skip(f"peers not installed (pip install 'agentmem[bench]'): {status}")
     report = run_locomo(DATA, modes=["hybrid", "langchain", "llamaindex"], embedder=shared_embedder)
     s = report.summary

@@ -12,7 +12,8 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from agentmem import AgentMemory, MemoryConfig, StorageError, ValidationError
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.storage.keyword_index import KeywordFilter
-from agentmem.storage.postgres import PostgresDatabase, to_postgres
+from agentmem.storage.postgres import CLUSTER_LOCK, PostgresDatabase, to_postgres
 from agentmem.storage.records import RecordStore
 from agentmem.storage.schema import POSTGRES_MIGRATIONS
+from agentmem.storage.write_locks import topic_key
 
 MakeMemory = Callable[..., AgentMemory]
 
@@ -293,9 +295,11 @@ def test_concurrent_supersession_on_two_nodes_leaves_one_current_row(
     assert nodes[1].records.count("topic_key = 'deploy'") == 30
 
 
-def test_writes_of_all_nodes_are_serial(make_memory: MakeMemory, pg_url: str, chroma: Any) -> None:
-    # one write transaction at a time cluster-wide: read-then-write steps (supersession,
-    # dedup, close order) see each other's effects, and change numbers commit in order
+def test_a_write_that_names_no_keys_runs_alone(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    # maintenance, forgetting, erasure and imports name no keys: they take the cluster lock
+    # exclusively, and every other node's writes wait for them
     a = make_memory(records_url=pg_url, chroma_client=chroma)
     b = make_memory(records_url=pg_url, chroma_client=chroma)
     done = threading.Event()
@@ -308,9 +312,175 @@ def test_writes_of_all_nodes_are_serial(make_memory: MakeMemory, pg_url: str, ch
         tx.execute("SELECT 1")
         thread = threading.Thread(target=write_on_b)
         thread.start()
-        assert not done.wait(1.0)  # B waits for A's transaction
+        _waiting_for(a, a.records.db.lock_id(CLUSTER_LOCK))
+        assert not done.is_set()
     thread.join(30)
     assert done.is_set()
+
+
+def _waiting_for(mem: AgentMemory, lock: int) -> None:
+    """Until some transaction waits for the advisory lock number ``lock`` (``pg_locks``)."""
+    high, low = (lock >> 32) & 0xFFFFFFFF, lock & 0xFFFFFFFF
+
+    def waiting() -> bool:
+        return bool(
+            mem.records.read(
+                "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1",
+                (high, low),
+            )[0][0]
+        )
+
+    _until(waiting, 30.0)
+
+
+def test_writes_of_other_users_and_topics_run_while_one_topic_is_locked(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    a = make_memory(records_url=pg_url, chroma_client=chroma)
+    b = make_memory(records_url=pg_url, chroma_client=chroma)
+    u1, u2 = b.bind("acme", user_id="u1"), b.bind("acme", user_id="u2")
+    first = u1.remember("Deploys go out on Mondays", memory_type="fact", topic_key="deploy")
+    row = a.records.get(first.id)
+    assert row is not None
+    held = topic_key("acme", row.partition, "deploy")
+    done: dict[str, threading.Event] = {}
+
+    def write(name: str, m: Any, text: str, topic: str | None) -> None:
+        done[name] = threading.Event()
+
+        def run() -> None:
+            m.remember(text, memory_type="fact", topic_key=topic)
+            done[name].set()
+
+        threading.Thread(target=run).start()
+
+    # node A holds u1's "deploy" topic, as a write superseding it would
+    with a.records.db.write(keys=(held,)):
+        write("same topic", u1, "Deploys go out on Tuesdays", "deploy")
+        write("other user", u2, "Deploys go out on Fridays", "deploy")
+        write("other topic", u1, "The office opens at nine", "office")
+        write("no topic", u1, "Dana likes jazz", None)
+        for name in ("other user", "other topic", "no topic"):
+            assert done[name].wait(30), f"the write of {name} waited for u1's deploy topic"
+        _waiting_for(a, a.records.db.lock_id(held))
+        assert not done["same topic"].is_set()
+    assert done["same topic"].wait(30)
+    assert u1.recall("when do deploys go out", min_score=0.0).items[0].content.endswith("Tuesdays")
+    current = a.records.count(
+        "topic_key = 'deploy' AND superseded_by IS NULL AND deleted_at IS NULL"
+    )
+    assert current == 2  # one per user
+
+
+def test_a_change_committed_after_a_later_one_reaches_every_keyword_index(
+    make_memory: MakeMemory, pg_url: str, chroma: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Change N is written but not committed when change N+1 commits on another node: a node
+    indexing meanwhile must not move past N (it would skip N forever)."""
+    a = make_memory(records_url=pg_url, chroma_client=chroma, background=False)
+    b = make_memory(records_url=pg_url, chroma_client=chroma, background=False)
+    reader = make_memory(records_url=pg_url, chroma_client=chroma, background=False)
+    inserted, release = threading.Event(), threading.Event()
+    real_write = a.records.db.write
+
+    @contextmanager
+    def write_held_open(**kw: Any) -> Iterator[Any]:
+        with real_write(**kw) as tx:
+            yield tx
+            inserted.set()  # the row and its change number are written, not committed
+            assert release.wait(60)
+
+    monkeypatch.setattr(a.records.db, "write", write_held_open)
+    earlier: list[str] = []
+    first = threading.Thread(
+        target=lambda: earlier.append(
+            a.bind("acme", user_id="u1").remember("The vault code is zqearly1").id
+        )
+    )
+    first.start()
+    try:
+        assert inserted.wait(30)
+        later = threading.Thread(
+            target=lambda: b.bind("acme", user_id="u2").remember("The gate code is zqlate2")
+        )
+        later.start()
+        later.join(30)
+        assert not later.is_alive(), "a write of another user waited for an open write"
+        reader.indexer.run_once()
+        assert not reader.keywords.all_ids()  # zqlate2 waits behind the open transaction
+        assert reader.records.index.held_back
+        # recall still finds the committed row (from the records: read-your-writes)
+        found = reader.bind("acme", user_id="u2").recall("zqlate2").items
+        assert [h.content for h in found[:1]] == ["The gate code is zqlate2"]
+    finally:
+        release.set()
+        first.join(30)
+    reader.indexer.run_once(drain=True)
+    assert len(reader.keywords.all_ids()) == 2 and earlier[0] in reader.keywords.all_ids()
+    assert not reader.records.index.held_back
+    assert reader.records.index.pending_counts()[0] == 0
+
+
+def test_concurrent_writers_on_two_nodes_keep_every_guarantee(
+    make_memory: MakeMemory, pg_url: str, chroma: Any
+) -> None:
+    """Writers on two nodes, over several users: topics superseded serially (one current
+    row per user and topic), the same write through both nodes stored once with one id,
+    every acknowledged write readable on the other node at once, and every change in both
+    nodes' keyword indexes once they caught up."""
+    nodes = [make_memory(records_url=pg_url, chroma_client=chroma) for _ in range(2)]
+    users = [f"u{n}" for n in range(4)]
+    topics = ["deploy", "office", "lunch"]
+    acked: list[tuple[int, str, str]] = []  # (node, id, content)
+    same: dict[str, set[str]] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def writer(w: int) -> None:
+        node = w % 2
+        try:
+            barrier.wait()
+            for n in range(12):
+                user = users[(w + n) % len(users)]
+                m = nodes[node].bind("acme", user_id=user)
+                if n % 3 == 0:
+                    text = f"Shared note {n} of {user}"  # written by every writer
+                    got = m.remember(text)
+                    with lock:
+                        same.setdefault(text, set()).add(got.id)
+                else:
+                    topic = topics[n % len(topics)] if n % 3 == 1 else None
+                    text = f"Writer {w} note {n} for {user}"
+                    got = m.remember(text, memory_type="fact", topic_key=topic)
+                other = nodes[1 - node].records.get(got.id)
+                assert other is not None and other.item.content == text
+                with lock:
+                    acked.append((node, got.id, text))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    assert all(len(ids) == 1 for ids in same.values()), same
+    records = nodes[0].records
+    assert records.count("content LIKE 'Shared note %'") == len(same)
+    doubled = records.read(
+        "SELECT tenant_id, partition, topic_key, COUNT(*) FROM memories WHERE topic_key IS "
+        "NOT NULL AND superseded_by IS NULL AND deleted_at IS NULL "
+        "GROUP BY tenant_id, partition, topic_key HAVING COUNT(*) > 1"
+    )
+    assert doubled == []
+    live = {r[0] for r in records.read("SELECT id FROM memories WHERE deleted_at IS NULL")}
+    assert {id_ for _, id_, _ in acked} <= live
+    for node in nodes:
+        assert node.flush(timeout=120)
+        assert node.keywords.all_ids() == live
 
 
 def test_the_same_write_through_two_nodes_is_stored_once(

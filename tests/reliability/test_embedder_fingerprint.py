@@ -134,6 +134,7 @@ def _make_legacy(home: Path) -> None:
     conn = sqlite3.connect(home / "records.sqlite3")
     try:
         conn.execute("DROP TABLE meta")
+        conn.execute("ALTER TABLE api_keys DROP COLUMN operator")  # migration 9
         for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DROP TABLE erasures")

@@ -6,17 +6,31 @@
 - **LlamaIndex**: ``QueryFusionRetriever`` (``mode="reciprocal_rerank"``, ``num_queries=1``
   so no LLM is called) over ``llama-index-retrievers-bm25`` and a ``VectorStoreIndex`` on
   ``llama-index-vector-stores-chroma``.
+- **mem0** OSS (``mem0ai``): ``Memory`` with its default local vector store (Qdrant, the
+  client's on-disk local mode), agentmem's embedder through mem0's LangChain embedder
+  provider, each memory written with ``add(..., infer=False)`` (stored as given, no LLM) and
+  found with ``search``. Offline it ranks by vector similarity alone: its BM25 half needs
+  ``fastembed`` and the ``Qdrant/bm25`` model download, its lemmatizer and entity boosts need
+  spaCy's ``en_core_web_sm`` download, and ``infer=True`` needs an LLM service; its telemetry
+  posts to PostHog unless ``MEM0_TELEMETRY=False`` is set before it is imported (done here;
+  a process that imported it with telemetry on gets the peer refused). It must be given an
+  LLM, which it builds at start and never calls with ``infer=False``: a LangChain fake chat
+  model. Its files (config, history database) go under the work dir (``MEM0_DIR``).
+- **LangGraph**: ``InMemoryStore(index={"embed": ..., "dims": ...})``, one ``put`` per
+  memory, ``search(query=...)``: vector similarity only (it has no keyword search), exact,
+  in the process's memory.
 
-Both use agentmem's embedder through small adapters defined here (a LangChain
-``Embeddings`` and a LlamaIndex ``BaseEmbedding``), and an embedded persistent Chroma
-client on disk, as agentmem does. Every system answers each query once with an uncached
+All use agentmem's embedder through small adapters defined here (a LangChain
+``Embeddings``, a LlamaIndex ``BaseEmbedding``); the fusion retrievers use an embedded
+persistent Chroma client on disk, as agentmem does. Nothing reaches the network. Every system answers each query once with an uncached
 query embedding (agentmem's LRU cache is cleared first), after a warm-up on other queries;
 the systems (and one bare ``embed_query`` call, the floor) take each query back to back in
 rotating order, so a change in machine load hits all of them alike.
 
 Document embeddings are computed once and shared by the three builds (agentmem's included),
-so build times here are index-insert times, not embedding times; the comparison is about
-query latency and Recall@k.
+so build times here are index-insert times, not embedding times (``writes_per_s`` is the
+corpus over its build time: the write path of each system without the model); the
+comparison is about query latency and Recall@k.
 
 The builders (:data:`BUILDERS`) are shared with ``agentmem eval --locomo``, which builds one
 peer index per LoCoMo conversation (see :mod:`agentmem.evaluation.locomo`): each takes
@@ -62,6 +76,7 @@ __all__ = [
     "BUILDERS",
     "PEERS",
     "RETRIEVERS",
+    "PeerUnavailable",
     "PrecomputedEmbedder",
     "close_client",
     "peer_status",
@@ -81,6 +96,8 @@ PEERS: dict[str, tuple[str, ...]] = {
         "llama_index.retrievers.bm25",
         "llama_index.vector_stores.chroma",
     ),
+    "mem0": ("qdrant_client", "langchain_core", "mem0"),
+    "langgraph": ("langgraph.store.memory", "langchain_core"),
 }
 
 #: Peer name -> the pipeline it builds, in words (for reports).
@@ -88,7 +105,14 @@ RETRIEVERS: dict[str, str] = {
     "langchain": "LangChain EnsembleRetriever(BM25Retriever + Chroma), weights 0.5/0.5",
     "llamaindex": "LlamaIndex QueryFusionRetriever(BM25Retriever + Chroma VectorStoreIndex), "
     "reciprocal rank, num_queries=1",
+    "mem0": "mem0 OSS Memory (local Qdrant, add(infer=False), search): vector similarity only "
+    "offline (its BM25 and entity boosts need model downloads)",
+    "langgraph": "LangGraph InMemoryStore(index=embed+dims), put / search: vector similarity only",
 }
+
+#: Modules only looked up here, imported when their peer is built: importing mem0 reads its
+#: telemetry switch and writes its config directory, which :func:`build_mem0` sets first.
+_IMPORTED_WHEN_BUILT = {"mem0"}
 
 ProgressFn = Callable[[str], None]
 
@@ -96,13 +120,17 @@ ProgressFn = Callable[[str], None]
 def peer_status() -> dict[str, str | None]:
     """Per peer: None when importable, else why not."""
     import importlib
+    import importlib.util
 
     out: dict[str, str | None] = {}
     for name, modules in PEERS.items():
         out[name] = None
         for module in modules:
             try:
-                importlib.import_module(module)
+                if module not in _IMPORTED_WHEN_BUILT:
+                    importlib.import_module(module)
+                elif importlib.util.find_spec(module) is None:
+                    raise ImportError(f"No module named {module!r}")
             except Exception as exc:  # ImportError, or a version conflict raising at import
                 out[name] = f"{module}: {type(exc).__name__}: {exc}"[:300]
                 break
@@ -149,6 +177,33 @@ class PrecomputedEmbedder:
     def embed_query(self, text: str) -> FloatArray:
         return self.inner.embed_query(text)
 
+    def vector_of(self, text: str) -> FloatArray | None:
+        """The precomputed vector of a corpus text, or None."""
+        row = self._row.get(text)
+        return None if row is None else self._vectors[row]
+
+
+def _langchain_embeddings(inner: Embedder, *, documents_by_query: bool = False) -> Any:
+    """agentmem's embedder as a LangChain ``Embeddings``.
+
+    ``documents_by_query``: ``embed_query`` of a corpus text gives its precomputed document
+    vector (for a peer that embeds what it stores with ``embed_query``, as mem0's LangChain
+    provider does); every other text, the bench's queries among them, runs the model.
+    """
+    from langchain_core.embeddings import Embeddings
+
+    class AgentMemEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [list(map(float, v)) for v in inner.embed_documents(texts)]
+
+        def embed_query(self, text: str) -> list[float]:
+            known = inner.vector_of(text) if isinstance(inner, PrecomputedEmbedder) else None
+            if documents_by_query and known is not None:
+                return list(map(float, known))
+            return list(map(float, inner.embed_query(text)))
+
+    return AgentMemEmbeddings()
+
 
 def _chroma_client(path: Path) -> Any:
     import chromadb
@@ -166,26 +221,13 @@ def build_langchain(
     from langchain_chroma import Chroma
     from langchain_classic.retrievers import EnsembleRetriever
     from langchain_community.retrievers import BM25Retriever
-    from langchain_core.embeddings import Embeddings
-
-    class AgentMemEmbeddings(Embeddings):
-        """agentmem's embedder as a LangChain ``Embeddings``."""
-
-        def __init__(self, inner: Embedder) -> None:
-            self.inner = inner
-
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [list(map(float, v)) for v in self.inner.embed_documents(texts)]
-
-        def embed_query(self, text: str) -> list[float]:
-            return list(map(float, self.inner.embed_query(text)))
 
     metadatas = [{"idx": i} for i in range(len(texts))]
     bm25 = BM25Retriever.from_texts(list(texts), metadatas=metadatas, k=k)
     client = _chroma_client(work / "langchain-chroma")
     store = Chroma(
         collection_name="bench",
-        embedding_function=AgentMemEmbeddings(embedder),
+        embedding_function=_langchain_embeddings(embedder),
         client=client,
     )
     for start in range(0, len(texts), 1000):
@@ -281,16 +323,107 @@ def build_llamaindex(
     return search, client
 
 
+# -- mem0 ----------------------------------------------------------------------------------------
+class PeerUnavailable(RuntimeError):
+    """A peer that cannot run here, and why (reported as the peer's status)."""
+
+
+def _mem0_offline(home: Path) -> None:
+    """Before mem0 is imported: telemetry off, and its files under ``home`` (it reads both
+    once, at import)."""
+    import os
+    import sys
+
+    if "mem0" in sys.modules:
+        return
+    os.environ["MEM0_TELEMETRY"] = "False"
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MEM0_DIR", str(home))
+
+
+def build_mem0(
+    work: Path, texts: Sequence[str], embedder: Embedder, k: int
+) -> tuple[Callable[[str], list[int]], Any]:
+    """mem0 OSS ``Memory`` on a local Qdrant, filled with ``add(infer=False)``."""
+    _mem0_offline(work / "mem0-home")
+    import mem0.memory.telemetry as mem0_telemetry
+
+    if mem0_telemetry.MEM0_TELEMETRY:
+        raise PeerUnavailable(
+            "mem0 was imported with telemetry on (it would post to PostHog); set "
+            "MEM0_TELEMETRY=False before it is imported"
+        )
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from mem0 import Memory
+    from mem0.configs.base import MemoryConfig
+
+    logging.getLogger("mem0").setLevel(logging.ERROR)  # a warning per missing BM25 / spaCy
+    config = MemoryConfig(
+        vector_store={
+            "provider": "qdrant",
+            "config": {
+                "collection_name": "bench",
+                "path": str(work / "mem0-qdrant"),
+                "embedding_model_dims": embedder.dimensions,
+            },
+        },
+        embedder={
+            "provider": "langchain",
+            "config": {"model": _langchain_embeddings(embedder, documents_by_query=True)},
+        },
+        # built at start, never called with infer=False
+        llm={"provider": "langchain", "config": {"model": FakeListChatModel(responses=["{}"])}},
+        history_db_path=str(work / "mem0-history.db"),
+    )
+    memory = Memory(config)
+    for i, text in enumerate(texts):
+        memory.add(text, user_id=USER, metadata={"idx": i}, infer=False)
+
+    def search(query: str) -> list[int]:
+        found = memory.search(query, top_k=k, filters={"user_id": USER}, threshold=0.0)
+        return [int(r["metadata"]["idx"]) for r in found["results"]][:k]
+
+    return search, memory.vector_store.client
+
+
+# -- LangGraph ------------------------------------------------------------------------------------
+def build_langgraph(
+    work: Path, texts: Sequence[str], embedder: Embedder, k: int
+) -> tuple[Callable[[str], list[int]], Any]:
+    """LangGraph's ``InMemoryStore`` with a vector index, one ``put`` per memory."""
+    from langgraph.store.memory import InMemoryStore
+
+    store = InMemoryStore(
+        index={
+            "embed": _langchain_embeddings(embedder),
+            "dims": embedder.dimensions,
+            "fields": ["text"],  # the memory's text, not the whole value as JSON
+        }
+    )
+    namespace = (TENANT, USER)
+    for i, text in enumerate(texts):
+        store.put(namespace, str(i), {"text": text, "idx": i})
+
+    def search(query: str) -> list[int]:
+        return [int(item.value["idx"]) for item in store.search(namespace, query=query, limit=k)]
+
+    return search, None
+
+
 #: Peer name -> ``builder(work, texts, embedder, k) -> (search, client)``; ``search(query)``
 #: returns positions in ``texts``, best first, at most ``k``.
 BUILDERS: dict[str, Callable[..., tuple[Callable[[str], list[int]], Any]]] = {
     "langchain": build_langchain,
     "llamaindex": build_llamaindex,
+    "mem0": build_mem0,
+    "langgraph": build_langgraph,
 }
 
 
 def close_client(client: Any) -> None:
-    """Release a builder's Chroma client (best effort: closing never fails a run)."""
+    """Release a builder's client (best effort: closing never fails a run)."""
+    if client is None:
+        return
     with contextlib.suppress(Exception):
         client.close()
 
@@ -360,6 +493,7 @@ def run_peers(
                 mem, pn, settings.seed, settings.batch_size, {q.target for q in queries}
             )
         am_build = round(time.perf_counter() - t, 2)
+    am_writes = round(pn / am_build, 1) if am_build else None
 
     searches: dict[str, Callable[[str], Any]] = {}
     clients: list[Any] = []
@@ -367,20 +501,25 @@ def run_peers(
         mem.flush()
         m = mem.bind(TENANT, user_id=USER, session_id=QUERY_SESSION)
         searches["agentmem"], _ = agentmem_search(m, ids, k)
-        systems["agentmem"] = {"build_s": am_build}
+        systems["agentmem"] = {"build_s": am_build, "writes_per_s": am_writes}
         for name in runnable:
             say(f"peers: building {name} on {pn:,} memories")
             t = time.perf_counter()
             misses_before = shared.misses
             try:
                 search, client = BUILDERS[name](work, texts, shared, k)
+            except PeerUnavailable as exc:
+                summary["status"][name] = f"cannot run here: {exc}"[:300]
+                continue
             except Exception as exc:  # a peer that fails to build is reported, not fatal
                 summary["status"][name] = f"failed to build: {type(exc).__name__}: {exc}"[:300]
                 continue
             searches[name] = search
             clients.append(client)
+            build_s = time.perf_counter() - t
             systems[name] = {
-                "build_s": round(time.perf_counter() - t, 2),
+                "build_s": round(build_s, 2),
+                "writes_per_s": round(pn / build_s, 1) if build_s else None,
                 "docs_not_precomputed": shared.misses - misses_before,
             }
         searches["embed_query"] = inner.embed_query

@@ -11,7 +11,6 @@ hits returned are fully parsed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -33,6 +32,7 @@ from ..storage.keyword_index import KeywordFilter, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
+from ..telemetry.tracing import short_hash
 from ..tokens import count_tokens, truncate_to_tokens
 from . import profile as recall_profile
 from .pending import PendingScorer, merge
@@ -70,6 +70,8 @@ class _VectorSide:
     search_error: StorageError | None = None
     embed_ms: float = 0.0
     search_ms: float = 0.0
+    embed_at: float = 0.0
+    search_at: float = 0.0
 
 
 class RecallEngine:
@@ -159,8 +161,8 @@ class RecallEngine:
                 {
                     "event": "recall",
                     "correlation_id": uuid.uuid4().hex,
-                    "tenant_hash": _hash(identity.tenant_id),
-                    "query_hash": _hash(req.query),
+                    "tenant_hash": short_hash(identity.tenant_id),
+                    "query_hash": short_hash(req.query),
                     "scope": req.scope,
                     "results": len(hits),
                     "candidates": n_candidates,
@@ -172,7 +174,7 @@ class RecallEngine:
         )
         if prof is not None:
             prof.lap("log")
-            prof.end()
+            prof.end(candidates=n_candidates)
         return result
 
     def candidates(
@@ -370,21 +372,21 @@ class RecallEngine:
         """Embed the query, then, once the caller has read the pending rows, search every
         target collection with it (on a worker)."""
         side = _VectorSide()
-        t = time.perf_counter()
+        side.embed_at = time.perf_counter()
         try:
             side.vector = self.embedder.embed_query(query)
         except Exception as exc:  # keyword-only rather than no recall
             side.embed_error = exc
             return side
         finally:
-            side.embed_ms = (time.perf_counter() - t) * 1000
+            side.embed_ms = (time.perf_counter() - side.embed_at) * 1000
         pending_read.wait()
-        t = time.perf_counter()
+        side.search_at = time.perf_counter()
         try:
             side.lists = self.vectors.search_many(targets, side.vector, n)
         except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
             side.search_error = exc
-        side.search_ms = (time.perf_counter() - t) * 1000
+        side.search_ms = (time.perf_counter() - side.search_at) * 1000
         return side
 
     def _await_vectors(
@@ -399,8 +401,8 @@ class RecallEngine:
             return None, []
         side = job.result()
         if prof is not None:
-            prof.add("embed_model", side.embed_ms)
-            prof.add("vector_search", side.search_ms)
+            prof.add("embed_model", side.embed_ms, side.embed_at)
+            prof.add("vector_search", side.search_ms, side.search_at or None)
         if side.embed_error is not None:
             error = type(side.embed_error).__name__
             log.warning(json.dumps({"event": "query_embed_failed", "error": error}))
@@ -622,7 +624,3 @@ def _fit(text: str, room: int) -> tuple[str, int]:
             return cut, n
         target -= max(n - room, 1)
     return "", 0
-
-
-def _hash(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

@@ -25,6 +25,7 @@ from ..config import Settings
 from ..embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from ..memory import AgentMemory
 from .app import create_app
+from .state import ServerState
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
@@ -34,6 +35,8 @@ class _Server(uvicorn.Server):
     """uvicorn's server, announcing the bound address once it accepts connections."""
 
     announce: bool = True
+    #: The app's state: its metrics port is announced too (the app's lifespan opened it).
+    state: ServerState | None = None
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -43,6 +46,8 @@ class _Server(uvicorn.Server):
             for sock in server.sockets:
                 host, port = sock.getsockname()[:2]
                 print(f"agentmem serve: ready on http://{host}:{port}", flush=True)
+        if self.state is not None and self.state.metrics_url is not None:
+            print(f"agentmem serve: metrics on {self.state.metrics_url}", flush=True)
 
 
 @contextmanager
@@ -104,6 +109,7 @@ def serve(
             server_header=False,
         )
         server = _Server(config)
+        server.state = app.state.agentmem
         with _quiet_signals():
             server.run()
         return 0 if server.started else 1

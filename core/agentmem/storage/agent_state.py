@@ -41,7 +41,7 @@ class AgentStateTable:
         store holds from ``at`` or later is kept: an older export imported again must not
         roll the state back."""
         newer = " WHERE agent_state.updated_at < excluded.updated_at" if only_if_newer else ""
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one upsert
             cur = tx.execute(
                 "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
                 "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
@@ -51,7 +51,7 @@ class AgentStateTable:
             return cur.rowcount > 0
 
     def delete(self, tenant_id: str, agent_id: str, key: str) -> bool:
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:
             cur = tx.execute(
                 "DELETE FROM agent_state WHERE tenant_id = ? AND agent_id = ? AND key = ?",
                 (tenant_id, agent_id, key),

@@ -18,7 +18,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
@@ -133,10 +133,13 @@ class Database:
         return self._closed
 
     @contextmanager
-    def write(self, *, serial: bool = True) -> Iterator[Transaction]:
+    def write(
+        self, *, keys: Collection[str] | None = None, serial: bool = True
+    ) -> Iterator[Transaction]:
         """A write transaction; it commits on exit and rolls back on any exception.
 
-        Every SQLite write is serial (one writer); ``serial`` matters only on Postgres.
+        Every SQLite write is serial (one writer); ``keys`` and ``serial`` (which locks a
+        write takes) matter only on Postgres.
         """
         if self._closed:
             raise StorageError("records store is closed", path=str(self.path))

@@ -8,10 +8,23 @@ crash at any point only means the work is done again.
 
 On Postgres, where several nodes share the records and each keeps its own keyword index, the
 keyword state is per node instead: a write's ``kw_pending = 1`` becomes the row's next
-number in the change sequence (``change_seq``, see the Postgres schema), and each node
-records how far along that sequence its keyword index is (``index_progress``, one row per
-node). The vector index is shared, so ``vec_pending`` stays per row; a node takes rows to
-embed by claiming them (``FOR UPDATE SKIP LOCKED`` and a lease), so each row is embedded once
+number in the change sequence (``change_seq``, see the Postgres schema) together with the id
+of the transaction that made the change (``change_xid``), and each node records how far
+along the changes its keyword index is (``index_progress``, one row per node): a position
+(transaction id, change number), changes ordered the same way.
+
+Writes commit in any order (they do not wait for each other), so change 11 may commit while
+change 10 is still being written; a node that read 11 and moved past it would skip 10
+forever. So a node reads only the changes of transactions below the oldest one still
+running (``pg_snapshot_xmin``, the visibility horizon): every transaction there has ended,
+and any change made from now on belongs to a transaction at or above it, after the
+position. A change waiting behind the horizon is still recallable: recall reads the rows
+after this node's position from the records (read-your-writes). A transaction left open
+anywhere in the Postgres cluster holds the horizon back, and with it every node's keyword
+index (not recall), until it ends.
+
+The vector index is shared, so ``vec_pending`` stays per row; a node takes rows to embed by
+claiming them (``FOR UPDATE SKIP LOCKED`` and a lease), so each row is embedded once
 cluster-wide.
 """
 
@@ -21,7 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import StorageError
-from .database import Database, chunks, marks
+from .database import Database, Transaction, chunks, marks
 from .rows import (
     COLUMNS,
     LIVE,
@@ -36,6 +49,7 @@ from .rows import (
     now_utc,
     row_to_item,
 )
+from .write_locks import update_rows
 
 #: ``meta`` key set once every indexed row has its text features stored (migration 8 sets
 #: it for a data dir created empty; the indexer's backfill for an older one).
@@ -64,58 +78,91 @@ class IndexQueue:
         self.node_id = node_id
         #: True when keyword progress is this node's position in the change sequence.
         self.follows_changes = db.dialect == "postgres"
-        self._cursor = 0
-        self._read_through = 0
+        self._cursor: tuple[int, int] = (0, 0)
+        self._read_through: tuple[int, int] = (0, 0)
         self._removed: list[str] = []
+        #: True when the last :meth:`pending_keyword` found changes it may not read yet
+        #: (committed above the visibility horizon): the indexer should look again soon.
+        self.held_back = False
         if self.follows_changes and node_id is not None:
-            rows = db.read("SELECT keyword_seq FROM index_progress WHERE node_id = ?", (node_id,))
-            self._cursor = int(rows[0][0]) if rows else 0
+            rows = db.read(
+                "SELECT keyword_xid, keyword_seq FROM index_progress WHERE node_id = ?",
+                (node_id,),
+            )
+            self._cursor = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     @property
-    def keyword_position(self) -> int:
-        """How far along the change sequence this node's keyword index is (Postgres)."""
+    def keyword_position(self) -> tuple[int, int]:
+        """How far along the changes this node's keyword index is (Postgres): every change
+        up to (transaction id, change number) is in it."""
         return self._cursor
 
     def _kw_stale(self) -> str:
         """The condition of a row whose keyword entry this node has still to update."""
         if self.follows_changes:
-            return f"change_seq > {int(self._cursor)}"
+            xid, seq = self._cursor
+            return f"(change_xid, change_seq) > ({int(xid)}, {int(seq)})"
         return "kw_pending = 1"
 
     def pending_keyword(self, limit: int) -> list[tuple[int, Row, bool]]:
         """Rows whose keyword-index state is stale: (seq, row, live), oldest first.
 
-        On Postgres these follow the change sequence after this node's position; call
+        On Postgres these are the changes after this node's position made by transactions
+        that have ended (below the visibility horizon, see the module docstring); call
         :meth:`keyword_read_done` once they are in the keyword index.
         """
         if self.follows_changes:
-            found = self._db.read(
-                f"SELECT seq, {COLUMNS}, ({LIVE}), change_seq FROM memories "
-                f"WHERE change_seq > ? ORDER BY change_seq LIMIT ?",
-                (self._cursor, limit),
-            )
-            gone = self._db.read(
-                "SELECT change_seq, id FROM memory_deletions WHERE change_seq > ? "
-                "ORDER BY change_seq LIMIT ?",
-                (self._cursor, limit),
-            )
-            # read as far as both lists are complete: a full list may go on past its end
-            ends = [int(found[-1][-1])] if found else []
-            ends += [int(gone[-1][0])] if gone else []
-            full = [int(found[-1][-1])] if len(found) == limit else []
-            full += [int(gone[-1][0])] if len(gone) == limit else []
-            through = min(full) if full else max(ends, default=self._cursor)
-            self._read_through = through
-            self._removed = [str(r[1]) for r in gone if int(r[0]) <= through]
-            return [
-                (r[0], row_to_item(r[1:-2]), bool(r[-2])) for r in found if int(r[-1]) <= through
-            ]
+            return self._pending_changes(limit)
         rows = self._db.read(
             f"SELECT seq, {COLUMNS}, ({LIVE}) FROM memories WHERE kw_pending = 1 "
             f"ORDER BY seq LIMIT ?",
             (limit,),
         )
         return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
+
+    def _pending_changes(self, limit: int) -> list[tuple[int, Row, bool]]:
+        # the horizon first: every transaction below it has ended before the reads below
+        # start, so they see all of its changes
+        horizon = int(
+            self._db.read("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")[0][0]
+        )
+        after = (*self._cursor, horizon, limit)
+        found = self._db.read(
+            f"SELECT seq, {COLUMNS}, ({LIVE}), change_xid, change_seq FROM memories "
+            f"WHERE (change_xid, change_seq) > (?, ?) AND change_xid < ? "
+            f"ORDER BY change_xid, change_seq LIMIT ?",
+            after,
+        )
+        gone = self._db.read(
+            "SELECT change_xid, change_seq, id FROM memory_deletions "
+            "WHERE (change_xid, change_seq) > (?, ?) AND change_xid < ? "
+            "ORDER BY change_xid, change_seq LIMIT ?",
+            after,
+        )
+        # read as far as both lists are complete (a full list may go on past its end); when
+        # neither is full, every change below the horizon is read
+        full = [(int(found[-1][-2]), int(found[-1][-1]))] if len(found) == limit else []
+        full += [(int(gone[-1][0]), int(gone[-1][1]))] if len(gone) == limit else []
+        through = min(full) if full else max((horizon, 0), self._cursor)
+        self._read_through = through
+        self._removed = [str(r[2]) for r in gone if (int(r[0]), int(r[1])) <= through]
+        read = [
+            (r[0], row_to_item(r[1:-3]), bool(r[-3]))
+            for r in found
+            if (int(r[-2]), int(r[-1])) <= through
+        ]
+        self.held_back = (
+            not read
+            and not self._removed
+            and bool(
+                self._db.read(
+                    "SELECT EXISTS (SELECT 1 FROM memories WHERE change_xid >= ?) "
+                    "OR EXISTS (SELECT 1 FROM memory_deletions WHERE change_xid >= ?)",
+                    (horizon, horizon),
+                )[0][0]
+            )
+        )
+        return read
 
     def keyword_removals(self) -> list[str]:
         """Ids of rows deleted outright (erased) within what :meth:`pending_keyword` read
@@ -127,22 +174,23 @@ class IndexQueue:
         """The rows :meth:`pending_keyword` returned last are in this node's keyword index:
         move its position in the change sequence past them (Postgres; no-op on SQLite).
 
-        Every write takes one lock and numbers its changes inside it, so the numbers commit
-        in order: no change with a lower number can appear after these were read.
+        The changes read were all below the visibility horizon: no change at or before the
+        new position can commit after this.
         """
         if not self.follows_changes or self._read_through <= self._cursor:
             return
         self._set_position(self._read_through)
 
-    def _set_position(self, position: int) -> None:
+    def _set_position(self, position: tuple[int, int]) -> None:
         if self.node_id is None:
             raise StorageError("this records store was opened without a node id")
         with self._db.write(serial=False) as tx:
             tx.execute(
-                "INSERT INTO index_progress (node_id, keyword_seq, updated_at) VALUES (?,?,?) "
-                "ON CONFLICT (node_id) DO UPDATE SET keyword_seq = excluded.keyword_seq, "
+                "INSERT INTO index_progress (node_id, keyword_xid, keyword_seq, updated_at) "
+                "VALUES (?,?,?,?) ON CONFLICT (node_id) DO UPDATE SET "
+                "keyword_xid = excluded.keyword_xid, keyword_seq = excluded.keyword_seq, "
                 "updated_at = excluded.updated_at",
-                (self.node_id, position, iso(now_utc())),
+                (self.node_id, *position, iso(now_utc())),
             )
         self._cursor = self._read_through = position
 
@@ -284,18 +332,18 @@ class IndexQueue:
         """Flag live rows among ``ids`` for the keyword index (and, with ``vectors``, for the
         vector index): their indexed text changes (e.g. a message they carry as context was
         forgotten)."""
-        with self._db.write() as tx:
-            for chunk in chunks(ids):
-                m = marks(len(chunk))
+
+        def flag(tx: Transaction, some: list[str]) -> None:
+            m = marks(len(some))
+            tx.execute(f"UPDATE memories SET kw_pending = 1 WHERE id IN ({m}) AND {LIVE}", some)
+            if vectors:
                 tx.execute(
-                    f"UPDATE memories SET kw_pending = 1 WHERE id IN ({m}) AND {LIVE}", chunk
+                    f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE id IN ({m}) "
+                    f"AND {LIVE} AND vec_pending != {VEC_SKIP}",
+                    some,
                 )
-                if vectors:
-                    tx.execute(
-                        f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE id IN ({m}) "
-                        f"AND {LIVE} AND vec_pending != {VEC_SKIP}",
-                        chunk,
-                    )
+
+        update_rows(self._db, "id", ids, flag)
 
     def mark_keyword_done(
         self,
@@ -309,20 +357,24 @@ class IndexQueue:
         stored with the indexed rows; a row leaving the index loses its stored features.
         """
         feats = features or {}
-        with self._db.write() as tx:
+        indexed_of = dict(done)
+
+        def mark(tx: Transaction, seqs: list[int]) -> None:
             tx.executemany(
                 f"UPDATE memories SET kw_pending = 0, keyword_indexed = ?, kw_terms = ?, "
                 f"kw_term_count = ?, content_tokens = ? WHERE seq = ? AND ({LIVE}) = ?",
                 [
                     (
-                        int(indexed),
-                        *_feature_values(feats.get(seq) if indexed else None),
+                        int(indexed_of[seq]),
+                        *_feature_values(feats.get(seq) if indexed_of[seq] else None),
                         seq,
-                        bool(indexed),
+                        bool(indexed_of[seq]),
                     )
-                    for seq, indexed in done
+                    for seq in seqs
                 ],
             )
+
+        update_rows(self._db, "seq", list(indexed_of), mark)
 
     def missing_text_features(
         self, after_seq: int, limit: int
@@ -347,12 +399,15 @@ class IndexQueue:
     def set_text_features(self, features: Mapping[int, TextFeatures]) -> None:
         """Store text features of indexed live rows (by seq); rows that changed state since
         they were read are left alone."""
-        with self._db.write() as tx:
+
+        def store(tx: Transaction, seqs: list[int]) -> None:
             tx.executemany(
                 f"UPDATE memories SET kw_terms = ?, kw_term_count = ?, content_tokens = ? "
                 f"WHERE seq = ? AND keyword_indexed = 1 AND kw_pending = 0 AND {LIVE}",
-                [(*_feature_values(f), seq) for seq, f in features.items()],
+                [(*_feature_values(features[seq]), seq) for seq in seqs],
             )
+
+        update_rows(self._db, "seq", list(features), store)
 
     def mark_vector_done(self, done: Sequence[tuple[int, bool]]) -> None:
         """(seq, embedded) pairs; like :meth:`mark_keyword_done`, guarded by liveness.
@@ -361,38 +416,44 @@ class IndexQueue:
         (a synchronous removal ran between the read and this write), is flagged again: the
         vector just written for it is removed by the next pass.
         """
-        with self._db.write() as tx:
+        embedded_of = dict(done)
+
+        def mark(tx: Transaction, seqs: list[int]) -> None:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_SYNCED}, embedded = ?, "
                 f"embed_error = NULL WHERE seq = ? AND ({VECTOR_LIVE}) = ?",
-                [(int(embedded), seq, bool(embedded)) for seq, embedded in done],
+                [(int(embedded_of[seq]), seq, bool(embedded_of[seq])) for seq in seqs],
             )
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE seq = ? "
                 f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
-                [(seq, bool(embedded)) for seq, embedded in done if embedded],
+                [(seq, True) for seq in seqs if embedded_of[seq]],
             )
             if self.follows_changes:  # this node is done with them, whatever their state now
                 tx.executemany(
                     "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
                     "WHERE seq = ? AND vec_claim_node = ?",
-                    [(seq, self.node_id) for seq, _ in done],
+                    [(seq, self.node_id) for seq in seqs],
                 )
 
+        update_rows(self._db, "seq", list(embedded_of), mark)
+
     def mark_vector_failed(self, seqs: Sequence[int], error: str) -> None:
-        with self._db.write() as tx:
+        def mark(tx: Transaction, some: list[int]) -> None:
             tx.executemany(
                 f"UPDATE memories SET vec_pending = {VEC_FAILED}, embedded = 0, "
                 f"embed_attempts = embed_attempts + 1, embed_error = ?{self._unclaim()} "
                 f"WHERE seq = ?",
-                [(error[:500], seq) for seq in seqs],
+                [(error[:500], seq) for seq in some],
             )
+
+        update_rows(self._db, "seq", seqs, mark)
 
     def mark_all_pending(self) -> None:
         """Flag every row for both indexes (``reindex``); on Postgres this node's keyword
         index starts the change sequence again (the other nodes' are not touched)."""
         if self.follows_changes:
-            self._set_position(0)
+            self._set_position((0, 0))
         with self._db.write() as tx:
             if not self.follows_changes:
                 tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")
@@ -404,7 +465,7 @@ class IndexQueue:
     def mark_keywords_pending(self) -> None:
         """Flag every row for the keyword index (a rebuilt keyword index)."""
         if self.follows_changes:
-            self._set_position(0)
+            self._set_position((0, 0))
             return
         with self._db.write() as tx:
             tx.execute("UPDATE memories SET kw_pending = 1, keyword_indexed = 0")

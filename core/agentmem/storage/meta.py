@@ -30,7 +30,7 @@ class MetaTable:
             if replace
             else "DO NOTHING"
         )
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one upsert
             cur = tx.execute(
                 f"INSERT INTO meta (key, value, updated_at) VALUES (?,?,?) "
                 f"ON CONFLICT (key) {conflict}",
@@ -59,9 +59,11 @@ class IngestLog:
 
     def mark(self, tenant_id: str, message_ids: Sequence[str], extractor: str) -> None:
         now = iso(now_utc())
-        with self._db.write() as tx:
+        # in one order for every writer: two marks of the same messages wait on the same
+        # keys in the same order, never in a cycle
+        with self._db.write(keys=()) as tx:
             tx.executemany(
                 "INSERT INTO ingest_log (tenant_id, message_id, extractor, extracted_at) "
                 "VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-                [(tenant_id, i, extractor, now) for i in message_ids],
+                [(tenant_id, i, extractor, now) for i in sorted(set(message_ids))],
             )

@@ -7,23 +7,31 @@ index; the records, and everything else that is state, live here.
   :func:`to_postgres` (``?`` placeholders, SQLite's index hints and ``IS ?``).
 - Parameters are bound on the client (``ClientCursor``), so an untyped ``NULL`` or a Python
   ``bool`` behaves as the same literal would in SQLite.
-- Every write transaction first takes one cluster-wide advisory lock. That keeps the
-  read-then-write steps of the table modules (supersession, close order, dedup) exactly as
-  serial as SQLite's single writer, and it makes the change sequence (``change_seq``,
-  assigned by a trigger inside the transaction) grow in commit order, so a node that has
-  read up to number N has seen every change numbered N or less.
-- Only the claim of rows to embed runs without that lock: it uses ``FOR UPDATE SKIP LOCKED``
-  so nodes embedding at the same time take disjoint rows.
+- Write transactions lock only what they read before they write, with advisory locks
+  taken first thing in the transaction (:meth:`PostgresDatabase.write`). A write that names
+  its keys (``keys=...``) takes the cluster lock in shared mode and an exclusive lock per key,
+  so writes of different users, topics and sessions run at the same time on every node; a
+  write that names none takes the cluster lock exclusively and runs alone, as every write
+  did before (maintenance, forgetting, erasure, imports: rare, and touching rows of many
+  partitions). :mod:`~agentmem.storage.write_locks` says which key each step needs and why.
+- The change sequence (``change_seq``, assigned by a trigger) does not grow in commit order,
+  since writes run at the same time; each change also carries the id of the transaction
+  that made it (``change_xid``), and a node reads changes only below the oldest transaction
+  still running (:meth:`~agentmem.storage.index_queue.IndexQueue.pending_keyword`), so no
+  change can commit behind its position.
+- The claim of rows to embed and a node's index position take no advisory lock: the claim
+  uses ``FOR UPDATE SKIP LOCKED`` so nodes embedding at the same time take disjoint rows.
 - ``NOTIFY agentmem_changes`` (sent by the trigger, once per transaction) wakes the other
   nodes' indexers; they also poll, so a lost notification only delays them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -35,9 +43,10 @@ from .database import Database, Transaction, _too_new
 
 log = logging.getLogger("agentmem.storage")
 
-#: Advisory lock keys: every write transaction, and migrations at open.
-WRITE_LOCK = 0x61676D01
+#: Advisory lock key of migrations at open (one per database: nodes of any schema wait).
 MIGRATE_LOCK = 0x61676D02
+#: The name of the cluster lock among the write keys (see :meth:`PostgresDatabase.write`).
+CLUSTER_LOCK = "cluster"
 #: The channel the change trigger notifies.
 CHANNEL = "agentmem_changes"
 
@@ -135,7 +144,7 @@ class PostgresDatabase(Database):
         #: A Postgres store has no file; the (redacted) URL stands in for messages.
         self.path = Path(self.url_redacted)
         self.read_only = read_only
-        self._write_lock = threading.RLock()
+        self._close_lock = threading.Lock()
         self._closed = False
         self._listeners: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -157,10 +166,16 @@ class PostgresDatabase(Database):
                 timeout=30.0,
             )
             self._pool.open(wait=True, timeout=30.0)
+            with self._pool.connection() as conn:
+                where = conn.execute("SELECT current_database(), current_schema()").fetchone()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            self._pool.close()
             raise StorageError(
                 f"cannot open records store at {redact(url)}: {exc}", path=redact(url)
             ) from exc
+        #: What the write keys' lock numbers are made unique in (database and schema).
+        self._namespace = f"{where[0]}.{where[1]}"
+        self._cluster_lock = self.lock_id(CLUSTER_LOCK)
 
     @property
     def closed(self) -> bool:
@@ -170,12 +185,27 @@ class PostgresDatabase(Database):
         if self._closed:
             raise StorageError("records store is closed", path=self.url_redacted)
 
+    def lock_id(self, key: str) -> int:
+        """The advisory lock number of a write key in this store (its database and schema:
+        stores in other schemas of the same database never wait for each other)."""
+        digest = hashlib.blake2b(f"{self._namespace}\x00{key}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big", signed=True)
+
     @contextmanager
-    def write(self, *, serial: bool = True) -> Iterator[Transaction]:
+    def write(
+        self, *, keys: Collection[str] | None = None, serial: bool = True
+    ) -> Iterator[Transaction]:
         """A write transaction; commits on exit, rolls back on any exception.
 
-        ``serial=False`` skips the cluster-wide write lock (only for statements that change
-        no indexed state, such as claiming rows to embed).
+        Its first statement takes its advisory locks, held until it ends:
+
+        - ``keys`` given (may be empty): the cluster lock shared, then each key's lock
+          exclusively, in one fixed order (by lock number), so two such writes never wait
+          for each other in a cycle. For the hot write paths, whose read-then-write steps
+          depend only on the rows of their keys.
+        - ``keys`` None: the cluster lock exclusively; the transaction runs alone.
+        - ``serial=False``: no lock (statements that change no state another write reads
+          first, such as claiming rows to embed).
         """
         self._check()
         if self.read_only:
@@ -183,14 +213,29 @@ class PostgresDatabase(Database):
                 f"records store {self.url_redacted} is open read-only", path=self.url_redacted
             )
         psycopg = self._psycopg
-        with self._write_lock:
-            try:
-                with self._pool.connection() as conn, conn.transaction():
-                    if serial:
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                    yield _Tx(conn)
-            except psycopg.Error as exc:
-                raise StorageError(f"records store write failed: {exc}") from exc
+        locks: list[int] = []
+        if serial:
+            locks = [self._cluster_lock]
+            if keys is not None:
+                locks += sorted({self.lock_id(k) for k in keys})
+        shared = keys is not None
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                if len(locks) == 1:
+                    fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+                    conn.execute(f"SELECT {fn}(%s)", (locks[0],))
+                elif locks:
+                    # one round trip; unnest yields the array in order: the cluster lock
+                    # (shared) before the keys' locks
+                    conn.execute(
+                        "SELECT CASE WHEN n = 1 THEN pg_advisory_xact_lock_shared(k) "
+                        "ELSE pg_advisory_xact_lock(k) END "
+                        "FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n)",
+                        (locks,),
+                    )
+                yield _Tx(conn)
+        except psycopg.Error as exc:
+            raise StorageError(f"records store write failed: {exc}") from exc
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """All rows of a query (its own snapshot)."""
@@ -253,7 +298,7 @@ class PostgresDatabase(Database):
         if not vacuum:
             return True
         try:
-            with self._write_lock, self._pool.connection() as conn:
+            with self._pool.connection() as conn:
                 tables = conn.execute(
                     "SELECT quote_ident(tablename) FROM pg_tables "
                     "WHERE schemaname = current_schema()"
@@ -288,7 +333,7 @@ class PostgresDatabase(Database):
                 self._stop.wait(1.0)
 
     def close(self) -> None:
-        with self._write_lock:
+        with self._close_lock:
             if self._closed:
                 return
             self._closed = True

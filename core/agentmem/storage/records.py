@@ -48,6 +48,7 @@ from .rows import (
 from .schema import MIGRATIONS, POSTGRES_MIGRATIONS
 from .sessions import SessionTable, WorkingStateTable
 from .sources import SourceLinks, link, unlink
+from .write_locks import insert_keys, update_rows
 
 #: Marks an anonymized row's source_ref; its partition label becomes ANONYMIZED_PARTITION
 #: once the indexer has removed its index entries.
@@ -194,10 +195,14 @@ class RecordStore:
         A record whose ``dedup_key`` (or id) already exists is not inserted again: the
         existing id comes back with ``was_new=False``. A record with a ``topic_key``
         supersedes the live rows of its tenant and partition with that key.
+
+        On Postgres the transaction locks its ids, dedup keys, payload keys and topics
+        (:func:`~agentmem.storage.write_locks.insert_keys`), nothing of other writes.
         """
         now = iso(now_utc())
         out: list[tuple[str, bool]] = []
-        with self.db.write() as tx:
+        records = list(records)
+        with self.db.write(keys=insert_keys(records)) as tx:
             for rec in records:
                 # one query for both keys (a round trip per statement counts on Postgres);
                 # a row with the same dedup key wins over one with the same id
@@ -233,11 +238,14 @@ class RecordStore:
             (rec.tenant_id, rec.partition, rec.topic_key, rec.id),
         ).fetchall()
         for (old_id,) in old:
-            tx.execute(
+            # still current: the judge may have retired it since (it takes no topic lock)
+            cur = tx.execute(
                 "UPDATE memories SET superseded_by = ?, updated_at = ?, dedup_key = NULL "
-                "WHERE id = ?",
+                "WHERE id = ? AND superseded_by IS NULL",
                 (rec.id, now, old_id),
             )
+            if not cur.rowcount:
+                continue
             _retire_sources(tx, rec.tenant_id, old_id, rec.id)
             _audit(tx, now, "memory.supersede", rec.tenant_id, old_id, by=rec.id)
 
@@ -329,7 +337,7 @@ class RecordStore:
         return [r[0] for r in rows]
 
     def register_partition(self, tenant_id: str, partition: str, collection: str) -> None:
-        with self.db.write() as tx:
+        with self.db.write(keys=()) as tx:  # one idempotent insert
             tx.execute(
                 "INSERT INTO partitions (tenant_id, partition, collection) VALUES (?,?,?) "
                 "ON CONFLICT DO NOTHING",
@@ -844,12 +852,17 @@ class RecordStore:
 
     def apply_judgement(self, row: JudgeRow, retire: Sequence[str], judge: str) -> list[str]:
         """Retire ``retire`` in favour of ``row`` (if both are still live) and mark ``row``
-        judged, in one transaction; returns the ids retired."""
+        judged, in one transaction; returns the ids retired.
+
+        On Postgres the judged row is locked first (``FOR UPDATE``), so a write superseding
+        it meanwhile waits, or is seen; each retirement is a guarded single-row update.
+        """
         now = iso(now_utc())
         done: list[str] = []
-        with self.db.write() as tx:
+        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        with self.db.write(keys=()) as tx:
             alive = tx.execute(
-                f"SELECT 1 FROM memories WHERE id = ? AND superseded_by IS NULL AND {LIVE}",
+                f"SELECT 1 FROM memories WHERE id = ? AND superseded_by IS NULL AND {LIVE}{lock}",
                 (row.id,),
             ).fetchone()
             for old in retire if alive else ():
@@ -877,16 +890,19 @@ class RecordStore:
 
     # -- access counts ---------------------------------------------------------------------------
     def add_access(self, counts: Mapping[str, int], last: Mapping[str, str]) -> None:
-        """Add recall hits to ``access_count`` and move ``last_accessed`` forward, in one
-        transaction (``updated_at`` is not touched: being read is not an update)."""
-        params = [(n, last[id_], last[id_], id_) for id_, n in counts.items()]
-        with self.db.write() as tx:
+        """Add recall hits to ``access_count`` and move ``last_accessed`` forward
+        (``updated_at`` is not touched: being read is not an update). On Postgres a row
+        another write holds gets its count in a later transaction; recall never waits."""
+
+        def add(tx: Transaction, ids: list[str]) -> None:
             tx.executemany(
                 "UPDATE memories SET access_count = access_count + ?, last_accessed = "
                 "CASE WHEN last_accessed IS NULL OR last_accessed < ? THEN ? "
                 "ELSE last_accessed END WHERE id = ?",
-                params,
+                [(counts[id_], last[id_], last[id_], id_) for id_ in ids],
             )
+
+        update_rows(self.db, "id", list(counts), add)
 
     # -- retention ------------------------------------------------------------------------------
     def retired(

@@ -215,6 +215,10 @@ MIGRATIONS: list[str] = [
         WHERE NOT EXISTS (SELECT 1 FROM memories)
         ON CONFLICT (key) DO NOTHING;
     """,
+    # 9: server-operator keys: they also read the server-wide views (``GET /metrics``)
+    """
+    ALTER TABLE api_keys ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 
@@ -290,4 +294,43 @@ POSTGRES_MIGRATIONS: list[str] = [
     CREATE TRIGGER memories_deleted AFTER DELETE ON memories
         FOR EACH ROW EXECUTE FUNCTION agentmem_memory_deleted();
     """,
+    # 10: changes in commit-safe order. Writes of different keys run at the same time, so
+    # change numbers no longer commit in order; each change also records its transaction
+    # (``change_xid``, the full 64-bit id) and a node's position is (transaction, number):
+    # it reads only changes of transactions that have ended (see IndexQueue). Rows and
+    # positions from before start at transaction 0, where the old positions hold as they were.
+    """
+    ALTER TABLE memories ADD COLUMN change_xid BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE memory_deletions ADD COLUMN change_xid BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE index_progress ADD COLUMN keyword_xid BIGINT NOT NULL DEFAULT 0;
+    DROP INDEX memories_change;
+    DROP INDEX memories_change_partition;
+    CREATE INDEX memories_change ON memories (change_xid, change_seq);
+    CREATE INDEX memories_change_partition ON memories
+        (tenant_id, partition, change_xid, change_seq);
+    CREATE INDEX memory_deletions_change ON memory_deletions (change_xid, change_seq);
+    CREATE OR REPLACE FUNCTION agentmem_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' OR NEW.kw_pending = 1 THEN
+            NEW.change_seq := nextval('memories_change_seq');
+            NEW.change_xid := pg_current_xact_id()::text::bigint;
+            NEW.kw_pending := 0;
+            PERFORM pg_notify('agentmem_changes', '');
+        ELSIF NEW.vec_pending = 1 AND OLD.vec_pending != 1 THEN
+            PERFORM pg_notify('agentmem_changes', '');
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE OR REPLACE FUNCTION agentmem_memory_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO memory_deletions (change_seq, change_xid, id)
+            VALUES (nextval('memories_change_seq'), pg_current_xact_id()::text::bigint, OLD.id);
+        PERFORM pg_notify('agentmem_changes', '');
+        RETURN OLD;
+    END
+    $$;
+    """,
+    # 11: server-operator keys (SQLite migration 9)
+    _postgres(MIGRATIONS[8]),
 ]

@@ -18,6 +18,7 @@ from typing import Any
 from ..models import MESSAGE_KINDS
 from .database import Database, Transaction, marks
 from .rows import COLUMNS, LIVE, Row, iso, now_utc, row_to_item
+from .write_locks import close_order_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +150,11 @@ class SessionTable:
         summarizer: str | None,
         summary_ids: Sequence[str],
     ) -> None:
-        """Insert or update the session's row after a close (its close order is kept)."""
+        """Insert or update the session's row after a close (its close order is kept).
+
+        The next close order is read, then written: the partition's close order is locked."""
         now = iso(now_utc())
-        with self._db.write() as tx:
+        with self._db.write(keys=(close_order_key(tenant_id, partition),)) as tx:
             order = tx.execute(
                 "SELECT COALESCE(MAX(close_order), 0) + 1 FROM sessions WHERE tenant_id = ? "
                 "AND partition = ?",
@@ -283,7 +286,7 @@ class WorkingStateTable:
     ) -> None:
         """Record a failed compaction's error (the state itself is unchanged)."""
         now = iso(now_utc())
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one upsert
             tx.execute(
                 "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
                 "last_error, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, "
@@ -307,7 +310,7 @@ class WorkingStateTable:
         """Compare-and-set the new state; False when another compaction got there first."""
         now = iso(now_utc())
         encoded = json.dumps(summary, ensure_ascii=False)
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one compare-and-set statement
             cur = tx.execute(
                 "INSERT INTO working_state (tenant_id, partition, session_id, summary, "
                 "boundary_seq, held, version, compactions, trips, last_error, updated_at) "
@@ -344,7 +347,7 @@ class WorkingStateTable:
     ) -> bool:
         """Compare-and-set a rebuilt summary (window boundary and counters unchanged);
         False when a compaction changed the state meanwhile."""
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:  # one compare-and-set statement
             cur = tx.execute(
                 "UPDATE working_state SET summary = ?, version = version + 1, last_error = ?, "
                 "updated_at = ? WHERE tenant_id = ? AND partition = ? AND session_id = ? "
@@ -363,7 +366,7 @@ class WorkingStateTable:
 
     def delete(self, tenant_id: str, partition: str, session_id: str) -> bool:
         """Drop a session's working-memory state (its messages are gone)."""
-        with self._db.write() as tx:
+        with self._db.write(keys=()) as tx:
             cur = tx.execute(
                 "DELETE FROM working_state WHERE tenant_id = ? AND partition = ? "
                 "AND session_id = ?",
