@@ -142,10 +142,10 @@ def test_cases_resolve_to_earlier_evidence(family: tuple[Family, dict[str, Any]]
         assert conv == case["conversation"], case["id"]
         # the trigger is a turn of the case's own session: the user's in user-assistant
         # chat, either person's in a dialogue
-        speakers = ("user", "assistant") if fam.dialogue else ("user",)
-        assert any(
-            t["role"] in speakers and t["text"] == case["query"] for t in session["turns"]
-        ), case["id"]
+        roles = ("user", "assistant") if fam.dialogue else ("user",)
+        assert any(t["role"] in roles and t["text"] == case["query"] for t in session["turns"]), (
+            case["id"]
+        )
         assert case["expect_empty"] == (not case["evidence"]), case["id"]
         assert len(case["evidence"]) <= 3, case["id"]
         for ev in case["evidence"]:
@@ -159,17 +159,20 @@ def test_dialogue_cases_vary_their_links_and_speakers(dialogue: dict[str, Any]) 
     cues = [c for c in dialogue["cases"] if not c["expect_empty"]]
     links = Counter(c["tags"][1] for c in cues)
     assert set(links) == LINK_TYPES and min(links.values()) >= 10, links
-    # triggers come from both people, and both from the one who said the cue and the other
-    role_of = {
-        (s["id"], t["text"]): t["role"]
-        for c in dialogue["conversations"]
-        for s in c["sessions"]
-        for t in s["turns"]
-    }
-    by_role = Counter(role_of[(c["session"], c["query"])] for c in cues)
-    crossed = sum("other_speaker" in c["tags"] for c in cues)
+    turns = [
+        (s["id"], t) for c in dialogue["conversations"] for s in c["sessions"] for t in s["turns"]
+    ]
+    said = {(session, t["text"]): t for session, t in turns}
+    speaker_of = {t["id"]: t["speaker"] for _, t in turns}
+    triggers = [said[(c["session"], c["query"])] for c in cues]
+    cue_speakers = [speaker_of[c["evidence"][0]] for c in cues]
+    crossed = [t["speaker"] != cue for t, cue in zip(triggers, cue_speakers, strict=True)]
+    # the tag says who said the trigger: the other person than the one who said the cue
+    assert [("other_speaker" in c["tags"]) for c in cues] == crossed
+    # triggers come from both people, and both from the cue's speaker and from the other
+    by_role = Counter(t["role"] for t in triggers)
     quarter = len(cues) / 4
-    assert min(by_role["user"], by_role["assistant"], crossed, len(cues) - crossed) >= quarter
+    assert min(by_role["user"], by_role["assistant"], sum(crossed), crossed.count(False)) >= quarter
 
 
 def test_triggers_share_at_most_one_analysed_term_with_their_evidence(
