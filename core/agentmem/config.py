@@ -567,6 +567,15 @@ class Settings:
     ``http://chroma:8000?database=NAME`` (see :class:`ChromaAddress`); the data dir then holds
     nothing of the vectors. None keeps an embedded Chroma store in the data dir. A
     ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
+    embedder: str | None = None
+    """The embedder of a store opened without one (``AGENTMEM_EMBEDDER``, ``--embedder``):
+    ``minilm`` (the default), ``e5`` (``agentmem[e5]``), or ``package.module:attribute``
+    naming an embedder, a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding`` object,
+    or a factory returning one (see :func:`agentmem.embedding_adapters.from_spec`). An
+    ``embedder`` given to :class:`~agentmem.AgentMemory` wins over it."""
+    embedder_name: str | None = None
+    """The model name of that embedder when it names none itself
+    (``AGENTMEM_EMBEDDER_NAME``, ``--embedder-name``)."""
 
     def __post_init__(self) -> None:
         if self.chroma_url is not None:
@@ -591,6 +600,8 @@ class Settings:
             llm=LLMConfig.from_env(env),
             server=ServerConfig.from_env(env),
             chroma_url=_raw(env, "AGENTMEM_CHROMA_URL"),
+            embedder=_raw(env, "AGENTMEM_EMBEDDER") or None,
+            embedder_name=_raw(env, "AGENTMEM_EMBEDDER_NAME") or None,
         )
 
     def replace(self, **parts: Any) -> Settings:

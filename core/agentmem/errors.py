@@ -73,7 +73,10 @@ class StorageError(AgentMemError):
 
 
 class DataDirLockedError(StorageError):
-    """Another process has this data dir open; agentmem allows one process per data dir."""
+    """Another process has this data dir open; agentmem allows one process per data dir.
+
+    The message names the holder's pid (also ``context["pid"]``; None if it is unknown).
+    """
 
 
 class EmbeddingError(AgentMemError):

@@ -45,7 +45,10 @@ def add_locomo_arguments(parser: Any) -> None:
         metavar="DIR",
         type=Path,
         default=None,
-        help="keep embeddings in DIR across runs (repeat runs skip the model for known texts)",
+        help=(
+            "keep embeddings in DIR across runs (repeat runs skip the model for known texts); "
+            "with --locomo or --suite"
+        ),
     )
     group.add_argument(
         "--captions",
@@ -90,7 +93,7 @@ def run_locomo_cli(args: Any) -> int:
             captions=bool(getattr(args, "captions", False)),
             close_sessions=bool(getattr(args, "close_sessions", False)),
             home=workdir,
-            embedder=shared_embedder(),
+            embedder=shared_embedder(args),
             embed_cache=getattr(args, "embed_cache", None),
             progress=progress,
         )

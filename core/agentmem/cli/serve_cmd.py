@@ -3,12 +3,16 @@
 Clients connect with ``agentmem.connect(url, api_key=...)`` (keys from ``agentmem keys
 create``); MCP clients use ``<url>/mcp``. The server runs until SIGTERM or SIGINT, then
 drains in-flight requests and lets the indexer catch up before it exits. Settings come from
-``AGENTMEM_*`` variables (see :class:`agentmem.config.ServerConfig`).
+``AGENTMEM_*`` variables (see :class:`agentmem.config.ServerConfig`). The embedder is the one
+``--embedder`` (or ``AGENTMEM_EMBEDDER``) names: ``minilm`` (default), ``e5``, or
+``package.module:attribute``, an embedder object (a LangChain ``Embeddings``, a LlamaIndex
+``BaseEmbedding``) or a factory returning one.
 
 Example::
 
     agentmem --home /srv/agentmem keys create --tenant acme --name web
     agentmem --home /srv/agentmem serve --host 127.0.0.1 --port 8720
+    agentmem --home /srv/agentmem serve --embedder myapp.embeddings:make_embedder
     agentmem --home /srv/agentmem serve --metrics-port 9464   # /metrics without a key, loopback
 """
 

@@ -36,7 +36,17 @@ from ..telemetry.tracing import short_hash
 from ..tokens import count_tokens, truncate_to_tokens
 from . import profile as recall_profile
 from .pending import PendingScorer, merge
-from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
+from .ranking import (
+    UNCALIBRATED,
+    Candidate,
+    Scoring,
+    brevity,
+    features,
+    kept,
+    monotone,
+    rrf,
+    score_all,
+)
 from .request import RecallRequest
 from .text import TextScorer, identifier_terms, identifier_words, name_phrases
 
@@ -76,7 +86,13 @@ class _VectorSide:
 
 class RecallEngine:
     """Runs recall requests against the three stores. Stateless between calls (it keeps one
-    worker thread for query embeddings; :meth:`close` stops it)."""
+    worker thread for query embeddings; :meth:`close` stops it).
+
+    ``scoring`` is the embedder's calibration profile compiled for the ranking
+    (:class:`~agentmem.recall.ranking.Scoring`; :data:`~agentmem.recall.ranking.UNCALIBRATED`
+    without one). Replacing it (a new profile) is one attribute assignment: a recall in
+    flight keeps the one it read.
+    """
 
     def __init__(
         self,
@@ -86,8 +102,10 @@ class RecallEngine:
         embedder: Embedder,
         reranker: Reranker | None,
         config: MemoryConfig,
+        scoring: Scoring = UNCALIBRATED,
     ) -> None:
         self.records = records
+        self.scoring = scoring
         self.keywords = keywords
         self.vectors = vectors
         self.embedder = embedder
@@ -106,7 +124,8 @@ class RecallEngine:
         if prof is not None:
             prof.begin()
         notes: dict[str, bool] = {}
-        ranked, visible, _ = self.candidates(identity, req, notes=notes)
+        scoring = self.scoring
+        ranked, visible, _ = self.candidates(identity, req, notes=notes, scoring=scoring)
         n_candidates = len(ranked)
         rerank_used = False
         if req.rerank and self.reranker is not None and ranked:
@@ -134,10 +153,13 @@ class RecallEngine:
                 )
         if prof is not None:
             prof.lap("rerank")
-        # the gap was fitted on calibrated scores; a reranker's scores are on another scale
-        gap = None if rerank_used else SCORE_GAP
+        # the gap was fitted on calibrated scores; a reranker's scores are on another scale,
+        # its own (meaningful without a profile too)
+        gap = None if rerank_used else scoring.score_gap
         kinds = [visible[c.id][1].kind for c in ranked]
-        ranked = kept(ranked, kinds, req.min_score, gap)[: req.top_k]
+        calibrated = scoring.calibrated or rerank_used
+        ranked = kept(ranked, kinds, req.min_score, gap, calibrated=calibrated)
+        ranked = ranked[: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
         hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
@@ -178,9 +200,15 @@ class RecallEngine:
         return result
 
     def candidates(
-        self, identity: Identity, req: RecallRequest, *, notes: dict[str, bool] | None = None
+        self,
+        identity: Identity,
+        req: RecallRequest,
+        *,
+        notes: dict[str, bool] | None = None,
+        scoring: Scoring | None = None,
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
-        """Every admitted candidate, scored and best first, before rerank and cut-offs.
+        """Every admitted candidate, scored (with ``scoring``, default :attr:`scoring`) and
+        best first, before rerank and cut-offs.
 
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
@@ -299,7 +327,9 @@ class RecallEngine:
         if notes is not None and pending.overflow:
             notes["pending_overflow"] = True
 
-        candidates = self._score(scorer, keyword_lists, vector_lists, visible)
+        candidates = self._score(
+            scorer, keyword_lists, vector_lists, visible, scoring or self.scoring
+        )
         ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
         if prof is not None:
             prof.lap("score")
@@ -442,6 +472,7 @@ class RecallEngine:
         keyword_lists: Sequence[Sequence[tuple[str, float]]],
         vector_lists: Sequence[Sequence[tuple[str, float]]],
         visible: Mapping[str, tuple[str, Brief]],
+        scoring: Scoring,
     ) -> dict[str, Candidate]:
         cands: dict[str, Candidate] = {}
         fusion_lists: list[tuple[str, list[str]]] = []
@@ -461,7 +492,7 @@ class RecallEngine:
                         c.kw_rank = len(per_scope[scope])
                     else:
                         c.in_vector = True
-                        c.cos = value
+                        c.cos = c.vec_cos = value
                         c.vec_rank = len(per_scope[scope])
                         floor_cos[scope] = min(floor_cos.get(scope, value), value)
                 fusion_lists.extend(per_scope.items())
@@ -493,7 +524,7 @@ class RecallEngine:
         mean_brevity = sum(chat) / len(chat) if chat else 0.0
         for c in cands.values():
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
-        score_all(list(cands.values()))
+        score_all(list(cands.values()), scoring)
         return cands
 
 

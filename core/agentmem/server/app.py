@@ -16,9 +16,10 @@ route                          does
 ``GET /v1/admin/stats``        store stats, background jobs, server info (admin key)
 ``GET /v1/admin/doctor``       the ``agentmem doctor`` report (admin key)
 ``GET /v1/admin/export``       the key's tenant as import-ready JSON Lines (admin key)
+``POST /v1/admin/import``      import JSON Lines into the key's tenant (admin key)
 ``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
 ``/mcp``                       MCP over streamable HTTP (:mod:`.mcp_http`)
-``GET /docs``, ``/openapi.json``  the API documentation (with a key, like every route)
+``GET /docs``, ``/openapi.json``  the API documentation, served offline (:mod:`.docs`)
 =============================  ==========================================================
 
 Example:
@@ -37,7 +38,6 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -53,12 +53,14 @@ from ..memory import AgentMemory
 from ..models import KINDS
 from ..wire.ops import OPS
 from .auth import require_admin, require_operator
+from .docs import docs_router
 from .instrument import Instrumented
 from .mcp_http import McpGateway
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .responses import dumps, error_response, json_response, send_error
 from .routes import ops_router
 from .state import Principal, ServerState
+from .transfer_routes import import_router
 
 log = logging.getLogger("agentmem.server")
 
@@ -121,10 +123,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         **_no_native_telemetry(),
         title="agentmem",
         version=__version__,
-        description="A shared agentmem memory over HTTP. Every route but /health needs an "
-        "API key (`Authorization: Bearer <key>`); the key's tenant is the only one reachable.",
+        description="A shared agentmem memory over HTTP. Every route but /health and this "
+        "documentation needs an API key (`Authorization: Bearer <key>`; the Authorize button "
+        "takes it for the calls made from this page); the key's tenant is the only one "
+        "reachable.",
         lifespan=lifespan,
-        docs_url=None,  # served below, behind the key like every route but /health
+        docs_url=None,  # served by .docs, with Swagger UI's files from the package
         openapi_url=None,
     )
     app.state.agentmem = state
@@ -137,19 +141,7 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         return error_response(_validation_error(exc))
 
-    @app.get("/openapi.json", include_in_schema=False)
-    async def openapi(key: Principal) -> Response:
-        return json_response(app.openapi())
-
-    @app.get("/docs", include_in_schema=False)
-    async def docs(key: Principal) -> Response:
-        # the spec travels inside the page: the browser's fetch of /openapi.json would carry
-        # no key
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="agentmem API",
-            swagger_ui_parameters={"spec": app.openapi()},
-        )
+    app.include_router(docs_router(app.openapi))
 
     @app.get("/health", tags=["server"], summary="Readiness (no key needed)")
     async def health() -> Response:
@@ -200,6 +192,8 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return StreamingResponse(
             _jsonl(store, key.tenant_id, kinds), media_type="application/x-ndjson"
         )
+
+    app.include_router(import_router(store))
 
     @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
     async def erase(key: Principal, target: EraseRequest | None = None) -> Response:

@@ -22,6 +22,7 @@ from typing import Any
 import uvicorn
 
 from ..config import Settings
+from ..context import settings_embedder
 from ..embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from ..memory import AgentMemory
 from .app import create_app
@@ -85,14 +86,17 @@ def serve(
 ) -> int:
     """Serve the data dir ``home`` until SIGTERM/SIGINT; returns an exit status.
 
-    ``embedder`` defaults to the packaged MiniLM with ``settings.server.embed_threads``
+    ``embedder`` defaults to the one ``settings.embedder`` names (``--embedder``,
+    ``AGENTMEM_EMBEDDER``), else the packaged MiniLM with ``settings.server.embed_threads``
     onnxruntime threads per call.
 
     Raises:
         DataDirLockedError: another process holds the data dir.
     """
     resolved = settings or Settings.from_env()
-    if embedder is None:
+    if embedder is None and resolved.embedder is not None:
+        embedder = settings_embedder(resolved)
+    elif embedder is None:
         threads = resolved.server.embed_threads
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(intra_op_threads=threads))
     store = AgentMemory(home, settings=resolved, embedder=embedder)

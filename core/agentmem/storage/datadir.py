@@ -54,14 +54,19 @@ class DataDirLock:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
+            handle.seek(0)
+            holder = handle.read().strip()  # the holder wrote its pid once it had the lock
             handle.close()
+            pid = int(holder) if holder.isdigit() else None
+            who = f"another process (pid {pid})" if pid is not None else "another process"
             raise DataDirLockedError(
-                f"data dir {home} is open for writing in another process; a data dir has one "
+                f"data dir {home} is open for writing in {who}; a data dir has one "
                 "writing process at a time. Share one memory between processes with a server "
                 "(`agentmem --home DIR serve`, then `agentmem.connect(url, api_key=...)`), or "
                 "run the work as threads of one process. Read-only commands (`agentmem stats`, "
                 "`doctor`, `export`) work beside the writer.",
                 path=str(home),
+                pid=pid,
             ) from exc
         handle.seek(0)
         handle.truncate()

@@ -482,6 +482,25 @@ class RecordStore:
         )
         return [r[0] for r in rows]
 
+    def superseded_hashes(
+        self, tenant_id: str, partition: str, session_id: str | None, hashes: Sequence[str]
+    ) -> set[tuple[str, str]]:
+        """(memory_type, content_hash) of the live memories of a partition (of one session
+        for a session's memories) that a newer one superseded, among ``hashes``. Superseding
+        clears a row's dedup key, so only this finds that its text was stored before."""
+        if not hashes:
+            return set()
+        marks = ",".join("?" for _ in hashes)
+        session = "session_id IS NULL" if session_id is None else "session_id = ?"
+        params: list[Any] = [tenant_id, partition, *([session_id] if session_id else []), *hashes]
+        rows = self.db.read(
+            f"SELECT memory_type, content_hash FROM memories WHERE tenant_id = ? AND "
+            f"partition = ? AND {session} AND kind = 'memory' AND superseded_by IS NOT NULL "
+            f"AND {LIVE} AND content_hash IN ({marks})",
+            params,
+        )
+        return {(str(r[0]), str(r[1])) for r in rows}
+
     def current_ids(
         self, tenant_id: str, partition: str, scope: str, *, agent_id: str | None = None
     ) -> list[str]:
@@ -698,19 +717,22 @@ class RecordStore:
     def count_live(self) -> int:
         return self.count(LIVE)
 
-    def requeue_vectors(self, *, meta: tuple[str, str] | None = None) -> None:
+    def requeue_vectors(self, *, meta: Mapping[str, str | None] | None = None) -> None:
         """Flag every embeddable row for the vector index (its vectors were dropped), and
-        store a ``meta`` (key, value) in the same transaction."""
+        set (or, for None, delete) ``meta`` keys in the same transaction."""
         with self.db.write() as tx:
             tx.execute(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
-            if meta is not None:
+            for key, value in (meta or {}).items():
+                if value is None:
+                    tx.execute("DELETE FROM meta WHERE key = ?", (key,))
+                    continue
                 tx.execute(
                     "INSERT INTO meta (key, value, updated_at) VALUES (?,?,?) ON CONFLICT (key) "
                     "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    (meta[0], meta[1], iso(now_utc())),
+                    (key, value, iso(now_utc())),
                 )
 
     # -- vector partitions -----------------------------------------------------------------------
