@@ -9,7 +9,7 @@ names its ``speaker`` is indexed as "Speaker: text"), so the bound is the one BM
 Prints, per case, the terms its query shares with each evidence turn (the worst turn
 counts), then the distribution; exits 1 if a case shares more than ``--max`` terms.
 
-    python benchmarks/check_suite_overlap.py                       # every family of the suite
+    python benchmarks/check_suite_overlap.py                       # both implicit families
     python benchmarks/check_suite_overlap.py implicit_dialogue     # one family, by name
     python benchmarks/check_suite_overlap.py path/to/family.json --max 1 --quiet
 """
@@ -24,10 +24,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmem.evaluation.suite import family_path
 from agentmem.storage.keyword_index import build_analyzer
 from agentmem.write.index_text import index_text
 
-SUITE_DIR = Path(__file__).resolve().parents[1] / "core/agentmem/evaluation/data/suite"
+#: The families that promise the bound.
+IMPLICIT_FAMILIES = ("implicit", "implicit_dialogue")
 
 
 def term_analyzer() -> Callable[[str], set[str]]:
@@ -57,9 +59,9 @@ def shared_terms(doc: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def family_file(name: str) -> Path:
-    """A family's file: a path as given, or a family name (``implicit_dialogue``) in the suite."""
+    """A family's file: a path as given, or a family name (``implicit_dialogue``) bundled."""
     path = Path(name)
-    return path if path.suffix == ".json" else SUITE_DIR / f"{name}.json"
+    return path if path.suffix == ".json" else family_path(name)
 
 
 def check(path: Path, max_shared: int, quiet: bool) -> bool:
@@ -85,12 +87,12 @@ def check(path: Path, max_shared: int, quiet: bool) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "families", nargs="*", help="family names or JSON paths (default: every suite file)"
+        "families", nargs="*", help=f"family names or JSON paths (default: {IMPLICIT_FAMILIES})"
     )
     parser.add_argument("--max", type=int, default=1, help="most shared terms allowed")
     parser.add_argument("--quiet", action="store_true", help="print only violations")
     args = parser.parse_args()
-    paths = [family_file(f) for f in args.families] or sorted(SUITE_DIR.glob("*.json"))
+    paths = [family_file(f) for f in args.families or IMPLICIT_FAMILIES]
     ok = [check(p, args.max, args.quiet) for p in paths]
     return 0 if all(ok) else 1
 
