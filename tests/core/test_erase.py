@@ -205,12 +205,12 @@ def test_erase_a_whole_tenant(make_memory: MakeMemory) -> None:
     fill(mem, C1 + "x", tenant="t-gone", user=None, agent="support")
     other = fill(mem, C2, tenant="t-kept", user=U1, agent="support")
     kept = owned_rows(mem, "tenant_id = ?", ("t-kept",))
-    gone_collections = {c for t, _, c in mem.records.partitions() if t == "t-gone"}
+    gone_collections = {c for t, _, c in mem.records.partitions.all() if t == "t-gone"}
 
     receipt = mem.erase(tenant_id="t-gone")
 
     assert mem.records.erasure.leftovers([mem.records.erasure.all()[0].subject]) == [{}]
-    assert not [t for t, _, _ in mem.records.partitions() if t == "t-gone"]
+    assert not [t for t, _, _ in mem.records.partitions.all() if t == "t-gone"]
     assert gone_collections and not gone_collections & set(mem.vectors.collections())
     assert receipt.records["memories"] > 0 and receipt.records["agent_state"] == 1
     assert owned_rows(mem, "tenant_id = ?", ("t-kept",)) == kept

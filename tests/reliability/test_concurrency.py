@@ -116,7 +116,7 @@ def test_threads_writing_and_recalling_lose_nothing(make_memory, shared_embedder
         assert bool(rows[id_].item.content) == (id_ in live)
     assert mem.records.index.pending_counts() == (0, 0, 0)
     assert mem.keywords.all_ids() == live
-    vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions()))
+    vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions.all()))
     assert vectors == live
     stats = mem.stats()
     assert stats.live == len(live) and stats.deleted == len(forgotten)

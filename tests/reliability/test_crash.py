@@ -124,7 +124,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
     for row in rows.values():
         by_partition[row.partition].add(row.item.id)
     vector_ids: set[str] = set()
-    for tenant, partition, collection in records.partitions():
+    for tenant, partition, collection in records.partitions.all():
         assert tenant == TENANT
         ids = mem.vectors.ids(collection)
         assert ids == by_partition[partition], f"partition {partition} drifted"

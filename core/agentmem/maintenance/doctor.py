@@ -165,7 +165,7 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
                 stale_vec_candidates.add(id_)
     # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
     queued_vec = records.index.queued_vector_ids()
-    partitions = [p for p in records.partitions() if whole or p[0] == tenant_id]
+    partitions = [p for p in records.partitions.all() if whole or p[0] == tenant_id]
     known = {c for _, _, c in partitions}
     collections: list[str] = []
     vectors_readable = True

@@ -29,6 +29,7 @@ from .erasure import ErasureStore
 from .index_queue import IndexQueue
 from .keys import ApiKeyTable
 from .meta import IngestLog, MetaTable
+from .partitions import PartitionTable
 from .postgres import PostgresDatabase
 from .rows import (
     BRIEF_COLUMNS,
@@ -146,6 +147,7 @@ class RecordStore:
         self.activity = ActivityLog(self.db)
         self.sources = SourceLinks(self.db)
         self.erasure = ErasureStore(self.db)
+        self.partitions = PartitionTable(self.db)
 
     # -- raw access, for diagnostics and tests ---------------------------------------------
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -335,14 +337,6 @@ class RecordStore:
             (tenant_id, session_id, partition, seq, n),
         )
         return [r[0] for r in rows]
-
-    def register_partition(self, tenant_id: str, partition: str, collection: str) -> None:
-        with self.db.write(keys=()) as tx:  # one idempotent insert
-            tx.execute(
-                "INSERT INTO partitions (tenant_id, partition, collection) VALUES (?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                (tenant_id, partition, collection),
-            )
 
     # -- reads by id ---------------------------------------------------------------------------
     def get(self, memory_id: str) -> Row | None:
@@ -733,38 +727,7 @@ class RecordStore:
         )
         return bool(rows[0][0])
 
-    def requeue_vectors(self, *, meta: Mapping[str, str | None] | None = None) -> None:
-        """Flag every embeddable row for the vector index (its vectors were dropped), and
-        set (or, for None, delete) ``meta`` keys in the same transaction."""
-        with self.db.write() as tx:
-            tx.execute(
-                f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
-                f"WHERE vec_pending != {VEC_SKIP}"
-            )
-            for key, value in (meta or {}).items():
-                if value is None:
-                    tx.execute("DELETE FROM meta WHERE key = ?", (key,))
-                    continue
-                tx.execute(
-                    "INSERT INTO meta (key, value, updated_at) VALUES (?,?,?) ON CONFLICT (key) "
-                    "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    (key, value, iso(now_utc())),
-                )
-
     # -- vector partitions -----------------------------------------------------------------------
-    def collection_for(self, tenant_id: str, partition: str) -> str | None:
-        rows = self.db.read(
-            "SELECT collection FROM partitions WHERE tenant_id = ? AND partition = ?",
-            (tenant_id, partition),
-        )
-        return rows[0][0] if rows else None
-
-    def partitions(self) -> list[tuple[str, str, str]]:
-        """(tenant, partition, collection) of every partition that ever held vectors."""
-        return [
-            (r[0], r[1], r[2])
-            for r in self.db.read("SELECT tenant_id, partition, collection FROM partitions")
-        ]
 
     # -- session tiers ------------------------------------------------------------------------
     def derived_ids(

@@ -583,7 +583,7 @@ class Indexer:
             tenant, partition = row.item.tenant_id, row.partition
             name = collection_name(tenant, partition)
             if name not in groups:
-                self.records.register_partition(tenant, partition, name)
+                self.records.partitions.register(tenant, partition, name)
             groups[name].append(i)
         try:
             for name, idxs in groups.items():
