@@ -28,7 +28,7 @@ def answer(ctx: StoreContext, identity: Identity, question: str, *, top_k: int =
     q = v.query(question, "question")
     llm = ctx.llm
     hits = list(recall(ctx, identity, q, top_k=top_k).items)
-    outdated = ctx.records.outdated_message_ids(
+    outdated = ctx.records.supersession.outdated_message_ids(
         identity.tenant_id, [h.id for h in hits if h.kind == "chat_message"]
     )
     hits = [h for h in hits if h.id not in outdated]

@@ -223,7 +223,7 @@ def ingest(
         done.update(pending)
 
     # 4b. the judge, synchronously, over this ingest's new facts/preferences/instructions
-    superseded = ctx.records.count_superseded_by(identity.tenant_id, created)
+    superseded = ctx.records.supersession.count_superseded_by(identity.tenant_id, created)
     if created:
         judged = judge_rows(ctx, created, llm)
         superseded += len(judged.superseded)

@@ -48,8 +48,8 @@ from ..context import StoreContext
 from ..errors import NotFoundError
 from ..llm.base import LLM
 from ..models import Identity, IngestError, JudgeResult, MemoryItem
-from ..storage.records import JudgeRow
 from ..storage.rows import Row
+from ..storage.supersession import JudgeRow
 from ..storage.vector_index import collection_name
 from ..write.index_text import row_text
 
@@ -98,7 +98,7 @@ def judge_pending(
     run = JudgeRun()
     while limit is None or run.judged < limit:
         size = cfg.batch_size if limit is None else min(cfg.batch_size, limit - run.judged)
-        batch = ctx.records.unjudged(limit=size)
+        batch = ctx.records.supersession.unjudged(limit=size)
         if not batch:
             break
         _judge_batch(ctx, batch, llm or ctx.llm, cfg, run)
@@ -114,7 +114,7 @@ def judge_rows(
     """Judge the given (new) memories now, oldest first; used by ``ingest``."""
     cfg = config or ctx.settings.judge
     run = JudgeRun()
-    rows = ctx.records.unjudged(ids=ids, limit=len(ids))
+    rows = ctx.records.supersession.unjudged(ids=ids, limit=len(ids))
     if cfg.enabled and rows:  # one embedding batch for the new rows, not one call per row
         stored = ctx.records.get_many(rows[0].tenant_id, [r.id for r in rows])
         if stored:
@@ -164,7 +164,7 @@ def _judge_batch(
                         }
                     )
                 )
-        retired = ctx.records.apply_judgement(row, retire, llm.name)
+        retired = ctx.records.supersession.apply_judgement(row, retire, llm.name)
         run.superseded.extend((old, row.id) for old in retired)
         run.judged += 1
 
@@ -201,7 +201,9 @@ def _candidates(
     # vector and then marks its row done, so a row that is no longer pending here is
     # already in the collection the query reads (the other order misses a row embedded
     # between the two reads).
-    unembedded = ctx.records.unembedded_older(row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES)
+    unembedded = ctx.records.supersession.unembedded_older(
+        row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES
+    )
     sims: dict[str, float] = {}
     hits = ctx.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -226,7 +228,7 @@ def _candidates(
         return []
     out = [
         (cid, content, 1.0 - sims[cid])
-        for cid, content in ctx.records.older_in_bucket(row, list(sims), JUDGED_TYPES)
+        for cid, content in ctx.records.supersession.older_in_bucket(row, list(sims), JUDGED_TYPES)
         if 1.0 - sims[cid] < cfg.threshold
     ]
     out.sort(key=lambda c: (c[2], c[0]))
@@ -253,7 +255,7 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
     todo = [id_]
     while todo and len(seen) < MAX_HISTORY:
         row = seen[todo.pop()]
-        neighbours = records.memory_neighbours(identity.tenant_id, row.item.id)
+        neighbours = records.supersession.memory_neighbours(identity.tenant_id, row.item.id)
         if row.item.superseded_by:
             neighbours.append(row.item.superseded_by)
         for nid in neighbours:

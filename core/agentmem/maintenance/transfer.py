@@ -672,7 +672,9 @@ def _not_stored_before(
     stored = {
         (partition, session, *found)
         for (partition, session), hashes in owners.items()
-        for found in ctx.records.superseded_hashes(identity.tenant_id, partition, session, hashes)
+        for found in ctx.records.supersession.superseded_hashes(
+            identity.tenant_id, partition, session, hashes
+        )
     }
     return [
         a

@@ -163,7 +163,7 @@ class Knowledge:
         ((id_, new),) = commit(self._ctx, [rec], "knowledge_upsert")
         replaced = None
         if new and k is not None:
-            older = self._ctx.records.superseded_by(id_)
+            older = self._ctx.records.supersession.superseded_by(id_)
             replaced = older[0] if older else None
         return UpsertResult(id=id_, key=k, was_new=new, replaced=replaced)
 
@@ -215,7 +215,7 @@ class Knowledge:
         agent = v.identity(agent_id, "agent_id")
         if agent is None and not all_agents:
             agent = self._identity.agent_id
-        ids = self._ctx.records.current_ids(
+        ids = self._ctx.records.supersession.current_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE, agent_id=agent
         )
         return self._entries(ids)
@@ -226,7 +226,7 @@ class Knowledge:
 
     # -- helpers -------------------------------------------------------------------------------
     def _ids(self, agent: str, key: str) -> builtins.list[str]:
-        return self._ctx.records.topic_ids(
+        return self._ctx.records.supersession.topic_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE
         )
 
