@@ -3,7 +3,7 @@
 Forgetting a row (``BoundMemory.forget``, the ``delete_memory`` tool):
 
 1. **The row becomes a tombstone** (ids, kind, scope, tier and times only; see
-   :meth:`~agentmem.storage.records.RecordStore.tombstone`): content, metadata and keys are
+   :meth:`~agentmem.storage.retention.RetentionTable.tombstone`): content, metadata and keys are
    cleared and its full-text payload (a tool output, a long message) is deleted, in one
    transaction. Its keyword entry and vector are removed before ``forget`` returns.
 2. **What was derived from it goes too** (the source links of
@@ -141,7 +141,7 @@ def _forget_rows(
     # the indexer paused: a keyword pass that read a follower's context before the tombstone
     # would write the forgotten text into its entry and then clear the requeue below
     with ctx.indexer.paused(), _locked(ctx, tenant_id, cascade.conversations | cascade.sessions):
-        done = ctx.records.tombstone(
+        done = ctx.records.retention.tombstone(
             tenant_id, cascade.ids, cause=cause, conversations=sorted(cascade.conversations)
         )
         after = followers(ctx, tenant_id, cascade.messages)
