@@ -9,7 +9,7 @@ read at open, per-key locks and the access counters. :func:`open_store` builds i
 
 Example:
     >>> ctx = open_store(tmp_path, settings=Settings())  # doctest: +SKIP
-    >>> ctx.records.count_live()  # doctest: +SKIP
+    >>> ctx.records.archive.count_live()  # doctest: +SKIP
     0
 """
 
@@ -282,7 +282,7 @@ def open_store(
             url=url,
             node_id=None if url is None else node_id(home),
         )
-        if not missing and not records.holds_history():
+        if not missing and not records.archive.holds_history():
             refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
@@ -386,7 +386,7 @@ def _open_read_only(
         vectors.close()
         raise
     try:
-        if not records.holds_history():
+        if not records.archive.holds_history():
             refuse_lost_records(home, vectors, records)
         recorded = fingerprint.read(records)
         current = None if recorded is None else fingerprint.differs(recorded, embedder)

@@ -530,7 +530,7 @@ class AgentMemory:
         """Every live record (of every tenant unless ``tenant_id``) as JSON-ready dicts."""
         ctx = self._live()
         kind_filter = v.choices(kinds, "kinds", KINDS)
-        for row in ctx.records.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
+        for row in ctx.records.archive.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
             yield row.item.to_dict()
 
     def judge_pending(self, *, limit: int | None = None) -> JudgeResult:

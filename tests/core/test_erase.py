@@ -411,5 +411,5 @@ def test_the_keyword_rewrite_indexes_rows_as_the_indexer_does(make_memory: MakeM
 
     before = answers()
     assert any(len(a) > 3 for a in before)
-    assert mem.indexer.rewrite_keywords() == mem.records.count_live()
+    assert mem.indexer.rewrite_keywords() == mem.records.archive.count_live()
     assert answers() == before

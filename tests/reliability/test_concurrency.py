@@ -107,7 +107,7 @@ def test_threads_writing_and_recalling_lose_nothing(make_memory, shared_embedder
 
     assert mem.flush(timeout=180)
     live = set(written) - forgotten
-    rows = {r.item.id: r for r in mem.records.iter_rows(live_only=False)}
+    rows = {r.item.id: r for r in mem.records.archive.iter_rows(live_only=False)}
     assert set(rows) == set(written)  # nothing lost, nothing invented
     assert {i for i, r in rows.items() if r.item.deleted_at is None} == live
     for id_, tenant in written.items():

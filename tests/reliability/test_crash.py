@@ -97,7 +97,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
     records = mem.records
     assert records.index.pending_counts() == (0, 0, 0)
 
-    rows = {r.item.id: r for r in records.iter_rows(live_only=False)}
+    rows = {r.item.id: r for r in records.archive.iter_rows(live_only=False)}
     # 1. every acknowledged write is there, exactly as written
     missing = [i for i in acked if i not in rows]
     assert not missing, f"{len(missing)} acknowledged ids lost, e.g. {missing[:3]}"

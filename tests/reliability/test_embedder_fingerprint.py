@@ -118,7 +118,7 @@ def _stored_vectors(mem: AgentMemory) -> dict[str, np.ndarray]:
 def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
     """Every live row's stored vector is ``embedder``'s vector of its text."""
     stored = _stored_vectors(mem)
-    rows = list(mem.records.iter_rows())
+    rows = list(mem.records.archive.iter_rows())
     assert rows and set(stored) == {row.item.id for row in rows}
     texts = [vector_text(row) for row in rows]
     expected = np.asarray(embedder.embed_documents(texts))

@@ -125,7 +125,7 @@ def export_lines(
     the export to records) as JSON-ready lines, in insertion order."""
     ctx.check_open()
     kind_filter = v.choices(kinds, "kinds", KINDS)
-    for rec in ctx.records.iter_records(tenant_id=tenant_id, kinds=kind_filter):
+    for rec in ctx.records.archive.iter_records(tenant_id=tenant_id, kinds=kind_filter):
         item = rec.row.item
         line: dict[str, Any] = {"type": record_type(item, rec.row.tier), **item.to_dict()}
         line["partition"] = rec.row.partition
@@ -604,7 +604,7 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
     i = first.identity
     a = first.args
     if first.type == "record":
-        inserted = ctx.records.restore([op.args["record"] for op in batch])
+        inserted = ctx.records.archive.restore([op.args["record"] for op in batch])
         counts.restored += sum(inserted)
         counts.already_present += len(inserted) - sum(inserted)
     elif first.type == "session":

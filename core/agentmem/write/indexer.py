@@ -334,7 +334,7 @@ class Indexer:
         def batches() -> Iterator[list[KeywordDoc]]:
             recent: dict[tuple[str, str, str], deque[Row]] = {}
             rows: list[Row] = []
-            for row in self.records.iter_rows(live_only=True):
+            for row in self.records.archive.iter_rows(live_only=True):
                 rows.append(row)
                 if len(rows) >= KEYWORD_BATCH:
                     yield docs(rows, recent)
