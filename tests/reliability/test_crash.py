@@ -161,7 +161,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
         assert kw and id_ in {i for i, s in kw if s >= kw[0][1] - 1e-6}, kw
         for other, _ in kw:
             if other != id_:
-                before = records.preceding_messages(
+                before = records.conversations.preceding_messages(
                     TENANT, SESSION, rows[other].partition, other, mem.config.keyword_context
                 )
                 assert id_ in {r.item.id for r in before}, (other, kw)

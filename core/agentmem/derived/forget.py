@@ -112,7 +112,7 @@ def plan(ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef]) -> Cascade:
             # carry any of its messages, whatever its links say), and the session is rebuilt
             conversation = d.partition.removeprefix(scope_rules.CHUNK_PREFIX)
             out.sessions.add((conversation, d.session_id))
-            for summary in ctx.records.derived_ids(
+            for summary in ctx.records.conversations.derived_ids(
                 tenant_id, conversation, d.session_id, kind="summary", live=False
             ):
                 add(summary)
@@ -178,7 +178,9 @@ def followers(
         return []
     out: dict[str, None] = {}
     for partition, session_id, seq in messages:
-        for id_ in ctx.records.following_messages(tenant_id, partition, session_id, seq, n):
+        for id_ in ctx.records.conversations.following_messages(
+            tenant_id, partition, session_id, seq, n
+        ):
             out.setdefault(id_, None)
     return list(out)
 

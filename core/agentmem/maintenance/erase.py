@@ -144,7 +144,7 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
             with session_lock(ctx, tenant, partition, session_id):
                 done.sessions += refresh_session(ctx, tenant, partition, session_id)
         for partition, session_id in shared_conversations:
-            if ctx.records.session_items(tenant, partition, session_id, limit=1):
+            if ctx.records.conversations.session_items(tenant, partition, session_id, limit=1):
                 rebuild_reference(ctx, tenant, partition, session_id)
             else:
                 ctx.records.working.delete(tenant, partition, session_id)

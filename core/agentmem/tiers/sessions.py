@@ -160,7 +160,7 @@ def session_messages(
     ctx: StoreContext, tenant_id: str, partition: str, session_id: str
 ) -> list[tuple[int, MemoryItem]]:
     """(seq, item) of a session's live messages and tool outputs, oldest first."""
-    rows = ctx.records.session_items(tenant_id, partition, session_id)
+    rows = ctx.records.conversations.session_items(tenant_id, partition, session_id)
     return [(seq, row.item) for seq, row in rows]
 
 
@@ -184,7 +184,7 @@ def conversation_sessions(ctx: StoreContext, identity: Identity) -> list[str]:
     """Session ids of ``identity``'s conversation with live messages, oldest first (for an
     identity with neither user nor agent: the sessions bound that way)."""
     ctx.check_open()
-    return ctx.records.conversation_sessions(
+    return ctx.records.conversations.conversation_sessions(
         identity.tenant_id, scope_rules.conversation_partition(identity)
     )
 
@@ -647,10 +647,10 @@ def _derived_ids(
     ctx: StoreContext, tenant: str, partition: str, session_id: str, *, chunks: bool
 ) -> tuple[str, ...]:
     if chunks:
-        return ctx.records.derived_ids(
+        return ctx.records.conversations.derived_ids(
             tenant, scope_rules.chunk_partition(partition), session_id, kind="chat_message"
         )
-    return ctx.records.derived_ids(tenant, partition, session_id, kind="summary")
+    return ctx.records.conversations.derived_ids(tenant, partition, session_id, kind="summary")
 
 
 def _retire_stale(
@@ -708,7 +708,7 @@ def _promote_one(ctx: StoreContext, identity: Identity, partition: str, info: Se
     if not _derived_ids(ctx, tenant, partition, session_id, chunks=False):
         items = [item for _, item in session_messages(ctx, tenant, partition, session_id)]
         fallback = _fallback_summary(ctx, identity, partition, items, info)
-    ctx.records.promote_session(
+    ctx.records.conversations.promote_session(
         tenant,
         partition,
         session_id,
@@ -783,7 +783,7 @@ def session_detail(
             part = scope_rules.home_partition(identity, "session")
         own = part
     events: list[MemoryItem] = []
-    for seq, row in ctx.records.session_items(identity.tenant_id, own, sid):
+    for seq, row in ctx.records.conversations.session_items(identity.tenant_id, own, sid):
         if target is not None:
             assert closed_up_to is not None
             if seq > closed_up_to or not scope_rules.cross_agent_message(identity, row, target):

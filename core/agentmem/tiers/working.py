@@ -629,7 +629,7 @@ def rebuild_reference(
             return False
         rolled = [
             r.item
-            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            for seq, r in ctx.records.conversations.session_items(tenant_id, partition, session_id)
             if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
         ]
         summary = ReferenceSummary()

@@ -139,7 +139,9 @@ def messages(
     ctx.check_open()
     assert identity.session_id is not None
     partition = scope_rules.home_partition(identity, "session")
-    rows = ctx.records.session_items(identity.tenant_id, partition, identity.session_id, limit=n)
+    rows = ctx.records.conversations.session_items(
+        identity.tenant_id, partition, identity.session_id, limit=n
+    )
     return [row.item for _, row in rows]
 
 

@@ -494,7 +494,7 @@ class Indexer:
             item = row.item
             if item.kind != "chat_message" or item.session_id is None:
                 continue
-            before = self.records.preceding_messages(
+            before = self.records.conversations.preceding_messages(
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
