@@ -131,7 +131,7 @@ def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMem
     assert owned_rows(mem, "user_id = ?", (U2,)) == rows2
     assert gettable(m2, ids2) == contents2
     after = m2.recall(C2, top_k=20, min_score=0.0).items
-    assert after and all(mem.records.get(h.id).item.user_id == U2 for h in after)
+    assert after and all(mem.records.memories.get(h.id).item.user_id == U2 for h in after)
     assert any(C2 in t for t in everything_readable(m2, C2))
     # the receipt counts what went, per store
     assert receipt.records["memories"] == len(ids1)

@@ -99,7 +99,7 @@ def test_a_backlog_row_naming_the_queried_identifier_is_found(make_memory: MakeM
     assert [h.id for h in result.items[:1]] == [target.id]
     assert hidden.id not in {h.id for h in result.items}  # the same gates as other rows
     # only the backlog's rows: none for an identifier nobody wrote, nor once indexed
-    row = mem.records.get(target.id)
+    row = mem.records.memories.get(target.id)
     assert row is not None
     index = mem.records.index
     assert index.keyword_pending_naming("acme", [row.partition], ["nosuch1"], 8) == []
@@ -150,7 +150,7 @@ def test_a_backlog_row_naming_a_number_is_not_crowded_out_by_longer_ones(
     result = m.recall("order 4711", min_score=0.0)
     assert result.degraded
     assert target.id in {h.id for h in result.items}
-    row = mem.records.get(target.id)
+    row = mem.records.memories.get(target.id)
     assert row is not None
     named = mem.records.index.keyword_pending_naming("acme", [row.partition], ["4711"], 8)
     assert [r.item.id for _, r, _, _ in named] == [target.id]
@@ -196,7 +196,7 @@ def test_identifier_lookup_matches_text_literally(make_memory: MakeMemory) -> No
     m = mem.bind("acme", user_id="u1")
     literal = m.remember("Discount code 50%off applies to order X_17")
     m.remember("Discount code 50 off applies to order XA17")
-    row = mem.records.get(literal.id)
+    row = mem.records.memories.get(literal.id)
     assert row is not None
     for needle in ("50%off", "x_17"):
         found = mem.records.index.keyword_pending_naming("acme", [row.partition], [needle], 10)

@@ -73,7 +73,7 @@ def _worker(
                 result = m.recall(f"tok{n}x{target} heron", top_k=5, min_score=0.0)
                 assert len(result.items) <= 5
                 for hit in result.items:
-                    row = mem.records.get(hit.id)
+                    row = mem.records.memories.get(hit.id)
                     assert row is not None and row.item.tenant_id == tenant
                     if row.item.scope == "user":
                         assert row.item.user_id == user
@@ -137,7 +137,7 @@ def test_second_process_gets_data_dir_locked_error(
     acked = [line.split()[2] for line in lines if line.startswith("ACK ")]
     with AgentMemory(home, embedder=HashEmbedder(), background=False) as mem:
         m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
-        assert len(mem.records.get_many(TENANT, acked)) == len(acked)
+        assert len(mem.records.memories.get_many(TENANT, acked)) == len(acked)
         assert m.get(acked[-1]).content
 
 

@@ -84,7 +84,7 @@ def _assert_healed(home: Path, ids: list[str], gone: str, embedder: Any) -> None
 
 
 def _partition_of(mem: AgentMemory, id_: str) -> str:
-    row = mem.records.get(id_)
+    row = mem.records.memories.get(id_)
     assert row is not None
     return row.partition
 

@@ -261,7 +261,7 @@ def test_allow_embedder_change_reindex_reembeds_and_records_the_new_embedder(
         _assert_vectors_made_by(mem, embedder)
         top = _recall_ids(mem)
         assert top[0] == ids[1]  # the cello fact, now found with the new embedder
-        row = mem.records.get(ids[1])
+        row = mem.records.memories.get(ids[1])
         assert row is not None
         col = mem.records.partitions.collection_for("acme", row.partition)
         assert col is not None

@@ -69,7 +69,7 @@ def forget(ctx: StoreContext, identity: Identity, memory_id: str) -> bool:
     id_ = v.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
-    row = ctx.records.get(id_)
+    row = ctx.records.memories.get(id_)
     if row is None or row.item.tenant_id != identity.tenant_id:
         return False
     if scope_rules.visible_row(identity, row) is None or row.item.anonymized_at is not None:
@@ -83,7 +83,7 @@ def plan(ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef]) -> Cascade:
     """What forgetting ``roots`` (rows of ``tenant_id``) reaches."""
     out = Cascade()
     seen: set[str] = set()
-    seqs = ctx.records.seqs([r.id for r in roots])
+    seqs = ctx.records.memories.seqs([r.id for r in roots])
 
     def add(id_: str) -> bool:
         if id_ in seen:

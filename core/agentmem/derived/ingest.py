@@ -163,7 +163,7 @@ def ingest(
                 source_ref=f"msg_{msg_id}" if oversized else None,
             )
         )
-    existing = ctx.records.existing_ids(msg_ids)
+    existing = ctx.records.memories.existing_ids(msg_ids)
     fresh = [r for r in records if r.id not in existing]
     written = commit(ctx, fresh, "ingest") if fresh else []
     messages_new = sum(1 for _, new in written if new)
@@ -340,7 +340,7 @@ def _store_memories(
         records.append(dataclasses.replace(rec, id=mem_id, event_time=when))
     if not records:
         return [], duplicates, errors
-    existing = ctx.records.existing_ids([r.id for r in records])
+    existing = ctx.records.memories.existing_ids([r.id for r in records])
     fresh = []
     seen: set[str] = set()
     for r in records:

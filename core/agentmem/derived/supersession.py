@@ -116,7 +116,7 @@ def judge_rows(
     run = JudgeRun()
     rows = ctx.records.supersession.unjudged(ids=ids, limit=len(ids))
     if cfg.enabled and rows:  # one embedding batch for the new rows, not one call per row
-        stored = ctx.records.get_many(rows[0].tenant_id, [r.id for r in rows])
+        stored = ctx.records.memories.get_many(rows[0].tenant_id, [r.id for r in rows])
         if stored:
             vecs = ctx.embedder.embed_documents([row_text(r) for r in stored])
             run.vectors.update((r.item.id, vec) for r, vec in zip(stored, vecs, strict=True))
@@ -175,7 +175,7 @@ def _decide(
     candidates = _candidates(ctx, row, cfg, vectors)
     if not candidates:
         return []
-    new_row = ctx.records.get(row.id)
+    new_row = ctx.records.memories.get(row.id)
     if new_row is None:
         return []
     verdicts = llm.judge(new_row.item.content, [(cid, content) for cid, content, _ in candidates])
@@ -191,7 +191,7 @@ def _candidates(
     ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig, vectors: dict[str, Any]
 ) -> list[tuple[str, str, float]]:
     """(id, content, cosine distance) of older same-bucket memories, nearest first."""
-    stored = ctx.records.get(row.id)
+    stored = ctx.records.memories.get(row.id)
     if stored is None:
         return []
     if row.id not in vectors:
@@ -215,7 +215,7 @@ def _candidates(
     fresh = [i for i in unembedded if i not in sims]
     missing = [i for i in fresh if i not in vectors]
     if missing:
-        rows = ctx.records.get_many(row.tenant_id, missing)
+        rows = ctx.records.memories.get_many(row.tenant_id, missing)
         if rows:
             vecs = ctx.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
@@ -247,7 +247,7 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
     assert id_ is not None
     ctx.check_open()
     records = ctx.records
-    start = records.get(id_)
+    start = records.memories.get(id_)
     if not scope_rules.readable(identity, start):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     assert start is not None
@@ -260,12 +260,12 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
             neighbours.append(row.item.superseded_by)
         for nid in neighbours:
             if nid not in seen:
-                nrow = records.get(nid)
+                nrow = records.memories.get(nid)
                 if nrow is None or nrow.item.tenant_id != identity.tenant_id:
                     continue
                 seen[nid] = nrow
                 todo.append(nid)
-    order = records.seqs(list(seen))
+    order = records.memories.seqs(list(seen))
     out = [row.item for row in seen.values() if scope_rules.readable(identity, row)]
     out.sort(key=lambda item: order.get(item.id, 0))
     return out

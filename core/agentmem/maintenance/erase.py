@@ -207,7 +207,7 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
 
 
 def _partitions_of(ctx: StoreContext, tenant: str, ids: Sequence[str]) -> set[str]:
-    return {r.partition for r in ctx.records.get_many(tenant, ids, live_only=False)}
+    return {r.partition for r in ctx.records.memories.get_many(tenant, ids, live_only=False)}
 
 
 def _clear_vectors(

@@ -5,7 +5,7 @@ query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> weighted RRF + calibration -> rerank? (fail-open) -> min_score -> top_k -> token budget
 
 The query embedding runs on a worker thread while the keyword side is searched and its rows
-are read; candidates are read as light :class:`~agentmem.storage.records.Brief` rows, and only the
+are read; candidates are read as light :class:`~agentmem.storage.rows.Brief` rows, and only the
 hits returned are fully parsed.
 """
 
@@ -461,7 +461,7 @@ class RecallEngine:
         """Read the rows of ids not seen yet and admit those this identity may see."""
         ids = {i for lst in lists for i, _ in lst}
         ids.difference_update(visible)
-        for row in self.records.briefs(identity.tenant_id, sorted(ids)):
+        for row in self.records.memories.briefs(identity.tenant_id, sorted(ids)):
             scope = _admit(identity, row, req, wanted_scopes)
             if scope is not None:
                 visible[row.id] = (scope, row)

@@ -180,7 +180,7 @@ class Knowledge:
         assert ref is not None
         ids = self._ids(agent, ref)
         if not ids:
-            row = self._ctx.records.get(ref)
+            row = self._ctx.records.memories.get(ref)
             if row is None or not self._readable(row) or row.item.deleted_at is not None:
                 return False
             if row.item.agent_id != agent:
@@ -234,7 +234,9 @@ class Knowledge:
         return row.item.scope == SCOPE and scope_rules.visible_row(self._identity, row) == SCOPE
 
     def _entries(self, ids: builtins.list[str]) -> builtins.list[KnowledgeEntry]:
-        rows = {r.item.id: r for r in self._ctx.records.get_many(self._identity.tenant_id, ids)}
+        rows = {
+            r.item.id: r for r in self._ctx.records.memories.get_many(self._identity.tenant_id, ids)
+        }
         out = []
         for id_ in ids:
             row = rows.get(id_)

@@ -31,7 +31,7 @@ visibility of the session's messages. Chunks live in their own partition (and Ch
 collection), so default recall never searches them and they cannot crowd out message-level
 hits; ``recall(tiers=("mid_term",))`` or ``("long_term",)`` targets them. Long-term detail
 chunks stay keyword-searchable: the records store counts them out of the vector index
-(:data:`~agentmem.storage.records.VECTOR_LIVE`), so the indexer deletes their vectors and never
+(:data:`~agentmem.storage.rows.VECTOR_LIVE`), so the indexer deletes their vectors and never
 embeds them again (``reindex`` included). A chunk or summary hit carries the ids of the
 messages it came from (``metadata["message_ids"]``, ``metadata["dia_ids"]`` when the messages
 had ``dia_id`` metadata, and ``metadata["messages"]`` with each message's id, role and
@@ -335,7 +335,7 @@ def _write_session(
     summary_recs = (
         _summary_records(identity, partition, items, summary, summarizer, tier) if summary else []
     )
-    written = ctx.records.insert([*chunk_recs, *summary_recs]) if items else []
+    written = ctx.records.memories.insert([*chunk_recs, *summary_recs]) if items else []
     chunk_ids = tuple(i for i, _ in written[: len(chunk_recs)])
     summary_ids = tuple(i for i, _ in written[len(chunk_recs) :])
     replace_summaries = summary is not None or status == "empty"
@@ -746,7 +746,7 @@ def _fallback_summary(
         TIER_LONG,
         owner=(info.session_id, info.user_id, info.agent_id),
     )
-    return [i for i, _ in ctx.records.insert(recs)]
+    return [i for i, _ in ctx.records.memories.insert(recs)]
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
@@ -792,7 +792,7 @@ def session_detail(
             continue
         item = row.item
         if item.source_ref:
-            payload = ctx.records.payload(identity.tenant_id, item.source_ref)
+            payload = ctx.records.memories.payload(identity.tenant_id, item.source_ref)
             if payload is not None and payload[0] == item.id:
                 item = replace(item, content=payload[1])
         events.append(item)
@@ -800,7 +800,7 @@ def session_detail(
     summary_ids = _derived_ids(ctx, identity.tenant_id, own, sid, chunks=False)
     summaries = [
         r.item.content
-        for r in ctx.records.items(identity.tenant_id, list(summary_ids))
+        for r in ctx.records.memories.items(identity.tenant_id, list(summary_ids))
         if scope_rules.visible_row(identity, r, target) is not None
     ]
     if not events and info is None:

@@ -29,7 +29,7 @@ _MESSAGE_KEYS = frozenset({"role", "content", "metadata", "event_time"})
 
 def items(ctx: StoreContext, tenant_id: str, ids: list[str]) -> list[MemoryItem]:
     """The live rows among ``ids``, in that order, as :class:`MemoryItem`."""
-    return [r.item for r in ctx.records.items(tenant_id, ids)]
+    return [r.item for r in ctx.records.memories.items(tenant_id, ids)]
 
 
 def add_message(
@@ -122,10 +122,10 @@ def read_tool_output(ctx: StoreContext, identity: Identity, key: str) -> str:
     k = v.identity(key, "key", required=True)
     assert k is not None
     ctx.check_open()
-    found = ctx.records.payload(identity.tenant_id, k)
+    found = ctx.records.memories.payload(identity.tenant_id, k)
     if found is not None:
         memory_id, content = found
-        if scope_rules.readable(identity, ctx.records.get(memory_id)):
+        if scope_rules.readable(identity, ctx.records.memories.get(memory_id)):
             return content
     raise NotFoundError(f"no tool output with key {k!r} is visible here", key=k)
 

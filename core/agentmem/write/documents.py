@@ -46,6 +46,8 @@ def add_document(
     ]
     ids = [i for i, _ in commit(ctx, records, "add_document")]
     keep = set(ids)
-    stale = [i for i in ctx.records.document_chunk_ids(identity.tenant_id, ref) if i not in keep]
+    stale = [
+        i for i in ctx.records.memories.document_chunk_ids(identity.tenant_id, ref) if i not in keep
+    ]
     retire(ctx, identity.tenant_id, stale)
     return items(ctx, identity.tenant_id, ids)

@@ -73,7 +73,7 @@ def get(ctx: StoreContext, identity: Identity, memory_id: str) -> MemoryItem:
     id_ = v.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
-    row = ctx.records.get(id_)
+    row = ctx.records.memories.get(id_)
     if row is None or not scope_rules.readable(identity, row):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     return row.item
