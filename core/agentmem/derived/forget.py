@@ -35,7 +35,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..models import MESSAGE_KINDS, Identity
 from ..storage.sources import RowRef
@@ -66,7 +66,7 @@ class Cascade:
 def forget(ctx: StoreContext, identity: Identity, memory_id: str) -> bool:
     """Forget a record visible to ``identity`` and what was derived from it; False if
     there is none (or it was forgotten already)."""
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
     row = ctx.records.memories.get(id_)

@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
@@ -104,11 +104,11 @@ def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message
         if "role" not in msg or "content" not in msg:
             raise ValidationError(field, "needs 'role' and 'content'")
         try:
-            role = v.choice(msg["role"], "role", ROLES)
-            content = v.text(msg["content"], "content")
-            source_id = v.identity(msg.get("id"), "id")
-            when = v.event_time(msg.get("event_time"))
-            meta = v.metadata(msg.get("metadata"))
+            role = validation.choice(msg["role"], "role", ROLES)
+            content = validation.text(msg["content"], "content")
+            source_id = validation.identity(msg.get("id"), "id")
+            when = validation.event_time(msg.get("event_time"))
+            meta = validation.metadata(msg.get("metadata"))
         except ValidationError as exc:
             raise type(exc)(f"{field}.{exc.field}", str(exc).split(": ", 1)[-1]) from exc
         out.append(_Message(role, content, source_id, when, meta))

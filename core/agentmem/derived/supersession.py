@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import JudgeConfig
 from ..context import StoreContext
 from ..errors import NotFoundError
@@ -92,7 +92,7 @@ def judge_pending(
     config: JudgeConfig | None = None,
 ) -> JudgeResult:
     """Judge unjudged memories oldest first, in batches, until none is left (or ``limit``)."""
-    limit = v.positive_int(limit, "limit")
+    limit = validation.positive_int(limit, "limit")
     ctx.check_open()
     cfg = config or ctx.settings.judge
     run = JudgeRun()
@@ -243,7 +243,7 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
     older ones). Rows that are soft-deleted, anonymized or not visible to this identity are
     left out (the chain is still followed through them).
     """
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
     records = ctx.records

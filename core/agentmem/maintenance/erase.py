@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..derived.forget import followers, plan
 from ..errors import StorageError
@@ -72,10 +72,10 @@ def erase(
         StorageError: the store is open read-only, or a store failed (the erasure is
             finished at the next open, or by erasing again).
     """
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
     subject = ErasureSubject(
-        tenant, v.identity(user_id, "user_id"), v.identity(agent_id, "agent_id")
+        tenant, validation.identity(user_id, "user_id"), validation.identity(agent_id, "agent_id")
     )
     ctx.check_open()
     if ctx.read_only:

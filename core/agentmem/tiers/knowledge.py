@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import CHAT_COPY_MAX_BYTES
 from ..context import StoreContext
 from ..errors import ScopeError
@@ -139,11 +139,11 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
-        k = v.identity(key, "key")
-        mtype = v.choice(memory_type, "memory_type", MEMORY_TYPES)
-        imp = v.unit_float(importance, "importance")
-        meta = v.metadata(metadata)
+        text = validation.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
+        k = validation.identity(key, "key")
+        mtype = validation.choice(memory_type, "memory_type", MEMORY_TYPES)
+        imp = validation.unit_float(importance, "importance")
+        meta = validation.metadata(metadata)
         meta.pop(KEY_METADATA, None)
         if k is not None:
             meta[KEY_METADATA] = k
@@ -176,7 +176,7 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        ref = v.identity(key_or_id, "key_or_id", required=True)
+        ref = validation.identity(key_or_id, "key_or_id", required=True)
         assert ref is not None
         ids = self._ids(agent, ref)
         if not ids:
@@ -195,9 +195,9 @@ class Knowledge:
     # -- reads ---------------------------------------------------------------------------------
     def get(self, key: str, *, agent_id: str | None = None) -> KnowledgeEntry | None:
         """The live entry under ``key`` of ``agent_id`` (default: the bound agent), or None."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
-        agent = v.identity(agent_id, "agent_id") or self._identity.agent_id
+        agent = validation.identity(agent_id, "agent_id") or self._identity.agent_id
         if agent is None:
             raise ScopeError(
                 "agent_id", "this memory is bound without an agent: pass agent_id= to read one"
@@ -212,7 +212,7 @@ class Knowledge:
         ``all_agents=True`` every agent's of the tenant (an identity without an agent sees
         every agent's by default)."""
         self._ctx.check_open()
-        agent = v.identity(agent_id, "agent_id")
+        agent = validation.identity(agent_id, "agent_id")
         if agent is None and not all_agents:
             agent = self._identity.agent_id
         ids = self._ctx.records.supersession.current_ids(

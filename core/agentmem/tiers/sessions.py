@@ -63,7 +63,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..chunking import chunk_text, elide
 from ..config import TierConfig
 from ..context import StoreContext
@@ -175,7 +175,7 @@ def list_sessions(
         ['long_term', 'mid_term']
     """
     if tier is not None:
-        tier = v.choice(tier, "tier", (TIER_MID, TIER_LONG))
+        tier = validation.choice(tier, "tier", (TIER_MID, TIER_LONG))
     ctx.check_open()
     return ctx.records.sessions.list(identity.tenant_id, _conversation(identity), tier=tier)
 
@@ -764,9 +764,9 @@ def session_detail(
     is one of that agent's own closed sessions: its events up to the last close (later ones
     are its working memory, readable by its own session only) and its summary.
     """
-    sid = v.identity(session_id, "session_id", required=True)
+    sid = validation.identity(session_id, "session_id", required=True)
     assert sid is not None
-    target = v.identity(target_agent, "target_agent")
+    target = validation.identity(target_agent, "target_agent")
     ctx.check_open()
     closed_up_to: int | None = None
     if target is not None:

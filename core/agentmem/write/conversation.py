@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..chunking import elide
 from ..config import TOOL_OUTPUT_PREVIEW_CHARS
 from ..context import StoreContext
@@ -89,11 +89,11 @@ def add_tool_output(
 ) -> MemoryItem:
     """Store a tool result of the bound session (see ``BoundMemory.add_tool_output``)."""
     scope_rules.require(identity, "session")
-    call_id = v.identity(tool_call_id, "tool_call_id", required=True)
+    call_id = validation.identity(tool_call_id, "tool_call_id", required=True)
     assert call_id is not None
-    text = v.text(content, "content", allow_empty=True)  # a tool may return nothing
-    name = v.identity(tool_name, "tool_name")
-    meta = v.metadata(metadata)
+    text = validation.text(content, "content", allow_empty=True)  # a tool may return nothing
+    name = validation.identity(tool_name, "tool_name")
+    meta = validation.metadata(metadata)
     meta.setdefault("tool_call_id", call_id)
     if name is not None:
         meta.setdefault("tool_name", name)
@@ -119,7 +119,7 @@ def add_tool_output(
 
 def read_tool_output(ctx: StoreContext, identity: Identity, key: str) -> str:
     """The full payload stored under ``key``, if its row is visible to ``identity``."""
-    k = v.identity(key, "key", required=True)
+    k = validation.identity(key, "key", required=True)
     assert k is not None
     ctx.check_open()
     found = ctx.records.memories.payload(identity.tenant_id, k)
@@ -135,7 +135,7 @@ def messages(
 ) -> list[MemoryItem]:
     """The bound session's messages and tool outputs, oldest first (the last ``limit``)."""
     scope_rules.require(identity, "session")
-    n = v.positive_int(limit, "limit")
+    n = validation.positive_int(limit, "limit")
     ctx.check_open()
     assert identity.session_id is not None
     partition = scope_rules.home_partition(identity, "session")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..errors import NotFoundError, ValidationError
 from ..models import Identity, MemoryItem, RememberResult
@@ -70,7 +70,7 @@ def remember_many(
 
 def get(ctx: StoreContext, identity: Identity, memory_id: str) -> MemoryItem:
     """A live record visible to ``identity``, by id."""
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
     row = ctx.records.memories.get(id_)
