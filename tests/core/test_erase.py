@@ -101,7 +101,9 @@ def assert_gone(mem: AgentMemory, canary: str, *bound: BoundMemory) -> None:
     assert files_with(mem.home, canary) == []
 
 
-def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMemory) -> None:
+def test_erase_user_leaves_no_byte_and_keeps_the_other_user(
+    make_memory: MakeMemory, rows: Callable[..., int]
+) -> None:
     mem = make_memory()
     m1 = fill(mem, C1, user=U1, agent="support")
     m2 = fill(mem, C2, user=U2, agent="support")
@@ -114,7 +116,7 @@ def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMem
     assert len(contents2) > 20
     assert files_with(mem.home, C1) and files_with(mem.home, C2)
     assert keyword_terms_left(mem, C1)
-    indexed = mem.records.count("user_id = ? AND keyword_indexed = 1", (U1,))
+    indexed = rows(mem, "user_id = ? AND keyword_indexed = 1", (U1,))
     vectors = vector_count(mem, set(ids1))
     assert recall2 and vectors
 
@@ -411,5 +413,5 @@ def test_the_keyword_rewrite_indexes_rows_as_the_indexer_does(make_memory: MakeM
 
     before = answers()
     assert any(len(a) > 3 for a in before)
-    assert mem.indexer.rewrite_keywords() == mem.records.archive.count_live()
+    assert mem.indexer.rewrite_keywords() == mem.stats().live
     assert answers() == before

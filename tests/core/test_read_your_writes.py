@@ -30,7 +30,8 @@ def test_fifty_messages_then_recall_finds_them_by_keyword_and_meaning(
     for n in range(49):
         m.add_message("user" if n % 2 else "assistant", f"Small talk line {n} about the garden")
     m.add_message("assistant", WEATHER)
-    assert mem.records.index.pending_counts()[:2] == (50, 50)  # nothing indexed yet
+    queued = mem.stats()
+    assert (queued.keyword_pending, queued.vector_pending) == (50, 50)  # nothing indexed yet
 
     by_keyword = m.recall("weather forecast")
     assert by_keyword.items and by_keyword.items[0].content == WEATHER
@@ -276,6 +277,7 @@ def test_a_row_indexed_while_recall_searches_is_not_lost(
         searched_then_indexed(engine.vectors.search_many, nested=True),
     )
     result = m.recall("Which parcel is the user's?")
-    assert mem.records.index.pending_counts()[:2] == (0, 0)  # indexed during the recall
+    queued = mem.stats()
+    assert (queued.keyword_pending, queued.vector_pending) == (0, 0)  # indexed during the recall
     assert [i.id for i in result.items] == [fact.id]
     assert not result.degraded

@@ -249,16 +249,16 @@ def test_reindex_does_not_embed_long_term_chunks_again(
 
 
 # -- the pipeline -------------------------------------------------------------------------------
-def test_close_session_is_idempotent(make_memory: MakeMemory) -> None:
+def test_close_session_is_idempotent(make_memory: MakeMemory, rows: Callable[..., int]) -> None:
     mem = make_memory(background=False)
     m = mem.bind("acme", user_id="u1", session_id="s1")
     fill_session(m, 0)
     first = m.close_session()
-    rows = mem.records.count()
+    stored = rows(mem)
     second = m.close_session()
     assert second.already_closed and not first.already_closed
     assert second.chunk_ids == first.chunk_ids and second.summary_ids == first.summary_ids
-    assert second.tier == "mid_term" and mem.records.count() == rows
+    assert second.tier == "mid_term" and rows(mem) == stored
     assert len(list_sessions(m.store.context, m.identity)) == 1
 
 

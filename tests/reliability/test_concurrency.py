@@ -114,7 +114,8 @@ def test_threads_writing_and_recalling_lose_nothing(make_memory, shared_embedder
         assert rows[id_].item.tenant_id == tenant
         # a forgotten row is a tombstone: no content left
         assert bool(rows[id_].item.content) == (id_ in live)
-    assert mem.records.index.pending_counts() == (0, 0, 0)
+    done = mem.stats()
+    assert (done.keyword_pending, done.vector_pending, done.vector_failed) == (0, 0, 0)
     assert mem.keywords.all_ids() == live
     vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions.all()))
     assert vectors == live
