@@ -195,7 +195,6 @@ LONG_FUNCTIONS = {
     "evaluation.golden.results.summarize": 99,
     "maintenance.erase._run": 97,
     "bench.report.plot": 92,
-    "storage.erasure.ErasureStore.delete": 90,
     "evaluation.suite.run.run_suite": 88,
     "evaluation.locomo.data.load_locomo": 88,
     "rerank.HttpReranker._parse": 84,
