@@ -193,7 +193,6 @@ LONG_FUNCTIONS = {
     "bench.runner.run_bench": 122,
     "context.open_store": 102,
     "evaluation.golden.results.summarize": 99,
-    "maintenance.erase._run": 97,
     "bench.report.plot": 92,
     "evaluation.suite.run.run_suite": 88,
     "evaluation.locomo.data.load_locomo": 88,
