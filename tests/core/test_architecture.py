@@ -187,7 +187,6 @@ LONG_FUNCTIONS = {
     "evaluation.golden.dataset._parse_case": 143,
     "bench.report.markdown": 139,
     "server.app.create_app": 135,
-    "recall.engine.RecallEngine.candidates": 135,
     "derived.ingest.ingest": 130,
     "bench.peers.run_peers": 123,
     "bench.runner.run_bench": 122,
