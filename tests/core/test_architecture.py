@@ -190,7 +190,6 @@ LONG_FUNCTIONS = {
     "derived.ingest.ingest": 130,
     "bench.peers.run_peers": 123,
     "bench.runner.run_bench": 122,
-    "context.open_store": 102,
     "evaluation.golden.results.summarize": 99,
     "bench.report.plot": 92,
     "evaluation.suite.run.run_suite": 88,
