@@ -20,6 +20,7 @@ class PartitionTable:
         self._db = db
 
     def register(self, tenant_id: str, partition: str, collection: str) -> None:
+        """Record that ``collection`` holds the vectors of (tenant, partition)."""
         with self._db.write(keys=()) as tx:  # one idempotent insert
             tx.execute(
                 "INSERT INTO partitions (tenant_id, partition, collection) VALUES (?,?,?) "
@@ -46,6 +47,7 @@ class PartitionTable:
                 )
 
     def collection_for(self, tenant_id: str, partition: str) -> str | None:
+        """The collection registered for (tenant, partition), if any."""
         rows = self._db.read(
             "SELECT collection FROM partitions WHERE tenant_id = ? AND partition = ?",
             (tenant_id, partition),
