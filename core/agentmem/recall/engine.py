@@ -132,28 +132,7 @@ class RecallEngine:
         n_candidates = len(ranked)
         rerank_used = False
         if req.rerank and self.reranker is not None and ranked:
-            head = ranked[:RERANK_CANDIDATES]
-            try:
-                scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
-                if len(scores) != len(head):
-                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
-                # every score first: one that fails leaves the fused scores all in place
-                new_scores = [float(s) for s in scores]
-                for c, score in zip(head, new_scores, strict=True):
-                    c.score = score
-                ranked = sorted(head, key=lambda c: c.score, reverse=True)
-                rerank_used = True
-            except Exception as exc:  # fail open: the fused order, a warning
-                log.warning(
-                    json.dumps(
-                        {
-                            "event": "rerank_failed",
-                            "reranker": getattr(self.reranker, "name", "?"),
-                            "error": type(exc).__name__,
-                            "detail": str(exc)[:200],
-                        }
-                    )
-                )
+            ranked, rerank_used = self._rerank(self.reranker, req.query, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
         # the gap was fitted on calibrated scores; a reranker's scores are on another scale,
@@ -205,6 +184,38 @@ class RecallEngine:
             prof.lap("log")
             prof.end(candidates=n_candidates)
         return result
+
+    @staticmethod
+    def _rerank(
+        reranker: Reranker,
+        query: str,
+        ranked: list[Candidate],
+        visible: Mapping[str, tuple[str, Brief]],
+    ) -> tuple[list[Candidate], bool]:
+        """The head of ``ranked`` in the reranker's order and scores, and True; or, when the
+        reranker fails, ``ranked`` as it was (fused scores), False, and a warning."""
+        head = ranked[:RERANK_CANDIDATES]
+        try:
+            scores = reranker.rerank(query, [visible[c.id][1].content for c in head])
+            if len(scores) != len(head):
+                raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
+            # every score first: one that fails leaves the fused scores all in place
+            new_scores = [float(s) for s in scores]
+            for c, score in zip(head, new_scores, strict=True):
+                c.score = score
+            return sorted(head, key=lambda c: c.score, reverse=True), True
+        except Exception as exc:  # fail open: the fused order, a warning
+            log.warning(
+                json.dumps(
+                    {
+                        "event": "rerank_failed",
+                        "reranker": getattr(reranker, "name", "?"),
+                        "error": type(exc).__name__,
+                        "detail": str(exc)[:200],
+                    }
+                )
+            )
+            return ranked, False
 
     def candidates(
         self,
