@@ -26,7 +26,13 @@ LAYERS: list[tuple[str, ...]] = [
         "chunking",
         "speakers",
         "distribution",
+        "results",
+        "recall_options",
+        "key_identity",
+        "protocols",
     ),
+    # the contract's wire table, the codec and the error mapping
+    ("wire",),
     (
         "storage",
         "embeddings",
@@ -53,8 +59,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("context",),
     ("write", "recall.api"),
     ("tiers", "derived", "maintenance"),
-    ("memory", "protocols"),
-    ("tools", "wire", "evaluation", "bench", "server", "client", "cli", "__main__"),
+    ("memory",),
+    ("tools", "evaluation", "bench", "server", "client", "cli", "__main__"),
 ]
 
 
@@ -173,3 +179,4 @@ def test_adapters_speak_no_sql() -> None:
         for path in Path(module.__file__).parent.rglob("*.py"):
             source = path.read_text(encoding="utf-8")
             assert not _SQL.search(source) and ".records" not in source, path
+

@@ -353,10 +353,11 @@ def test_async_client_is_the_same_api(server: ServerProcess, tenant: str) -> Non
 
 def test_async_and_sync_remote_memories_have_the_same_methods() -> None:
     def api(cls: type) -> dict[str, inspect.Signature]:
+        members = {name: getattr(cls, name) for name in dir(cls)}  # inherited ones too
         return {
             name: inspect.signature(member)
-            for name, member in vars(cls).items()
-            if callable(member) and not name.startswith("_")
+            for name, member in members.items()
+            if inspect.isfunction(member) and not name.startswith("_")
         }
 
     sync_api, async_api = api(RemoteBoundMemory), api(AsyncRemoteBoundMemory)
