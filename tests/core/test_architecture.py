@@ -7,8 +7,15 @@ that dodges a cycle still ties the two modules together.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import json
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 import agentmem
 
@@ -31,8 +38,9 @@ LAYERS: list[tuple[str, ...]] = [
         "key_identity",
         "protocols",
     ),
-    # the contract's wire table, the codec and the error mapping
-    ("wire",),
+    # the client side of the server: the contract's wire table, the codec and the clients
+    # (nothing of the engine; tests/core/test_thin_client.py checks what importing loads)
+    ("wire", "client"),
     (
         "storage",
         "embeddings",
@@ -60,7 +68,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("write", "recall.api"),
     ("tiers", "derived", "maintenance"),
     ("memory",),
-    ("tools", "evaluation", "bench", "server", "client", "cli", "__main__"),
+    ("tools", "evaluation", "bench", "server", "cli", "__main__"),
 ]
 
 
@@ -180,3 +188,93 @@ def test_adapters_speak_no_sql() -> None:
             source = path.read_text(encoding="utf-8")
             assert not _SQL.search(source) and ".records" not in source, path
 
+
+# -- the thin client ---------------------------------------------------------------------------
+#: What a process that only talks to a server must never load: the engine's native libraries
+#: and its modules (a meta-path finder refuses them, so an import anywhere fails loudly).
+ENGINE_MODULES = (
+    "chromadb",
+    "tantivy",
+    "onnxruntime",
+    "numpy",
+    "tokenizers",
+    f"{PKG}.recall.engine",
+    f"{PKG}.memory",
+    f"{PKG}.context",
+    f"{PKG}.storage.records",
+)
+BLOCKER = """
+import sys
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+            raise ImportError(f"{name} is blocked in this process")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+"""
+
+
+def run_blocked(code: str, blocked: tuple[str, ...] = ENGINE_MODULES) -> str:
+    """Run ``code`` in a fresh interpreter that cannot import ``blocked``; its stdout."""
+    script = f"BLOCKED = {blocked!r}\n{BLOCKER}\n{code}"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_client_imports_no_engine() -> None:
+    out = run_blocked(
+        "import sys, json\n"
+        "before = set(sys.modules)\n"
+        "import agentmem.client\n"
+        "from agentmem import connect, connect_async, RecallOptions, RecallResult\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    loaded = set(json.loads(out))
+    ours = {m for m in loaded if m.startswith(PKG + ".")}
+    # the bottom layer, and the client side of the wire above it
+    assert {m for m in ours if _layer(m) > 1} == set()
+    # every other distribution it loads is one the `client` extra asks for, or theirs (an
+    # optional one of theirs too: httpx imports its cli extra's packages when present)
+    assert _distributions(loaded) <= _client_closure()
+
+
+def test_engine_names_still_import_from_the_root() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import agentmem; print(agentmem.AgentMemory.__module__)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == "agentmem.memory", proc.stderr
+
+
+def _distributions(modules: set[str]) -> set[str]:
+    by_module = importlib.metadata.packages_distributions()
+    tops = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names) - {PKG}
+    return {_norm(d) for top in tops for d in by_module.get(top, [])} - {"agentmem-layer"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _client_closure() -> set[str]:
+    pyproject = tomllib.loads((ROOT.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    todo = [Requirement(r).name for r in pyproject["project"]["optional-dependencies"]["client"]]
+    seen: set[str] = set()
+    while todo:
+        name = _norm(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo += [Requirement(raw).name for raw in requires]
+    return seen
