@@ -19,6 +19,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from _blocked_imports import run_blocked
 from packaging.requirements import Requirement
 
 import agentmem
@@ -196,42 +197,6 @@ def test_adapters_speak_no_sql() -> None:
 
 
 # -- the thin client ---------------------------------------------------------------------------
-#: What a process that only talks to a server must never load: the engine's native libraries
-#: and its modules (a meta-path finder refuses them, so an import anywhere fails loudly).
-ENGINE_MODULES = (
-    "chromadb",
-    "tantivy",
-    "onnxruntime",
-    "numpy",
-    "tokenizers",
-    f"{PKG}.recall.engine",
-    f"{PKG}.memory",
-    f"{PKG}.context",
-    f"{PKG}.storage.records",
-)
-BLOCKER = """
-import sys
-
-class Refuse:
-    def find_spec(self, name, path=None, target=None):
-        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-            raise ImportError(f"{name} is blocked in this process")
-        return None
-
-sys.meta_path.insert(0, Refuse())
-"""
-
-
-def run_blocked(code: str, blocked: tuple[str, ...] = ENGINE_MODULES) -> str:
-    """Run ``code`` in a fresh interpreter that cannot import ``blocked``; its stdout."""
-    script = f"BLOCKED = {blocked!r}\n{BLOCKER}\n{code}"
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 def test_the_client_imports_no_engine() -> None:
     out = run_blocked(
         "import sys, json\n"
