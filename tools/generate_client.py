@@ -52,22 +52,20 @@ def _argument(arg: ast.arg) -> str:
 
 
 def _body(node: ast.FunctionDef, wire_name: str) -> list[str]:
+    """Send the arguments by name; an options value (with the ``**kwargs`` laid over it)
+    goes as its fields, which is how the wire carries it."""
     args = node.args
     fields: list[str] = []
-    options: str | None = None
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
         if arg.arg == "self":
             continue
         annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
         kind = annotation.split(" |")[0]
         if kind in OPTIONS:
-            options = (
-                f"**{kind}.of({arg.arg}, **{args.kwarg.arg}).as_dict()" if args.kwarg else None
-            )
-            continue
-        fields.append(f"{arg.arg!r}: {_argument(arg)}")
-    if options is not None:
-        fields.append(options)
+            extra = f", **{args.kwarg.arg}" if args.kwarg else ""
+            fields.append(f"**{kind}.of({arg.arg}{extra}).as_dict()")
+        else:
+            fields.append(f"{arg.arg!r}: {_argument(arg)}")
     returns = ast.unparse(node.returns) if node.returns is not None else "Any"
     call = f"await self._call({wire_name!r}, {{{', '.join(fields)}}})"
     return [f"result: {returns} = {call}", "return result"]

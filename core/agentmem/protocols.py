@@ -10,7 +10,7 @@ unchanged on a memory served by ``agentmem serve``. Both protocols are runtime-c
 These protocols are also the one declaration of the operation contract: the wire's
 operation table (:data:`agentmem.wire.OPS`, hence the server's routes and their OpenAPI
 schema) is read from them, both clients' methods are generated from them
-(``make generate``), and ``tests/core/test_contract.py`` fails when the embedded facade, a
+(``make generate``), and ``tests/core/test_architecture.py`` fails when the embedded facade, a
 client or the server disagrees with them on a name, parameter, default, type or result.
 A new operation is declared here and implemented on :class:`~agentmem.BoundMemory`.
 They sit at the bottom layer (models, results and errors only), so a client imports them

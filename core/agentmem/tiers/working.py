@@ -74,7 +74,7 @@ MAX_REFERENCES = 1000
 MAX_DELTA_MESSAGES = 64
 
 
-# -- the reference summary --------------------------------------------------------------------
+# -- the reference summary (its types live in agentmem.results) ------------------------------
 class MalformedDeltaError(ValueError):
     """A summary delta that cannot be applied (the summary stays as it was)."""
 
