@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..results import ChatTurn as ChatTurn  # re-exported: they lived here
+from ..results import ChatTurn as ChatTurn  # re-exported: it lived here
 from ..speakers import metadata_speaker
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from ..context import StoreContext
 from ..derived.forget import followers, plan
 from ..errors import StorageError
 from ..models import ErasureReceipt
-from ..results import ErasureCheck as ErasureCheck  # re-exported: they lived here
+from ..results import ErasureCheck as ErasureCheck  # re-exported: it lived here
 from ..storage.datadir import quarantined, remove_quarantined
 from ..storage.erasure import ErasureRecord, ErasureSubject
 from ..storage.rows import now_utc

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..context import StoreContext
 from ..models import KINDS
-from ..results import Stats as Stats  # re-exported: they lived here
+from ..results import Stats as Stats  # re-exported: it lived here
 from ..storage import fingerprint
 from ..storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, dir_size
 

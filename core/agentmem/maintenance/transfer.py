@@ -69,7 +69,7 @@ from ..models import (
     Identity,
     MemoryItem,
 )
-from ..results import ImportCounts as ImportCounts  # re-exported: they lived here
+from ..results import ImportCounts as ImportCounts  # re-exported: it lived here
 from ..storage.rows import Row, StoredRecord
 from ..storage.sessions import SessionInfo
 from ..write import conversation, documents, memories

@@ -13,7 +13,7 @@ from typing import Any
 from .. import validation as v
 from ..errors import ScopeError
 from ..models import Identity
-from ..results import StateEntry as StateEntry  # re-exported: they lived here
+from ..results import StateEntry as StateEntry  # re-exported: it lived here
 from ..storage.agent_state import AgentStateTable
 from ..storage.rows import now_utc
 
