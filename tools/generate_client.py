@@ -20,19 +20,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from async_to_sync import convert, ruff_format
 
+from agentmem.wire.ops import OPTION_TYPES, PARTS
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "core" / "agentmem"
 CONTRACT = PACKAGE / "protocols.py"
 CLIENT = PACKAGE / "client"
-#: Per protocol class: its generated mixin, the part of a bound memory whose operations it
-#: declares, and the class implementing them (for the docstrings).
-MIXINS: dict[str, tuple[str, str | None, str]] = {
-    "BoundMemoryProtocol": ("AsyncBoundOps", None, "BoundMemory"),
-    "KnowledgeProtocol": ("AsyncKnowledgeOps", "knowledge", "tiers.knowledge.Knowledge"),
-    "StateProtocol": ("AsyncStateOps", "state", "tiers.agent_state.AgentState"),
+#: Per part of a bound memory (as the wire table names them): its generated mixin and the
+#: class implementing its operations (for the docstrings).
+MIXINS: dict[str | None, tuple[str, str]] = {
+    None: ("AsyncBoundOps", "BoundMemory"),
+    "knowledge": ("AsyncKnowledgeOps", "tiers.knowledge.Knowledge"),
+    "state": ("AsyncStateOps", "tiers.agent_state.AgentState"),
 }
 #: Options values a declaration takes with ``**kwargs`` (they travel as their fields).
-OPTIONS = {"RecallOptions"}
+OPTIONS = {t.__name__ for t in OPTION_TYPES}
 
 
 def _is_local(node: ast.FunctionDef) -> bool:
@@ -91,10 +93,12 @@ def render_ops() -> str:
             if isinstance(node, ast.ImportFrom) and node.level:
                 node.level += 1
             out.append(ast.unparse(node))
+    part_of = {protocol.__name__: part for part, protocol in PARTS.items()}
     for node in contract.body:
-        if not isinstance(node, ast.ClassDef) or node.name not in MIXINS:
+        if not isinstance(node, ast.ClassDef) or node.name not in part_of:
             continue
-        mixin, part, implementation = MIXINS[node.name]
+        part = part_of[node.name]
+        mixin, implementation = MIXINS[part]
         out += [
             "",
             "",
