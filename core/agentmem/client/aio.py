@@ -33,7 +33,7 @@ from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
 from ..results import ApiKey, DoctorReport, ImportCounts, Stats
 from ..wire.codec import decode
 from ..wire.ops import PREFIX
-from . import _wire as w
+from . import _wire as shared
 from ._ops_aio import AsyncBoundOps, AsyncKnowledgeOps, AsyncStateOps
 
 
@@ -61,11 +61,11 @@ class AsyncClient:
         url: str,
         *,
         api_key: str,
-        timeout: float = w.DEFAULT_TIMEOUT,
-        max_retries: int = w.DEFAULT_MAX_RETRIES,
+        timeout: float = shared.DEFAULT_TIMEOUT,
+        max_retries: int = shared.DEFAULT_MAX_RETRIES,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.options = w.options(url, api_key, timeout, max_retries)
+        self.options = shared.options(url, api_key, timeout, max_retries)
         self._http = httpx.AsyncClient(
             base_url=self.options.url,
             headers=self.options.headers(),
@@ -111,10 +111,10 @@ class AsyncClient:
                 response = await self._http.request(method, path, **kwargs)
             except httpx.HTTPError as exc:
                 error = exc
-            wait = w.should_retry(error, response, attempt)
+            wait = shared.should_retry(error, response, attempt)
             if wait is None or attempt >= self.options.max_retries:
                 if error is not None:
-                    raise w.transport_error(error, self.options.url) from error
+                    raise shared.transport_error(error, self.options.url) from error
                 assert response is not None
                 return response
             attempt += 1
@@ -122,15 +122,15 @@ class AsyncClient:
 
     async def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
-        body = w.op_body(op, identity, args)
+        body = shared.op_body(op, identity, args)
         response = await self.request("POST", PREFIX + op, content=body)
-        return w.result_of(op, response)
+        return shared.result_of(op, response)
 
     # -- the API -----------------------------------------------------------------------------
     async def whoami(self) -> ApiKey:
         """The key this client presents (tenant, pinned user/agent, admin); fetched once."""
         if self._key is None:
-            self._key = w.key_of(await self.request("GET", "/v1/whoami"))
+            self._key = shared.key_of(await self.request("GET", "/v1/whoami"))
         return self._key
 
     def bind(
@@ -160,13 +160,13 @@ class AsyncClient:
             key = self._key
         else:
             key = self.whoami()
-        identity = w.bind_identity(key, tenant_id, user_id, agent_id, session_id)
+        identity = shared.bind_identity(key, tenant_id, user_id, agent_id, session_id)
         return AsyncRemoteBoundMemory(self, identity)
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until the server's indexes caught up with every write (True if they did)."""
-        body = w.json_body({"timeout": timeout})
-        return bool(w.payload(await self.request("POST", "/v1/flush", content=body))["result"])
+        body = shared.json_body({"timeout": timeout})
+        return bool(shared.payload(await self.request("POST", "/v1/flush", content=body))["result"])
 
     async def health(self) -> bool:
         """True when the server answers ``/health`` with 200 (no key needed)."""
@@ -179,14 +179,14 @@ class AsyncClient:
         """Stats of the key's tenant (an admin key: ``{"tenant_id", "stats": Stats}``), or
         of the whole store with its background jobs and server info (an operator key:
         ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``)."""
-        data = w.payload(await self.request("GET", "/v1/admin/stats"))
+        data = shared.payload(await self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     async def doctor(self) -> DoctorReport:
         """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
         served store (an operator key)."""
-        data = w.payload(await self.request("GET", "/v1/admin/doctor"))
+        data = shared.payload(await self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
 
@@ -195,8 +195,8 @@ class AsyncClient:
     ) -> ErasureReceipt:
         """Erase the key's tenant, or a user and/or agent of it, from every store of the
         served data dir (an admin key; see :meth:`agentmem.AgentMemory.erase`)."""
-        body = w.erase_body(await self.whoami(), tenant_id, user_id, agent_id)
-        data = w.payload(await self.request("POST", "/v1/admin/erase", content=body))
+        body = shared.erase_body(await self.whoami(), tenant_id, user_id, agent_id)
+        data = shared.payload(await self.request("POST", "/v1/admin/erase", content=body))
         receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
         return receipt
 
@@ -216,8 +216,8 @@ class AsyncClient:
         nothing twice. ``first_line`` numbers the first line, so a large file sent in parts
         keeps its numbers; identity arguments are what lines without their own write as.
         Returns the counts (:class:`~agentmem.results.ImportCounts`)."""
-        body = w.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
-        data = w.payload(await self.request("POST", "/v1/admin/import", content=body))
+        body = shared.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
+        data = shared.payload(await self.request("POST", "/v1/admin/import", content=body))
         counts: ImportCounts = decode(ImportCounts, data["counts"])
         return counts
 
@@ -230,7 +230,7 @@ class AsyncClient:
         async with self._http.stream("GET", "/v1/admin/export", params=params) as response:
             if not response.is_success:
                 await response.aread()
-                raise w.error_of(response)
+                raise shared.error_of(response)
             async for line in response.aiter_lines():
                 if line.strip():
                     yield orjson.loads(line)

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import AgentMemError
-from . import _wire as w
+from . import _wire as shared
 from .aio import AsyncClient
 from .sync import Client
 
@@ -21,8 +21,8 @@ def connect(
     url: str,
     *,
     api_key: str,
-    timeout: float = w.DEFAULT_TIMEOUT,
-    max_retries: int = w.DEFAULT_MAX_RETRIES,
+    timeout: float = shared.DEFAULT_TIMEOUT,
+    max_retries: int = shared.DEFAULT_MAX_RETRIES,
 ) -> Client:
     """Connect to an agentmem server (``agentmem serve``) and check the key.
 
@@ -83,8 +83,8 @@ def connect_async(
     url: str,
     *,
     api_key: str,
-    timeout: float = w.DEFAULT_TIMEOUT,
-    max_retries: int = w.DEFAULT_MAX_RETRIES,
+    timeout: float = shared.DEFAULT_TIMEOUT,
+    max_retries: int = shared.DEFAULT_MAX_RETRIES,
 ) -> AsyncConnection:
     """Connect to an agentmem server from asyncio code and check the key: ``async with
     connect_async(...) as client`` (closed on exit), or ``client = await connect_async(...)``.

@@ -29,7 +29,7 @@ from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
 from ..results import ApiKey, DoctorReport, ImportCounts, Stats
 from ..wire.codec import decode
 from ..wire.ops import PREFIX
-from . import _wire as w
+from . import _wire as shared
 from ._ops_sync import BoundOps, KnowledgeOps, StateOps
 
 
@@ -57,11 +57,11 @@ class Client:
         url: str,
         *,
         api_key: str,
-        timeout: float = w.DEFAULT_TIMEOUT,
-        max_retries: int = w.DEFAULT_MAX_RETRIES,
+        timeout: float = shared.DEFAULT_TIMEOUT,
+        max_retries: int = shared.DEFAULT_MAX_RETRIES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.options = w.options(url, api_key, timeout, max_retries)
+        self.options = shared.options(url, api_key, timeout, max_retries)
         self._http = httpx.Client(
             base_url=self.options.url,
             headers=self.options.headers(),
@@ -105,10 +105,10 @@ class Client:
                 response = self._http.request(method, path, **kwargs)
             except httpx.HTTPError as exc:
                 error = exc
-            wait = w.should_retry(error, response, attempt)
+            wait = shared.should_retry(error, response, attempt)
             if wait is None or attempt >= self.options.max_retries:
                 if error is not None:
-                    raise w.transport_error(error, self.options.url) from error
+                    raise shared.transport_error(error, self.options.url) from error
                 assert response is not None
                 return response
             attempt += 1
@@ -116,14 +116,14 @@ class Client:
 
     def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
-        body = w.op_body(op, identity, args)
+        body = shared.op_body(op, identity, args)
         response = self.request("POST", PREFIX + op, content=body)
-        return w.result_of(op, response)
+        return shared.result_of(op, response)
 
     def whoami(self) -> ApiKey:
         """The key this client presents (tenant, pinned user/agent, admin); fetched once."""
         if self._key is None:
-            self._key = w.key_of(self.request("GET", "/v1/whoami"))
+            self._key = shared.key_of(self.request("GET", "/v1/whoami"))
         return self._key
 
     def bind(
@@ -143,13 +143,13 @@ class Client:
             RemoteError: the key could not be checked``).
         """
         key = self.whoami()
-        identity = w.bind_identity(key, tenant_id, user_id, agent_id, session_id)
+        identity = shared.bind_identity(key, tenant_id, user_id, agent_id, session_id)
         return RemoteBoundMemory(self, identity)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the server's indexes caught up with every write (True if they did)."""
-        body = w.json_body({"timeout": timeout})
-        return bool(w.payload(self.request("POST", "/v1/flush", content=body))["result"])
+        body = shared.json_body({"timeout": timeout})
+        return bool(shared.payload(self.request("POST", "/v1/flush", content=body))["result"])
 
     def health(self) -> bool:
         """True when the server answers ``/health`` with 200 (no key needed)."""
@@ -162,14 +162,14 @@ class Client:
         """Stats of the key's tenant (an admin key: ``{"tenant_id", "stats": Stats}``), or
         of the whole store with its background jobs and server info (an operator key:
         ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``)."""
-        data = w.payload(self.request("GET", "/v1/admin/stats"))
+        data = shared.payload(self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     def doctor(self) -> DoctorReport:
         """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
         served store (an operator key)."""
-        data = w.payload(self.request("GET", "/v1/admin/doctor"))
+        data = shared.payload(self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
 
@@ -178,8 +178,8 @@ class Client:
     ) -> ErasureReceipt:
         """Erase the key's tenant, or a user and/or agent of it, from every store of the
         served data dir (an admin key; see :meth:`agentmem.AgentMemory.erase`)."""
-        body = w.erase_body(self.whoami(), tenant_id, user_id, agent_id)
-        data = w.payload(self.request("POST", "/v1/admin/erase", content=body))
+        body = shared.erase_body(self.whoami(), tenant_id, user_id, agent_id)
+        data = shared.payload(self.request("POST", "/v1/admin/erase", content=body))
         receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
         return receipt
 
@@ -199,8 +199,8 @@ class Client:
         nothing twice. ``first_line`` numbers the first line, so a large file sent in parts
         keeps its numbers; identity arguments are what lines without their own write as.
         Returns the counts (:class:`~agentmem.results.ImportCounts`)."""
-        body = w.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
-        data = w.payload(self.request("POST", "/v1/admin/import", content=body))
+        body = shared.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
+        data = shared.payload(self.request("POST", "/v1/admin/import", content=body))
         counts: ImportCounts = decode(ImportCounts, data["counts"])
         return counts
 
@@ -213,7 +213,7 @@ class Client:
         with self._http.stream("GET", "/v1/admin/export", params=params) as response:
             if not response.is_success:
                 response.read()
-                raise w.error_of(response)
+                raise shared.error_of(response)
             for line in response.iter_lines():
                 if line.strip():
                     yield orjson.loads(line)
