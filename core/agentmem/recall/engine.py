@@ -140,7 +140,9 @@ class RecallEngine:
         gap = None if rerank_used else scoring.score_gap
         kinds = [visible[c.id][1].kind for c in ranked]
         calibrated = scoring.calibrated or rerank_used
-        ranked = kept(ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated)
+        ranked = kept(
+            ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated, floors=req.floors
+        )
         ranked = ranked[: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
