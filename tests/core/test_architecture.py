@@ -31,10 +31,10 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("recall.engine",),
     ("context",),
-    ("write", "recall.api"),
+    ("write", "recall.api", "recall.explain"),
     ("tiers", "derived", "maintenance"),
     ("memory", "protocols"),
-    ("tools", "wire", "evaluation", "bench", "server", "client", "cli", "__main__"),
+    ("tools", "wire", "evaluation", "bench", "inspector", "server", "client", "cli", "__main__"),
 ]
 
 

@@ -106,46 +106,18 @@ class RecallEngine:
         notes: dict[str, bool] = {}
         ranked, visible, _ = self.candidates(identity, req, notes=notes)
         n_candidates = len(ranked)
-        rerank_used = False
-        if req.rerank and self.reranker is not None and ranked:
-            head = ranked[:RERANK_CANDIDATES]
-            try:
-                scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
-                if len(scores) != len(head):
-                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
-                # every score first: one that fails leaves the fused scores all in place
-                new_scores = [float(s) for s in scores]
-                for c, score in zip(head, new_scores, strict=True):
-                    c.score = score
-                ranked = sorted(head, key=lambda c: c.score, reverse=True)
-                rerank_used = True
-            except Exception as exc:  # fail open: the fused order, a warning
-                log.warning(
-                    json.dumps(
-                        {
-                            "event": "rerank_failed",
-                            "reranker": getattr(self.reranker, "name", "?"),
-                            "error": type(exc).__name__,
-                            "detail": str(exc)[:200],
-                        }
-                    )
-                )
+        ranked, rerank_used = self.rerank(req, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
-        # the gap was fitted on calibrated scores; a reranker's scores are on another scale
-        gap = None if rerank_used else SCORE_GAP
-        kinds = [visible[c.id][1].kind for c in ranked]
-        ranked = kept(ranked, kinds, req.min_score, gap)[: req.top_k]
-        for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
-            c.score = score
-        hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        ranked = self.select(req, ranked, visible, rerank_used)
+        hits, token_count, truncated = budget(ranked, visible, req.token_budget)
         if prof is not None:
             prof.lap("budget")
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
         if prof is not None:
             prof.lap("access")
-        degraded = notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
+        degraded = is_degraded(notes)
         result = RecallResult(
             items=hits,
             total=len(hits),
@@ -175,13 +147,72 @@ class RecallEngine:
             prof.end()
         return result
 
+    def rerank(
+        self, req: RecallRequest, ranked: list[Candidate], visible: Mapping[str, tuple[str, Brief]]
+    ) -> tuple[list[Candidate], bool]:
+        """The candidates reordered by the reranker (its head of :data:`RERANK_CANDIDATES`,
+        with the reranker's scores), and whether it was used. A failing reranker leaves the
+        fused order, with a warning (fail open)."""
+        if not (req.rerank and self.reranker is not None and ranked):
+            return ranked, False
+        head = ranked[:RERANK_CANDIDATES]
+        try:
+            scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
+            if len(scores) != len(head):
+                raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
+            # every score first: one that fails leaves the fused scores all in place
+            new_scores = [float(s) for s in scores]
+        except Exception as exc:  # fail open: the fused order, a warning
+            log.warning(
+                json.dumps(
+                    {
+                        "event": "rerank_failed",
+                        "reranker": getattr(self.reranker, "name", "?"),
+                        "error": type(exc).__name__,
+                        "detail": str(exc)[:200],
+                    }
+                )
+            )
+            return ranked, False
+        for c, score in zip(head, new_scores, strict=True):
+            c.score = score
+        return sorted(head, key=lambda c: c.score, reverse=True), True
+
+    @staticmethod
+    def score_gap(rerank_used: bool) -> float | None:
+        """The score gap :func:`~.ranking.kept` cuts with: the gap was fitted on calibrated
+        scores, and a reranker's scores are on another scale."""
+        return None if rerank_used else SCORE_GAP
+
+    def select(
+        self,
+        req: RecallRequest,
+        ranked: Sequence[Candidate],
+        visible: Mapping[str, tuple[str, Brief]],
+        rerank_used: bool,
+    ) -> list[Candidate]:
+        """The candidates recall returns before the token budget: those
+        :func:`~.ranking.kept` keeps, the first ``top_k``, their scores made non-increasing."""
+        kinds = [visible[c.id][1].kind for c in ranked]
+        out = kept(ranked, kinds, req.min_score, self.score_gap(rerank_used))[: req.top_k]
+        for c, score in zip(out, monotone([c.score for c in out]), strict=True):
+            c.score = score
+        return out
+
     def candidates(
-        self, identity: Identity, req: RecallRequest, *, notes: dict[str, bool] | None = None
+        self,
+        identity: Identity,
+        req: RecallRequest,
+        *,
+        notes: dict[str, bool] | None = None,
+        refused: set[str] | None = None,
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
         """Every admitted candidate, scored and best first, before rerank and cut-offs.
 
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
+        ``refused`` gets the ids the indexes (or the not yet indexed rows) offered that the
+        isolation gate refused.
         """
         prof = recall_profile.active()
         plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
@@ -246,12 +277,14 @@ class RecallEngine:
             prof.lap("keyword_search")
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
-        self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
+        self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible, refused)
         for n in _crowded(keyword_lists, visible, pool):
             keyword_lists[n] = self.keywords.search(
                 terms, searches[n][1], pool * DEEPER, boosts, phrases
             )
-            self._admit_ids(identity, req, wanted_scopes, keyword_lists[n : n + 1], visible)
+            self._admit_ids(
+                identity, req, wanted_scopes, keyword_lists[n : n + 1], visible, refused
+            )
         if prof is not None:
             prof.lap("gate_keyword")
         # Rows the indexes had not caught up with are scored here.
@@ -260,6 +293,8 @@ class RecallEngine:
         for row, kw_missing, vec_missing in pending.rows:
             scope = _admit(identity, row, req, wanted_scopes)
             if scope is None:
+                if refused is not None:
+                    refused.add(row.id)
                 continue
             visible.setdefault(row.id, (scope, row))
             if kw_missing:
@@ -285,11 +320,13 @@ class RecallEngine:
         if prof is not None:
             prof.lap("vector_wait")
         if query_vec is not None:
-            self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
+            self._admit_ids(identity, req, wanted_scopes, vector_lists, visible, refused)
             for n in _crowded(vector_lists, visible, pool):
                 target = (collection_name(identity.tenant_id, searches[n][0]), searches[n][2])
                 vector_lists[n] = self.vectors.search_many([target], query_vec, pool * DEEPER)[0]
-                self._admit_ids(identity, req, wanted_scopes, vector_lists[n : n + 1], visible)
+                self._admit_ids(
+                    identity, req, wanted_scopes, vector_lists[n : n + 1], visible, refused
+                )
             if vec_rows and vector_lists:
                 self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
             if prof is not None:
@@ -418,14 +455,18 @@ class RecallEngine:
         wanted_scopes: set[str],
         lists: Sequence[Sequence[tuple[str, float]]],
         visible: dict[str, tuple[str, Brief]],
+        refused: set[str] | None,
     ) -> None:
-        """Read the rows of ids not seen yet and admit those this identity may see."""
+        """Read the rows of ids not seen yet and admit those this identity may see (the
+        others go to ``refused``)."""
         ids = {i for lst in lists for i, _ in lst}
         ids.difference_update(visible)
         for row in self.records.briefs(identity.tenant_id, sorted(ids)):
             scope = _admit(identity, row, req, wanted_scopes)
             if scope is not None:
                 visible[row.id] = (scope, row)
+        if refused is not None:
+            refused.update(ids.difference(visible))
 
     def close(self) -> None:
         """Stop the worker threads (idempotent)."""
@@ -493,6 +534,11 @@ class RecallEngine:
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()))
         return cands
+
+
+def is_degraded(notes: Mapping[str, bool]) -> bool:
+    """Whether a recall with these notes (see :meth:`RecallEngine.candidates`) is degraded."""
+    return notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
 
 
 def _context_features(
@@ -574,7 +620,7 @@ def _vector_where(
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def _budget(
+def budget(
     ranked: Sequence[Candidate], visible: Mapping[str, tuple[str, Brief]], budget: int
 ) -> tuple[list[RecallHit], int, bool]:
     hits: list[RecallHit] = []
