@@ -3,7 +3,7 @@
 Both models are logistic regressions over the candidate features of ``agentmem.recall.ranking``
 (``FEATURE_NAMES``), fitted with Newton's method (numpy only):
 
-- **Calibration** (``WEIGHTS``, ``BIAS``: the score compared with ``min_score``) over
+- **Calibration** (the profile's weights and bias: the score compared with ``min_score``) over
   ``CALIBRATION_FEATURES`` on the labelled cases, whose every candidate is labelled: the golden
   set and ``eval/calibration_cases.json`` (facts, preferences, chat turns, tool outputs,
   document chunks, unrelated queries), plus the LoCoMo evidence turns as positives at
@@ -12,14 +12,14 @@ Both models are logistic regressions over the candidate features of ``agentmem.r
   turn about the question (in a hand-judged sample of 14 dev questions, about 22% of the
   top-10 turns were relevant and the evidence covered about 40% of those), so they would
   teach that relevant conversation turns are irrelevant.
-- **Ranking** (``RANK_WEIGHTS``, the order of candidates within a query), with
+- **Ranking** (the profile's ranking weights, the order of candidates within a query), with
   ``--fit-ranking``, over ``RANK_FEATURES`` on the evidence labels of a LoCoMo file
   (``--locomo``, the development split), optionally with the labelled cases at
   ``--labelled-rank-weight`` of LoCoMo's total weight, with its own L2 penalty ``--rank-l2``
   (the shipped ranking: 0.3; the calibration's 1.0 shrinks the ordering too far: LoCoMo
   R@10 at default settings 0.806 -> 0.813 leave one conversation out, and 0.813 when the
   penalty is chosen inside each training fold); otherwise the shipped ranking is used.
-- **Score gap** (``SCORE_GAP``: a fact, tool output or document chunk scoring more than this
+- **Score gap** (the profile's ``score_gap``: a fact, tool output or document chunk scoring more than this
   below the best candidate is not returned, see ``ranking.kept``), chosen from a grid for the
   best Recall@5 + Precision@5 on the labelled cases, or set with ``--gap``.
 
@@ -33,12 +33,20 @@ LoCoMo evidence Recall@10 by category at ``min_score`` 0 and at default settings
 (``top_k=20``, ``min_score`` 0.3, 1,000 tokens) with the mean number of items returned, and
 the share of the evidence among recall's candidates at all (the ceiling of any ordering); the
 calibration per kind of content (held-out scores against the observed share of relevant
-candidates); and the weights, which ``--write`` puts into ``core/agentmem/recall/ranking.py``.
+candidates); and the weights, which ``--write`` saves as the calibration profile agentmem
+ships for the embedder (``core/agentmem/calibration/profiles/<model>.json``): regenerating
+the bundled MiniLM profile after a change of the ranking features is one command::
+
+    python benchmarks/fit_calibration.py --locomo /work/shared/data/locomo-dev.json \
+        --fit-ranking --rank-l2 0.3 --embed-cache ~/.cache/agentmem-fit --write
+
+and ``--embedder e5 --standardize`` does the same for the e5 model.
 
 Usage:
     python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
-        [--dataset golden|FILE] [--cases eval/calibration_cases.json]
-        [--folds 5] [--l2 1.0] [--fit-ranking [--rank-l2 0.3]] [--embed-cache DIR] [--write]
+        [--embedder minilm|e5|module:attr] [--dataset golden|FILE]
+        [--cases eval/calibration_cases.json] [--folds 5] [--l2 1.0]
+        [--fit-ranking [--rank-l2 0.3]] [--embed-cache DIR] [--write]
 
 ``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
 --embed-cache`` does; the same directory can be shared), so a refit after a feature change
@@ -51,7 +59,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,17 +66,20 @@ from pathlib import Path
 
 import numpy as np
 
-from agentmem import AgentMemory
+from agentmem import AgentMemory, __version__
+from agentmem.calibration import EmbedderIdentity, bundled_profile
+from agentmem.calibration import fit as core_fit
+from agentmem.calibration.profile import bundled_path
 from agentmem.config import MAX_TOP_K, MemoryConfig
-from agentmem.embeddings import CachedEmbedder, Embedder, default_embedder
+from agentmem.embedding_adapters import from_spec
+from agentmem.embeddings import CachedEmbedder, Embedder
 from agentmem.evaluation import dataset_path, locomo
 from agentmem.evaluation.golden import bind_case, load_dataset, write_case
-from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, RANK_WEIGHTS
+from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, UNCALIBRATED
 from agentmem.recall.request import RecallRequest
 from agentmem.storage.embedding_cache import DiskEmbeddingCache
 from agentmem.tokens import count_tokens
 
-RANKING_PY = Path(__file__).resolve().parents[1] / "core" / "agentmem" / "recall" / "ranking.py"
 MIN_SCORE = 0.3
 BUDGET = 1000
 KINDS = ("memory", "chat_message", "tool_output", "document_chunk")
@@ -106,11 +116,22 @@ class Query:
 Fitted = tuple[Query, np.ndarray, np.ndarray, float | None]
 
 
-def embedder(cache_dir: str | None) -> Embedder:
-    """The default embedder, behind an on-disk vector cache if ``cache_dir`` is given."""
+def embedder(cache_dir: str | None, spec: str = "minilm") -> Embedder:
+    """The embedder ``spec`` names, behind an on-disk vector cache if ``cache_dir`` is given."""
+    base = from_spec(spec)
     if cache_dir is None:
-        return default_embedder()
-    return CachedEmbedder(DiskEmbeddingCache(default_embedder().inner, cache_dir))
+        return base
+    inner = base.inner if isinstance(base, CachedEmbedder) else base
+    return CachedEmbedder(DiskEmbeddingCache(inner, cache_dir))
+
+
+def shipped_ranking(emb: Embedder) -> np.ndarray:
+    """The ranking weights agentmem ships for ``emb`` (used unless ``--fit-ranking``)."""
+    profile = bundled_profile(emb.model_name, emb.dimensions)
+    if profile is None:
+        raise SystemExit(f"no profile ships for {emb.model_name!r}: pass --fit-ranking")
+    scoring = profile.scoring()
+    return np.array(scoring.rank_weights)
 
 
 def _request(query: str, scope: str, kinds=None, types=None) -> RecallRequest:  # type: ignore[no-untyped-def]
@@ -141,7 +162,7 @@ def collect_labelled(path: str, emb: Embedder, config: MemoryConfig) -> list[Que
         for n, case in enumerate(dataset.cases):
             bound = bind_case(mem, n, case)
             req = _request(case.query, case.scope, case.kinds, case.types)
-            ranked, visible, _ = mem.engine.candidates(bound.identity, req)
+            ranked, visible, _ = mem.engine.candidates(bound.identity, req, scoring=UNCALIBRATED)
             rows = [visible[c.id][1] for c in ranked]
             expected = set(case.expected)
             out.append(
@@ -175,7 +196,7 @@ def collect_locomo(path: str, emb: Embedder, config: MemoryConfig) -> list[Query
             bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")
             for q in conv.questions:
                 ranked, visible, _ = mem.engine.candidates(
-                    bound.identity, _request(q.question, "history")
+                    bound.identity, _request(q.question, "history"), scoring=UNCALIBRATED
                 )
                 rows = [visible[c.id][1] for c in ranked]
                 dias = [locomo.hit_dia_ids(r.metadata) for r in rows]
@@ -197,19 +218,16 @@ def collect_locomo(path: str, emb: Embedder, config: MemoryConfig) -> list[Query
 
 
 # -- fitting ------------------------------------------------------------------------------------
+#: Fit on standardized features (``--standardize``): the e5 profile was (its compressed
+#: cosines: golden R@5 0.85 against 0.71 raw); MiniLM's on raw ones (standardized, its
+#: expect-empty cases fare worse: calibration cases 0.57 against 0.86 left empty, 5-fold).
+STANDARDIZE = False
+
+
 def fit(x: np.ndarray, y: np.ndarray, l2: float, weight: np.ndarray | None = None) -> np.ndarray:
-    """Weighted logistic regression with an intercept (last weight), L2 on the others."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    sw = np.ones(len(x)) if weight is None else weight
-    w = np.zeros(xb.shape[1])
-    reg = np.eye(xb.shape[1]) * l2
-    reg[-1, -1] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -60, 60)))
-        grad = xb.T @ (sw * (p - y)) + reg @ w
-        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
-        w -= np.linalg.solve(hess, grad)
-    return w
+    """Weighted logistic regression with an intercept (last weight), L2 on the others: the
+    core's (:func:`agentmem.calibration.fit.logistic`)."""
+    return core_fit.logistic(x, y, l2, weight, standardize=STANDARDIZE)
 
 
 def _stack(parts: Sequence[tuple[np.ndarray, np.ndarray, float]], cols: list[int]):  # type: ignore[no-untyped-def]
@@ -384,7 +402,7 @@ def kind_calibration(items: Sequence[Fitted]) -> dict[str, dict[str, float]]:
 
 # -- the run ---------------------------------------------------------------------------------------
 def fit_gap(labelled: Sequence[Query], cal: np.ndarray, rank: np.ndarray) -> float | None:
-    """The score gap (``SCORE_GAP``) with the best Recall@5 + Precision@5 on the labelled
+    """The score gap (``score_gap``) with the best Recall@5 + Precision@5 on the labelled
     cases, the widest of equals (None, no gap cut, when none beats it)."""
     best, best_value = None, _gap_value(labelled, cal, rank, None)
     for gap in GAPS:
@@ -412,6 +430,8 @@ class Setup:
     fit_gap: bool = True
     #: L2 of the ranking fit (``--rank-l2``); None: ``l2``.
     rank_l2: float | None = None
+    #: The ranking used when it is not fitted (the shipped one of the embedder).
+    shipped_rank: np.ndarray | None = None
 
     def fit(
         self, labelled: Sequence[Query], loc: Sequence[Query]
@@ -420,7 +440,8 @@ class Setup:
             l2 = self.l2 if self.rank_l2 is None else self.rank_l2
             rank = fit_ranking(loc, labelled, self.share, l2)
         else:
-            rank = np.array(RANK_WEIGHTS)
+            assert self.shipped_rank is not None
+            rank = self.shipped_rank
         cal = fit_calibration(labelled, loc, self.positive_weight, self.l2)
         gap = fit_gap(labelled, cal, rank) if self.fit_gap else self.gap
         return cal, rank, gap
@@ -498,36 +519,15 @@ def report(
     return cal, rank, gap
 
 
-def weights_block(cal: np.ndarray, rank: np.ndarray, gap: float | None) -> str:
-    def rows(values: Sequence[float]) -> str:
-        return "".join(f"    {v:.3f},  # {n}\n" for v, n in zip(values, FEATURE_NAMES, strict=True))
-
-    return (
-        "#: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside\n"
-        "#: :data:`CALIBRATION_FEATURES`).\n"
-        f"WEIGHTS: tuple[float, ...] = (\n{rows(cal[:-1])})\n"
-        f"BIAS = {cal[-1]:.3f}\n\n"
-        "#: Ranking weights over the same features: the order of candidates within one query. Only\n"
-        "#: the order matters, so there is no bias.\n"
-        f"RANK_WEIGHTS: tuple[float, ...] = (\n{rows(rank)})\n\n"
-        "#: How far below the best candidate's score a self-contained item (a fact, preference, tool\n"
-        "#: output or document chunk) may score and still be returned when ``min_score`` is above 0.\n"
-        f"SCORE_GAP: float | None = {'None' if gap is None else f'{gap:.3f}'}\n"
-    )
-
-
-def write_weights(block: str, path: Path = RANKING_PY) -> None:
-    """Replace the fitted block of ``ranking.py`` (between its begin / end markers)."""
-    text = path.read_text(encoding="utf-8")
-    pattern = re.compile(
-        r"(# -- fitted by benchmarks/fit_calibration.py \(begin\) --\n).*?"
-        r"(# -- fitted by benchmarks/fit_calibration.py \(end\) --)",
-        re.DOTALL,
-    )
-    new, n = pattern.subn(lambda m: m.group(1) + block + m.group(2), text)
-    if n != 1:
-        raise SystemExit(f"no fitted block in {path}")
-    path.write_text(new, encoding="utf-8")
+def write_profile(
+    emb: Embedder, cal: np.ndarray, rank: np.ndarray, gap: float | None, fitted_on: str
+) -> Path:
+    """Save the weights as the profile agentmem ships for ``emb``'s model."""
+    weights = core_fit.Weights(cal[:-1], float(cal[-1]), rank, gap)
+    profile = weights.profile(EmbedderIdentity.of(emb), fitted_on=fitted_on, version=__version__)
+    path = bundled_path(emb.model_name)
+    path.write_text(profile.to_json(), encoding="utf-8")
+    return path
 
 
 def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | None = None) -> None:
@@ -566,10 +566,23 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
         default=FIT_CANDIDATES,
         help="candidates per list the weights are fitted on (the figures use recall's default)",
     )
-    parser.add_argument("--write", action="store_true", help="write the weights into ranking.py")
+    parser.add_argument(
+        "--embedder", default="minilm", help="minilm (default), e5, or package.module:attribute"
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="save the weights as the embedder's shipped profile"
+    )
+    parser.add_argument(
+        "--standardize",
+        action="store_true",
+        help="fit on standardized features (the penalty then weighs every feature alike, "
+        "whatever its spread: for an embedder whose cosines are compressed, e.g. e5)",
+    )
     args = parser.parse_args(argv)
+    global STANDARDIZE
+    STANDARDIZE = args.standardize
 
-    emb = embedder(args.embed_cache)
+    emb = embedder(args.embed_cache, args.embedder)
 
     def collect(config: MemoryConfig) -> tuple[list[Query], list[Query]]:
         labelled = collect_labelled(str(dataset_path(args.dataset)), emb, config)
@@ -600,13 +613,17 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
         gap=args.gap,
         fit_gap=args.gap is None,
         rank_l2=args.rank_l2,
+        shipped_rank=None if args.fit_ranking else shipped_ranking(emb),
     )
     cal, rank, gap = report(setup, sets, args.folds)
-    block = weights_block(cal, rank, gap)
-    print(block)
+    names = ", ".join(FEATURE_NAMES)
+    print(f"features: {names}\ncalibration: {np.round(cal, 3).tolist()}")
+    print(f"ranking: {np.round(rank, 3).tolist()}\nscore gap: {gap}")
     if args.write:
-        write_weights(block)
-        print(f"wrote {RANKING_PY}")
+        sources = [str(args.dataset), args.cases or "", "LoCoMo dev" if args.locomo else ""]
+        fitted_on = " + ".join(s for s in sources if s)
+        path = write_profile(emb, cal, rank, gap, fitted_on)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How far the score cut-offs alone can take the golden set: Recall@5 against Precision@5.
 
 Recall returns a candidate when its calibrated score clears ``min_score`` and, for anything
-but a chat message, is within a gap (:data:`agentmem.recall.ranking.SCORE_GAP`) of the
+but a chat message, is within a gap (the calibration profile's ``score_gap``) of the
 query's best (:func:`agentmem.recall.ranking.kept`). This script runs the golden set through
 the public API once per pair of cut-offs in the grid and prints Recall@5, Precision@5 and
 how many expect-empty cases stayed empty. A pair reaching R@5 0.95 with P@5 0.90 would be a
@@ -18,15 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from unittest import mock
 
+from agentmem.calibration import CalibrationProfile, bundled_profile
+from agentmem.calibration import store as calibration_store
 from agentmem.config import MemoryConfig
 from agentmem.embeddings import Embedder, default_embedder
 from agentmem.evaluation import golden_dataset_path, load_dataset, run_golden
 from agentmem.evaluation.golden.dataset import GoldenDataset
-from agentmem.recall import engine
-from agentmem.recall.ranking import SCORE_GAP
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,12 @@ class Point:
 
 def point(dataset: GoldenDataset, min_score: float, gap: float | None, embedder: Embedder) -> Point:
     """Golden R@5 / P@5 with recall cutting at ``min_score`` and ``gap``."""
-    with mock.patch.object(engine, "SCORE_GAP", gap):
+
+    def with_gap(model_name: str, dimensions: int) -> CalibrationProfile | None:
+        profile = bundled_profile(model_name, dimensions)
+        return None if profile is None else replace(profile, score_gap=gap)
+
+    with mock.patch.object(calibration_store, "bundled_profile", with_gap):
         report = run_golden(dataset, config=MemoryConfig(min_score=min_score), embedder=embedder)
     empties = [c for c in report.cases if c.expect_empty]
     return Point(
@@ -78,7 +83,9 @@ def main(argv: Sequence[str] | None = None, embedder: Embedder | None = None) ->
     if args.json:
         print(json.dumps([asdict(p) for p in points], indent=2))
         return points
-    print(f"defaults: min_score {MemoryConfig().min_score}, gap {SCORE_GAP}")
+    shipped = bundled_profile(shared.model_name, shared.dimensions)
+    gap = "none (no profile)" if shipped is None else shipped.score_gap
+    print(f"defaults: min_score {MemoryConfig().min_score}, gap {gap}")
     print("min_score  gap    R@5    P@5    expect-empty left empty")
     for p in points:
         gap = "none" if p.gap is None else f"{p.gap:.2f}"

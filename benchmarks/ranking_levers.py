@@ -52,14 +52,19 @@ from typing import Any
 import numpy as np
 
 from agentmem import AgentMemory
+from agentmem.calibration import bundled_profile
 from agentmem.embeddings import Embedder
 from agentmem.evaluation import locomo
 from agentmem.evaluation.locomo.data import Conversation
 from agentmem.evaluation.locomo.ingest import turn_text
-from agentmem.recall.ranking import BIAS, FEATURE_NAMES, RANK_FEATURES, SCORE_GAP, WEIGHTS
+from agentmem.recall.ranking import FEATURE_NAMES, RANK_FEATURES
 from agentmem.tokens import count_tokens
 from agentmem.write.index_text import index_text, keyword_text, with_key
 from agentmem.write.keys import restatement
+
+#: The shipped MiniLM calibration (this script measures the packaged embedder).
+_SHIPPED = bundled_profile("all-MiniLM-L6-v2-int8", 384).scoring()  # type: ignore[union-attr]
+WEIGHTS, BIAS, SCORE_GAP = _SHIPPED.weights or (), _SHIPPED.bias, _SHIPPED.score_gap
 
 
 def _fit_calibration() -> ModuleType:

@@ -33,18 +33,37 @@ fields (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, nested objects).
 The core indexes in the background: an item is returned by ``get``/``search`` without a
 query at once, and by a query search once indexed (``wait_for_index=True`` makes each put
 wait for that; ``AgentMemory.flush()`` waits for everything pending).
+
+Time to live
+============
+LangGraph's TTL contract, as ``PostgresStore`` keeps it: ``put(..., ttl=minutes)`` (default
+``ttl={"default_ttl": ...}`` of the store), a read (``get``, ``search``) moves the expiry of
+what it returns ``ttl`` minutes ahead again unless ``refresh_ttl=False`` (default
+``refresh_on_read``, True), and ``sweep_ttl()`` / ``start_ttl_sweeper()`` (every
+``sweep_interval_minutes``, default 5) delete what expired. The expiry time is kept in the
+item's entry (in the records store), so it holds across a reopen and over a remote memory
+(``agentmem.connect``). An expired item's memory is forgotten as ``forget`` does, so no recall
+returns it after the sweep.
+
+One difference, by default: an expired item is never returned or listed, even before a
+sweep (``omit_expired``, which LangGraph's stores leave off by default), and a read that meets
+one deletes it and forgets its memory at once. ``ttl={"omit_expired": False}`` gives
+LangGraph's default: expired items stay visible until swept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
+import logging
+import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 from langgraph.store.base import (
     BaseStore,
@@ -57,6 +76,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     get_text_at_path,
     validate_op_namespace,
 )
@@ -70,6 +90,11 @@ _SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
 _NO_BUDGET = 1_000_000_000
 _RECALL_MAX = 20
 _STATE_MAX_BYTES = 64 * 1024  # the core's limit on an agent-state value
+#: The sweeper's interval when neither the call nor the TTL config sets one (PostgresStore's).
+DEFAULT_SWEEP_MINUTES = 5.0
+_TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
+
+log = logging.getLogger("langchain_agentmem.store")
 
 
 @dataclass(frozen=True)
@@ -94,6 +119,12 @@ class _Entry:
     created_at: datetime
     updated_at: datetime
     memory_id: str | None
+    #: Minutes of life after each write or refreshing read (None: the item never expires).
+    ttl_minutes: float | None = None
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     def item(self) -> Item:
         return Item(
@@ -122,10 +153,13 @@ class _Entry:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "memory_id": self.memory_id,
+            "ttl_minutes": self.ttl_minutes,
+            "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
         }
 
     @classmethod
     def decode(cls, raw: Mapping[str, Any]) -> _Entry:
+        expires = raw.get("expires_at")
         return cls(
             namespace=tuple(raw["namespace"]),
             key=raw["key"],
@@ -133,6 +167,8 @@ class _Entry:
             created_at=datetime.fromisoformat(raw["created_at"]),
             updated_at=datetime.fromisoformat(raw["updated_at"]),
             memory_id=raw.get("memory_id"),
+            ttl_minutes=raw.get("ttl_minutes"),
+            expires_at=None if expires is None else datetime.fromisoformat(expires),
         )
 
 
@@ -210,6 +246,38 @@ def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
 
 
+def _minutes(value: Any, field: str) -> float | None:
+    """A TTL in minutes (a positive finite number), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(field, f"must be a number of minutes or None; got {value!r}")
+    if value <= 0:
+        raise ValidationError(field, f"must be more than 0 minutes; got {value!r}")
+    return float(value)
+
+
+def _ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
+    """LangGraph's ``TTLConfig``, checked: known keys, positive minutes, bool flags."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise ValidationError("ttl", f"must be a TTLConfig dict; got {type(ttl).__name__}")
+    unknown = sorted(set(ttl) - _TTL_KEYS)
+    if unknown:
+        raise ValidationError("ttl", f"unknown keys {unknown}; known: {sorted(_TTL_KEYS)}")
+    for flag in ("refresh_on_read", "omit_expired"):
+        if flag in ttl and not isinstance(ttl[flag], bool):
+            raise ValidationError(f"ttl.{flag}", f"must be a bool; got {ttl[flag]!r}")
+    for field in ("default_ttl", "sweep_interval_minutes"):
+        _minutes(ttl.get(field), f"ttl.{field}")
+    return cast(TTLConfig, dict(ttl))
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class AgentMemStore(BaseStore):
     """A LangGraph store whose items are agentmem memories (hybrid keyword + vector search).
 
@@ -225,6 +293,11 @@ class AgentMemStore(BaseStore):
         store_id: Separates several stores in one tenant.
         memory_type: The memory type items are stored with.
         wait_for_index: Make every put wait until its item is searchable by query.
+        ttl: LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
+            ``sweep_interval_minutes``, ``omit_expired``; see "Time to live" in the module
+            docstring). Without it items live until deleted, unless a put gives ``ttl``.
+        clock: The current time (aware, UTC), for tests and simulations; default the system
+            clock.
 
     Example:
         >>> from agentmem import AgentMemory
@@ -237,7 +310,7 @@ class AgentMemStore(BaseStore):
         >>> graph = builder.compile(store=store)  # doctest: +SKIP
     """
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
     def __init__(
         self,
@@ -250,6 +323,8 @@ class AgentMemStore(BaseStore):
         store_id: str = "langgraph",
         memory_type: str = "note",
         wait_for_index: bool = False,
+        ttl: TTLConfig | Mapping[str, Any] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         memory = check_store(memory, "AgentMemStore", why="it binds per namespace")
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
@@ -270,6 +345,12 @@ class AgentMemStore(BaseStore):
         self.store_id = store_id
         self.memory_type = memory_type
         self.wait_for_index = wait_for_index
+        self.ttl_config = _ttl_config(ttl)
+        self._now = clock or _utc_now
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_lock = threading.Lock()
+        self._sweeper_stop = threading.Event()
+        self._sweeper_done: concurrent.futures.Future[None] = concurrent.futures.Future()
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
@@ -328,6 +409,113 @@ class AgentMemStore(BaseStore):
         found = self._registry.state.get(self._entry_key(namespace, key))
         return None if found is None else _Entry.decode(found.value)
 
+    # -- time to live ------------------------------------------------------------------------
+    @property
+    def _omit_expired(self) -> bool:
+        return bool((self.ttl_config or {}).get("omit_expired", True))
+
+    def _live(self, entries: Iterable[_Entry]) -> list[_Entry]:
+        """``entries`` without the expired ones, which are deleted (with their memories) on
+        the way; all of them when expired items stay visible until a sweep."""
+        if not self._omit_expired:
+            return list(entries)
+        now = self._now()
+        live = []
+        for entry in entries:
+            if entry.expired(now):
+                self._expire(entry)
+            else:
+                live.append(entry)
+        return live
+
+    def _expire(self, seen: _Entry) -> bool:
+        """Delete the entry of ``seen`` and forget its memory if it is (still) expired; a put
+        or a refreshing read may have given it a new life meanwhile."""
+        with self._writing:
+            entry = self._get_entry(seen.namespace, seen.key)
+            if entry is None or not entry.expired(self._now()):
+                return False
+            self._drop(entry)
+            return True
+
+    def _refresh(self, entries: Iterable[_Entry]) -> None:
+        """Move the expiry of ``entries`` (just read) their TTL ahead again."""
+        for seen in entries:
+            if seen.ttl_minutes is None:
+                continue
+            with self._writing:
+                entry = self._get_entry(seen.namespace, seen.key)
+                now = self._now()
+                if entry is None or entry.ttl_minutes is None:
+                    continue
+                if self._omit_expired and entry.expired(now):
+                    continue  # an expired item is not brought back by reading it
+                fresh = replace(entry, expires_at=now + timedelta(minutes=entry.ttl_minutes))
+                self._registry.state.set(
+                    self._entry_key(entry.namespace, entry.key), fresh.encode()
+                )
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items, forgetting their memories; returns how many."""
+        now = self._now()
+        return sum(1 for e in self._entries() if e.expired(now) and self._expire(e))
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep now and then every ``sweep_interval_minutes`` (default the TTL config's
+        ``sweep_interval_minutes``, else 5) on a daemon thread, until
+        :meth:`stop_ttl_sweeper` (or the future is cancelled, or the memory closed).
+
+        Returns:
+            A future that is done when the sweeper has stopped; calling this while one runs
+            returns that one's future.
+        """
+        interval = _minutes(sweep_interval_minutes, "sweep_interval_minutes") or float(
+            (self.ttl_config or {}).get("sweep_interval_minutes") or DEFAULT_SWEEP_MINUTES
+        )
+        with self._sweeper_lock:
+            if self._sweeper is not None and self._sweeper.is_alive():
+                return self._sweeper_done
+            self._sweeper_stop.clear()
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.add_done_callback(lambda f: self._sweeper_stop.set() if f.cancelled() else None)
+            self._sweeper_done = done
+            self._sweeper = threading.Thread(
+                target=self._sweep_loop,
+                args=(interval, done),
+                name="agentmem-ttl-sweeper",
+                daemon=True,
+            )
+            self._sweeper.start()
+            return done
+
+    def _sweep_loop(self, interval: float, done: concurrent.futures.Future[None]) -> None:
+        while not getattr(self.memory, "closed", False):
+            try:
+                swept = self.sweep_ttl()
+                if swept:
+                    log.info("TTL sweep deleted %d expired item(s)", swept)
+            except Exception as exc:  # the next pass tries again
+                log.error("TTL sweep failed: %s: %s", type(exc).__name__, exc)
+            if self._sweeper_stop.wait(interval * 60):
+                break
+        if not done.done():
+            done.set_result(None)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; True once it has stopped (or none ran), False if it was still
+        sweeping after ``timeout`` seconds."""
+        thread = self._sweeper
+        if thread is None or not thread.is_alive():
+            return True
+        self._sweeper_stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
     # -- operations --------------------------------------------------------------------------
     def _remember(self, namespace: tuple[str, ...], key: str, text: str) -> str:
         owner = self._owner(namespace)
@@ -357,15 +545,18 @@ class AgentMemStore(BaseStore):
     def _write(self, op: PutOp) -> str | None:
         """Write a put's memory and entry; returns the memory's id (None: none indexed)."""
         namespace, key = tuple(op.namespace), str(op.key)
+        ttl = _minutes(op.ttl, "ttl")
         old = self._get_entry(namespace, key)
+        now = self._now()
+        if old is not None and old.expired(now) and self._omit_expired:
+            self._drop(old)  # gone already for every reader: the put makes a new item
+            old = None
         if op.value is None:
             if old is not None:
-                self._forget(old)
-                self._registry.state.delete(self._entry_key(namespace, key))
+                self._drop(old)
             return None
         if not isinstance(op.value, Mapping):
             raise ValidationError("value", f"must be a dict, got {type(op.value).__name__}")
-        now = datetime.now(UTC)
         entry = _Entry(
             namespace=namespace,
             key=key,
@@ -373,6 +564,8 @@ class AgentMemStore(BaseStore):
             created_at=old.created_at if old is not None else now,
             updated_at=now,
             memory_id="0" * 32,  # the size of the id it will get
+            ttl_minutes=ttl,
+            expires_at=None if ttl is None else now + timedelta(minutes=ttl),
         )
         _check_encodable(entry)  # before anything is written
         text = None if op.index is False else self._search_text(entry.value, op.index)
@@ -387,11 +580,25 @@ class AgentMemStore(BaseStore):
         if entry.memory_id is not None:
             self._bind(self._owner(entry.namespace)).forget(entry.memory_id)
 
+    def _drop(self, entry: _Entry) -> None:
+        """Delete an item: forget its memory, then remove its entry."""
+        self._forget(entry)
+        self._registry.state.delete(self._entry_key(entry.namespace, entry.key))
+
+    def _get(self, op: GetOp) -> Item | None:
+        entry = self._get_entry(tuple(op.namespace), str(op.key))
+        found = self._live([entry]) if entry is not None else []
+        if not found:
+            return None
+        if op.refresh_ttl:
+            self._refresh(found)
+        return found[0].item()
+
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         entries = [
             e
-            for e in self._entries()
+            for e in self._live(self._entries())
             if e.namespace[: len(prefix)] == prefix
             and all(_compare(e.value.get(k), v) for k, v in (op.filter or {}).items())
         ]
@@ -412,7 +619,11 @@ class AgentMemStore(BaseStore):
             ranked.extend(e.search_item(None) for e in entries if (e.namespace, e.key) not in seen)
         else:
             ranked = [e.search_item(None) for e in entries]
-        return ranked[op.offset : op.offset + op.limit]
+        page = ranked[op.offset : op.offset + op.limit]
+        if op.refresh_ttl:
+            by_key = {(e.namespace, e.key): e for e in entries}
+            self._refresh(by_key[(i.namespace, i.key)] for i in page)
+        return page
 
     def _recall(self, owner: _Owner, prefix: tuple[str, ...], query: str) -> list[RecallHit]:
         filters: dict[str, Any] = {"lg_store": self.store_id}
@@ -432,7 +643,7 @@ class AgentMemStore(BaseStore):
         )
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {e.namespace for e in self._entries()}
+        namespaces = {e.namespace for e in self._live(self._entries())}
         if op.match_conditions:
             namespaces = {
                 ns for ns in namespaces if all(_matches(ns, c) for c in op.match_conditions)
@@ -448,8 +659,7 @@ class AgentMemStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, GetOp):
-                entry = self._get_entry(tuple(op.namespace), str(op.key))
-                results.append(None if entry is None else entry.item())
+                results.append(self._get(op))
             elif isinstance(op, PutOp):
                 self._put(op)
                 results.append(None)

@@ -36,10 +36,13 @@ class ServerProcess:
         *,
         env: dict[str, str] | None = None,
         global_args: list[str] | None = None,
+        serve_args: list[str] | None = None,
     ) -> None:
         self.home = Path(home)
         #: Global flags put before ``serve`` (e.g. ``["--chroma-url", URL]``).
         self.global_args = list(global_args or [])
+        #: Flags of ``serve`` itself (e.g. ``["--metrics-port", "0"]``).
+        self.serve_args = list(serve_args or [])
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         self.env.update(env or {})
         self.proc: subprocess.Popen[str] | None = None
@@ -63,6 +66,7 @@ class ServerProcess:
                 "serve",
                 "--port",
                 "0",
+                *self.serve_args,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -133,11 +137,17 @@ class ServerProcess:
         user: str | None = None,
         agent: str | None = None,
         admin: bool = False,
+        operator: bool = False,
     ) -> str:
         records = RecordStore(self.home / RECORDS_FILE)
         try:
             created = create_key(
-                records, tenant_id=tenant, user_id=user, agent_id=agent, admin=admin
+                records,
+                tenant_id=tenant,
+                user_id=user,
+                agent_id=agent,
+                admin=admin,
+                operator=operator,
             )
         finally:
             records.close()

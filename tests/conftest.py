@@ -11,9 +11,9 @@
   where the binaries are missing); ``records_url``: None (SQLite in the data dir) or, in
   modules marked ``both_backends``, also a fresh Postgres schema, so ``make_memory`` opens
   every memory of those tests on each backend in turn.
-- An autouse fixture that removes ``AGENTMEM_*`` variables from the environment and points
-  ``AGENTMEM_HOME`` at a temporary directory, so no test depends on (or writes to) the
-  developer's real configuration or data dir.
+- An autouse fixture that removes ``AGENTMEM_*`` and ``OTEL_*`` variables from the
+  environment and points ``AGENTMEM_HOME`` at a temporary directory, so no test depends on
+  (or writes to) the developer's real configuration or data dir.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_home: Path) -> None:
     for name in list(os.environ):
-        if name.startswith("AGENTMEM_"):
+        if name.startswith(("AGENTMEM_", "OTEL_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("AGENTMEM_HOME", str(_session_home))
 

@@ -12,6 +12,7 @@ of the same shape (``agentmem.connect(url, api_key=...).bind(user_id="u1")``).
 
 from __future__ import annotations
 
+from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
 from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
 from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
@@ -32,6 +33,7 @@ from .errors import (
     StorageError,
     ValidationError,
 )
+from .evaluation import calibration_data as _calibration_data  # noqa: F401 (calibrate's data)
 from .llm import LLM, AnthropicLLM, OfflineLLM
 from .memory import AgentMemory, BoundMemory
 from .models import (
@@ -63,6 +65,7 @@ __all__ = [
     "BoundMemory",
     "BoundMemoryProtocol",
     "CachedEmbedder",
+    "CalibrationProfile",
     "CloseResult",
     "ConfigError",
     "DataDirLockedError",
@@ -96,6 +99,7 @@ __all__ = [
     "Settings",
     "StorageError",
     "TierConfig",
+    "UncalibratedEmbedderWarning",
     "ValidationError",
     "__version__",
     "connect",

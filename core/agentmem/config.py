@@ -463,6 +463,10 @@ class ServerConfig:
     drain_seconds: float = 30.0
     """On SIGTERM/SIGINT, seconds in-flight requests get to finish, and then the indexer to
     catch up, before the server exits (``AGENTMEM_DRAIN_SECONDS``)."""
+    metrics_port: int | None = None
+    """Also serve ``/metrics`` on this port of 127.0.0.1, without a key, for a scraper on the
+    same host (``AGENTMEM_METRICS_PORT``; 0 picks a free port; None: only ``GET /metrics``
+    on the main port, with an operator key)."""
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> ServerConfig:
@@ -481,6 +485,7 @@ class ServerConfig:
         _set(kwargs, "rate_burst", _int(env, "AGENTMEM_RATE_BURST"))
         _set(kwargs, "embed_threads", _int(env, "AGENTMEM_SERVER_EMBED_THREADS"))
         _set(kwargs, "max_body_bytes", _int(env, "AGENTMEM_MAX_BODY_BYTES"))
+        _set(kwargs, "metrics_port", _int(env, "AGENTMEM_METRICS_PORT", low=0))
         return cls(**kwargs)
 
 
@@ -562,6 +567,15 @@ class Settings:
     ``http://chroma:8000?database=NAME`` (see :class:`ChromaAddress`); the data dir then holds
     nothing of the vectors. None keeps an embedded Chroma store in the data dir. A
     ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
+    embedder: str | None = None
+    """The embedder of a store opened without one (``AGENTMEM_EMBEDDER``, ``--embedder``):
+    ``minilm`` (the default), ``e5`` (``agentmem[e5]``), or ``package.module:attribute``
+    naming an embedder, a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding`` object,
+    or a factory returning one (see :func:`agentmem.embedding_adapters.from_spec`). An
+    ``embedder`` given to :class:`~agentmem.AgentMemory` wins over it."""
+    embedder_name: str | None = None
+    """The model name of that embedder when it names none itself
+    (``AGENTMEM_EMBEDDER_NAME``, ``--embedder-name``)."""
 
     def __post_init__(self) -> None:
         if self.chroma_url is not None:
@@ -586,6 +600,8 @@ class Settings:
             llm=LLMConfig.from_env(env),
             server=ServerConfig.from_env(env),
             chroma_url=_raw(env, "AGENTMEM_CHROMA_URL"),
+            embedder=_raw(env, "AGENTMEM_EMBEDDER") or None,
+            embedder_name=_raw(env, "AGENTMEM_EMBEDDER_NAME") or None,
         )
 
     def replace(self, **parts: Any) -> Settings:

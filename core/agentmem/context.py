@@ -23,7 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .calibration import store as calibration_store
+from .calibration.profile import CalibrationProfile
 from .config import ChromaAddress, Settings
+from .embedding_adapters import from_spec
 from .embeddings import Embedder, default_embedder
 from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
@@ -44,6 +47,8 @@ from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
 from .storage.vector_index import VectorIndex
+from .telemetry import tracing
+from .telemetry.recalls import RecallObservations
 from .write.indexer import Indexer
 
 log = logging.getLogger("agentmem")
@@ -74,6 +79,8 @@ class StoreContext:
         recovered: Notes on indexes found unreadable at open and rebuilt from the records.
         replaced_embedder: The embedder whose vectors this open dropped
             (``allow_embedder_change=True``), if any.
+        calibration: The calibration the recall engine scores with, where it comes from, and
+            why the store is uncalibrated when it is (:mod:`agentmem.calibration.store`).
     """
 
     def __init__(
@@ -91,6 +98,7 @@ class StoreContext:
         embedder_recorded: bool,
         recovered: list[str],
         replaced_embedder: EmbedderFingerprint | None,
+        calibration: calibration_store.Selected,
     ) -> None:
         self.home = home
         self.settings = settings
@@ -109,7 +117,12 @@ class StoreContext:
         self._lock = lock
         self._closed = False
         self.access = AccessTracker(records)
-        self.engine = RecallEngine(records, keywords, vectors, embedder, reranker, settings.memory)
+        self.calibration = calibration
+        #: The last recalls of this store, as numbers (metrics, the inspector).
+        self.recalls = RecallObservations()
+        self.engine = RecallEngine(
+            records, keywords, vectors, embedder, reranker, settings.memory, calibration.scoring
+        )
         self.engine.access = None if self.read_only else self.access
         cfg = settings.memory
         if records.shared and not self.read_only:
@@ -164,6 +177,24 @@ class StoreContext:
         first = EmbedderFingerprint.of(self.embedder, origin="first_write")
         fingerprint.record(self.records, first, replace=False)
 
+    def use_profile(self, profile: CalibrationProfile) -> None:
+        """Keep ``profile`` as this store's own and score with it from the next recall on
+        (other processes and nodes read it when they open the store).
+
+        Raises:
+            ValidationError: it was fitted for another embedder or other features.
+        """
+        if not profile.embedder.names(str(self.embedder.model_name), self.embedder.dimensions):
+            raise ValidationError(
+                "profile",
+                f"fitted for {profile.embedder.describe()}, but this store embeds with "
+                f"{self.embedder.model_name!r} ({self.embedder.dimensions}-d)",
+            )
+        scoring = profile.scoring()
+        calibration_store.save(self.records, profile)
+        self.calibration = calibration_store.Selected(scoring, profile, "store")
+        self.engine.scoring = scoring
+
     def drop_vectors(self) -> None:
         """Drop every vector collection (an unreadable embedded index is set aside)."""
         self.recovered.extend(_drop_vectors(self.vectors))
@@ -212,7 +243,8 @@ def open_store(
         EmbedderMismatchError: the dir's vectors were made by another embedder.
         StorageError: a store cannot be opened.
     """
-    emb = embedder or default_embedder()
+    tracing.setup()  # spans on if the application or OTEL_* configured OpenTelemetry
+    emb = embedder or settings_embedder(settings)
     if read_only:
         return _open_read_only(home, settings, emb, reranker, llm, chroma_client)
     url = records_url(settings)
@@ -241,8 +273,16 @@ def open_store(
 
         # before anything else touches the data dir: a refused open changes nothing
         embedder_recorded, replaced = fingerprint.check(
-            records, vectors, emb, home, allow_change=allow_embedder_change, drop_vectors=drop
+            records,
+            vectors,
+            emb,
+            home,
+            allow_change=allow_embedder_change,
+            drop_vectors=drop,
+            forget=(calibration_store.META_KEY,),  # the old model's weights
         )
+        _finish_switch_if_done(records)
+        calibration = calibration_store.select(records, emb)
         keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
     except BaseException:
         if vectors is not None:
@@ -264,7 +304,28 @@ def open_store(
         embedder_recorded=embedder_recorded,
         recovered=recovered,
         replaced_embedder=replaced,
+        calibration=calibration,
     )
+
+
+def settings_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name (``AGENTMEM_EMBEDDER``), else the default MiniLM.
+
+    Raises:
+        ValidationError: the setting names no usable embedder.
+    """
+    if settings.embedder is None:
+        if settings.embedder_name is not None:
+            raise ValidationError("embedder_name", "names the model of an AGENTMEM_EMBEDDER")
+        return default_embedder()
+    return from_spec(settings.embedder, name=settings.embedder_name)
+
+
+def _finish_switch_if_done(records: RecordStore) -> None:
+    """A re-embedding whose every row was embedded meanwhile (by the background indexer of an
+    earlier open) is over."""
+    if fingerprint.read_switch(records) is not None and records.index.pending_counts()[1] == 0:
+        fingerprint.finish_switch(records)
 
 
 def _open_read_only(
@@ -288,9 +349,10 @@ def _open_read_only(
     )
     try:
         recorded = fingerprint.read(records)
-        current = EmbedderFingerprint.of(embedder, origin="reindex")
-        if recorded is not None and not recorded.matches(current):
+        current = None if recorded is None else fingerprint.differs(recorded, embedder)
+        if recorded is not None and current is not None:
             raise fingerprint.mismatch_error(home, recorded, current)
+        calibration = calibration_store.select(records, embedder)
         keywords = KeywordIndex(home / KEYWORDS_DIR)
     except BaseException:
         records.close()
@@ -308,6 +370,7 @@ def _open_read_only(
         embedder_recorded=True,
         recovered=[],
         replaced_embedder=None,
+        calibration=calibration,
     )
 
 

@@ -20,7 +20,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +28,8 @@ from types import TracebackType
 from typing import Any
 
 from . import validation as v
+from .calibration.fit import CalibrationReport, Labelled
+from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .config import MemoryConfig, Settings, TierConfig, default_home
 from .context import StoreContext, open_store
 from .derived import answer as answer_op
@@ -35,9 +37,11 @@ from .derived import forget as forget_op
 from .derived import ingest as ingest_op
 from .derived import retention as retention_op
 from .derived import supersession
+from .embedding_adapters import as_embedder
 from .embeddings import Embedder, ModelFilesWarning, model_files_problem
-from .errors import DataDirLockedError, StorageError
+from .errors import DataDirLockedError, StorageError, ValidationError
 from .llm.base import LLM, ChatTurn
+from .maintenance import calibrate as calibrate_op
 from .maintenance import erase as erase_op
 from .maintenance import reindex as reindex_op
 from .maintenance import stats as stats_op
@@ -157,8 +161,15 @@ class AgentMemory:
 
     Args:
         path: Data dir; ``None`` means ``$AGENTMEM_HOME`` or a per-user data dir.
-        embedder: Any :class:`~agentmem.embeddings.Embedder`; default all-MiniLM-L6-v2 (int8
-            ONNX, offline), loaded on first use.
+        embedder: Any :class:`~agentmem.embeddings.Embedder`, or a LangChain ``Embeddings`` or
+            LlamaIndex ``BaseEmbedding`` object as it is (e.g. ``OpenAIEmbeddings()``; see
+            :mod:`agentmem.embedding_adapters`); default all-MiniLM-L6-v2 (int8 ONNX,
+            offline), loaded on first use. An embedder without a calibration profile (none
+            stored for this data dir, none shipped for its model) scores recall by rank until
+            :meth:`calibrate` fits one (:class:`~agentmem.UncalibratedEmbedderWarning`).
+        embedder_name: The model name of a LangChain or LlamaIndex ``embedder`` that names
+            none itself (``model``, ``model_name``): the data dir records it, and refuses
+            vectors of another model.
         reranker: Optional :class:`~agentmem.rerank.Reranker`; default an
             :class:`~agentmem.rerank.HttpReranker` when ``AGENTMEM_RERANKER_URL`` is set, else
             none.
@@ -204,7 +215,7 @@ class AgentMemory:
         self,
         path: str | os.PathLike[str] | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Any | None = None,
         reranker: Reranker | None = None,
         llm: LLM | None = None,
         chroma_client: Any = None,
@@ -215,19 +226,23 @@ class AgentMemory:
         settings: Settings | None = None,
         read_only: bool = False,
         records_url: str | None = None,
+        embedder_name: str | None = None,
     ) -> None:
         home = Path(path).expanduser() if path is not None else default_home()
+        if embedder is None and embedder_name is not None:
+            raise ValidationError("embedder_name", "names the model of an embedder= object")
+        emb = None if embedder is None else as_embedder(embedder, name=embedder_name)
         resolved = (settings or Settings.from_env()).replace(
             memory=config, tiers=tier_config, records_url=records_url
         )
 
-        unusable: list[str] = []
+        unusable: list[tuple[str, type[UserWarning]]] = []
 
         def opener() -> StoreContext:
             ctx = open_store(
                 home,
                 settings=resolved,
-                embedder=embedder,
+                embedder=emb,
                 reranker=reranker,
                 llm=llm,
                 chroma_client=chroma_client,
@@ -237,7 +252,9 @@ class AgentMemory:
             problem = _model_files_message(ctx.embedder)
             if problem is not None:
                 ctx.indexer.unavailable = problem  # the indexer does not repeat it per batch
-                unusable.append(problem)
+                unusable.append((problem, ModelFilesWarning))
+            if ctx.calibration.warning is not None:
+                unusable.append((ctx.calibration.warning, UncalibratedEmbedderWarning))
             if not read_only:
                 _finish_erasures(ctx)
             if background and not read_only:
@@ -245,11 +262,20 @@ class AgentMemory:
                 ctx.indexer.notify()  # pick up work left by an earlier process
             return ctx
 
-        key = (resolved, embedder, reranker, llm, chroma_client, background, allow_embedder_change)
+        key = (
+            resolved,
+            embedder,
+            embedder_name,
+            reranker,
+            llm,
+            chroma_client,
+            background,
+            allow_embedder_change,
+        )
         # a read-only open shares nothing: it may sit beside this process's own writer
         self._ctx = opener() if read_only else _acquire(home, key, opener)
-        for problem in unusable:  # said once, when the dir is opened (not when it is shared)
-            warnings.warn(problem, ModelFilesWarning, stacklevel=2)
+        for problem, category in unusable:  # said once, when the dir is opened (not shared)
+            warnings.warn(problem, category, stacklevel=2)
         self._background = background
         self._finalizer = weakref.finalize(self, _release, home, self._ctx, not read_only)
 
@@ -356,6 +382,14 @@ class AgentMemory:
         return self._ctx.replaced_embedder
 
     @property
+    def calibration(self) -> CalibrationProfile | None:
+        """The calibration profile recall scores with: fitted for this store
+        (:meth:`calibrate`) or shipped with agentmem for its embedder; None when there is none
+        (rank-based scores, ``min_score`` on keyword evidence only; see
+        :class:`~agentmem.calibration.UncalibratedEmbedderWarning`)."""
+        return self._ctx.calibration.profile
+
+    @property
     def recorded_embedder(self) -> EmbedderFingerprint | None:
         """The embedder recorded for this data dir's vectors; None before any are written."""
         return fingerprint.read(self._ctx.records)
@@ -392,6 +426,7 @@ class AgentMemory:
         *,
         progress: Callable[[int, int], None] | None = None,
         keywords_only: bool = False,
+        embeddings: bool = False,
     ) -> int:
         """Rebuild both indexes from the records; returns the number of live rows indexed.
 
@@ -400,11 +435,74 @@ class AgentMemory:
         With ``keywords_only``, only the keyword index is written anew, from the records and
         the stored vectors (seconds instead of minutes per 100k rows): enough after a change
         of ``keyword_context`` or ``keyword_context_similarity``.
+
+        With ``embeddings``, only the vectors are made anew, and resumably: the way to switch
+        a data dir to another embedder (``agentmem reindex --embeddings``). Open the store
+        with the new embedder and ``allow_embedder_change=True`` (which drops the old vectors
+        and the old embedder's calibration profile and queues every row), then call this; an
+        interrupted run is continued by the next one, which embeds only the rows still
+        queued. ``progress(done, total)`` follows each batch.
+
+        Raises:
+            EmbeddingError: (``embeddings``) some rows could not be embedded; they stay
+                queued and keyword-searchable, and the next run retries them.
+
+        Example:
+            >>> mem = AgentMemory(path, embedder=E5Embedder(), allow_embedder_change=True)  # doctest: +SKIP
+            >>> mem.reindex(embeddings=True)  # doctest: +SKIP
+            1200
         """
         ctx = self._live()
         if keywords_only:
             return reindex_op.reindex_keywords(ctx)
+        if embeddings:
+            return reindex_op.reindex_embeddings(ctx, progress=progress, restart=self._background)
         return reindex_op.reindex(ctx, progress=progress, restart=self._background)
+
+    def calibrate(
+        self,
+        queries: Sequence[Labelled] | None = None,
+        *,
+        fitted_on: str = "",
+        folds: int = 5,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> CalibrationReport:
+        """Fit a calibration profile for this store's embedder, save it in the data dir and
+        score recall with it from now on (``agentmem calibrate``).
+
+        The labelled cases shipped with agentmem are written into a scratch store with this
+        store's embedder (this store is not touched); recall's candidates for each are
+        collected and labelled, and the calibration (score) and ranking weights and the
+        score gap are fitted on them. Every later open of this data dir (another process,
+        a restarted server, every node sharing its Postgres records) scores with the
+        profile. Minutes for a local model; a remote embedder is called for every text of
+        the cases.
+
+        Args:
+            queries: Labelled candidates to fit on instead (collected with this embedder).
+            fitted_on: What ``queries`` are, kept in the profile.
+            folds: Folds of the held-out figures.
+            progress: ``progress(done, total)`` while the cases are collected.
+
+        Returns:
+            The profile and its figures per family, in-sample and held out: Recall@5,
+            Precision@5, expect-empty cases left empty, the expected calibration error, the
+            shares of relevant and irrelevant candidates kept by ``min_score``.
+
+        Raises:
+            StorageError: the store is open read-only.
+
+        Example:
+            >>> report = mem.calibrate()  # doctest: +SKIP
+            >>> report.families["all"].held_out.expect_empty  # doctest: +SKIP
+            1.0
+        """
+        ctx = self._live()
+        if ctx.read_only:
+            raise StorageError("a read-only store cannot save a profile", path=str(self.home))
+        return calibrate_op.calibrate(
+            ctx, queries, fitted_on=fitted_on, folds=folds, progress=progress
+        )
 
     def stats(self) -> Stats:
         """Row counts, index backlog, the recorded embedder and disk use of the data dir."""

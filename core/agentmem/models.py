@@ -358,7 +358,8 @@ class ErasureReceipt:
 #: Why a candidate was not returned (:attr:`ExplainedCandidate.cut`), in the order recall cuts.
 CUT_REASONS: dict[str, str] = {
     "rerank_depth": "below the head the reranker reorders (only that head is returned)",
-    "min_score": "its score is below min_score",
+    "min_score": "its score is below min_score (uncalibrated: no candidate has min_score of "
+    "the query's keywords)",
     "score_gap": "a self-contained item scoring more than the score gap below the best one",
     "top_k": "past top_k",
     "token_budget": "no room left in the token budget",
@@ -406,9 +407,11 @@ class ExplainedCandidate:
         position: Its place in the order recall considered the candidates (the ordering
             model's, or the reranker's when one was used).
         calibration: Each feature of the calibration model with its weight and contribution;
-            ``calibrated_score`` is the logistic of ``calibration_bias`` plus their sum.
+            ``calibrated_score`` is the logistic of ``calibration_bias`` plus their sum
+            (empty when uncalibrated: the score is then the normalised fused rank).
         ordering: Each feature of the ordering model (only the order it gives matters);
-            ``ordering_key`` is the sum of their contributions.
+            ``ordering_key`` is the sum of their contributions (empty when uncalibrated:
+            the fused rank orders).
         rerank_score: The reranker's score, when a reranker ordered the candidates.
         score: The score recall returned it with (made non-increasing down the list); None
             when it was cut.
@@ -453,6 +456,8 @@ class RecallExplanation:
 
     Attributes:
         result: What ``recall`` returns for the same query and options.
+        calibrated: Whether the embedder has a calibration profile (the scores are
+            calibrated probabilities); without one they are normalised fused ranks.
         candidates: Every candidate the isolation gate admitted, in the order recall
             considered them.
         gate_refused: Rows the indexes offered that the isolation gate refused (another
@@ -467,6 +472,7 @@ class RecallExplanation:
 
     query: str
     result: RecallResult
+    calibrated: bool
     candidates: tuple[ExplainedCandidate, ...]
     gate_refused: int
     min_score: float

@@ -18,7 +18,16 @@ PKG = "agentmem"
 #: Layers, lowest first: a module may import its own layer and the layers below it only.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "models", "config", "validation", "tokens", "chunking"),
-    ("storage", "embeddings", "rerank", "llm", "scopes"),
+    (
+        "storage",
+        "embeddings",
+        "embedding_adapters",
+        "e5",
+        "rerank",
+        "llm",
+        "scopes",
+        "telemetry.tracing",
+    ),
     (
         "write.index_text",
         "write.keys",
@@ -28,6 +37,8 @@ LAYERS: list[tuple[str, ...]] = [
         "recall.pending",
         "recall.profile",
         "recall.text",
+        "calibration",
+        "telemetry",
     ),
     ("recall.engine",),
     ("context",),

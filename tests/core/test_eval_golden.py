@@ -630,7 +630,7 @@ def test_run_golden_refuses_a_non_empty_workdir(
 @pytest.fixture
 def cli_embedder(monkeypatch: pytest.MonkeyPatch, shared_embedder: CachedEmbedder) -> None:
     """Let the CLI use the session's already-loaded embedder."""
-    monkeypatch.setattr("agentmem.cli.eval_cmd.shared_embedder", lambda: shared_embedder)
+    monkeypatch.setattr("agentmem.cli.eval_cmd.shared_embedder", lambda *_: shared_embedder)
 
 
 @pytest.mark.usefixtures("cli_embedder")

@@ -224,6 +224,7 @@ def test_a_data_dir_from_before_source_links_gets_them_at_open(make_memory: Make
     mem.close()
     # what a data dir written before forgetting existed looks like (schema 5)
     conn = sqlite3.connect(home / "records.sqlite3")
+    conn.execute("ALTER TABLE api_keys DROP COLUMN operator")  # migration 9
     for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
         conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
     conn.execute("DROP TABLE memory_sources")

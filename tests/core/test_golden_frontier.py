@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from _benchmark_scripts import load_script
 
+from agentmem.calibration import bundled_profile
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation import golden_dataset_path, load_dataset, run_golden
-from agentmem.recall.ranking import SCORE_GAP
+
+SCORE_GAP = bundled_profile("all-MiniLM-L6-v2-int8", 384).score_gap  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

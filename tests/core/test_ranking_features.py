@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentmem.calibration import bundled_profile
 from agentmem.config import MAX_TOP_K
 from agentmem.recall.ranking import (
     CALIBRATION_FEATURES,
     FEATURE_NAMES,
-    RANK_WEIGHTS,
-    WEIGHTS,
     Candidate,
     brevity,
     features,
@@ -70,10 +69,12 @@ def _chat(make_memory: Any) -> Any:
 
 
 def test_feature_vectors_match_the_weights() -> None:
-    assert len(FEATURE_NAMES) == len(WEIGHTS) == len(RANK_WEIGHTS)
-    assert len(features(Candidate(id="x", scope="user"), 1.0, 1.0, 1.0, 1.0)) == len(WEIGHTS)
+    scoring = bundled_profile("all-MiniLM-L6-v2-int8", 384).scoring()  # type: ignore[union-attr]
+    assert scoring.weights is not None and scoring.rank_weights is not None
+    assert len(FEATURE_NAMES) == len(scoring.weights) == len(scoring.rank_weights)
+    assert len(features(Candidate(id="x", scope="user"), 1.0, 1.0, 1.0, 1.0)) == len(FEATURE_NAMES)
     # The calibrated score uses only its own features.
-    for name, weight in zip(FEATURE_NAMES, WEIGHTS, strict=True):
+    for name, weight in zip(FEATURE_NAMES, scoring.weights, strict=True):
         assert name in CALIBRATION_FEATURES or weight == 0.0
 
 

@@ -80,12 +80,15 @@ def test_the_explained_result_is_what_recall_returns(
 
 def test_each_score_is_the_declared_models_sum(m: BoundMemory) -> None:
     why = explain(m, "where does Alice live?", min_score=0.0)
+    scoring = m.store.context.engine.scoring
+    assert why.calibrated and scoring.weights is not None and scoring.rank_weights is not None
     assert len(why.candidates) >= 4
     for c in why.candidates:
-        # every feature of the model by its declared name, with the declared weights
+        # every feature of the model by its declared name, with the profile's weights
         assert [t.name for t in c.calibration] == list(ranking.FEATURE_NAMES)
-        assert [t.weight for t in c.calibration] == list(ranking.WEIGHTS)
-        assert [t.weight for t in c.ordering] == list(ranking.RANK_WEIGHTS)
+        assert [t.weight for t in c.calibration] == list(scoring.weights)
+        assert [t.weight for t in c.ordering] == list(scoring.rank_weights)
+        assert c.calibration_bias == scoring.bias
         z = c.calibration_bias + sum(t.contribution for t in c.calibration)
         assert c.calibrated_score == pytest.approx(1 / (1 + math.exp(-z)))
         assert c.ordering_key == pytest.approx(sum(t.contribution for t in c.ordering))
@@ -117,12 +120,13 @@ def test_why_the_others_were_cut(m: BoundMemory) -> None:
     assert [h.content for h in why.result] == ["Alice lives in Lisbon"]
     # the other Alice fact clears min_score but trails the best by more than the gap
     assert _cut(why, "score_gap") == ["Alice works in Porto at a bakery"]
-    assert why.score_gap == ranking.SCORE_GAP and why.min_score == 0.3
+    gap = m.store.context.engine.scoring.score_gap
+    assert gap is not None and why.score_gap == gap and why.min_score == 0.3
     for c in why.candidates:
         if c.cut == "min_score":
             assert c.calibrated_score < why.min_score
         if c.cut == "score_gap":
-            assert why.min_score <= c.calibrated_score < why.candidates[0].calibrated_score - 0.3
+            assert why.min_score <= c.calibrated_score < why.candidates[0].calibrated_score - gap
     assert set(why.cut_counts) <= set(CUT_REASONS)
     assert sum(why.cut_counts.values()) == len(why.candidates) - len(why.result)
 

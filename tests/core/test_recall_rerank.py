@@ -148,3 +148,31 @@ def test_include_superseded_must_be_a_bool(make_memory: Any) -> None:
     m = make_memory().bind("acme", user_id="u1")
     with pytest.raises(ValidationError, match="include_superseded: must be a bool"):
         m.recall("x", include_superseded="false")
+
+
+def test_without_a_profile_min_score_applies_to_the_rerankers_scores(
+    make_memory: Any, server: _Server
+) -> None:
+    """An uncalibrated embedder's scores mean nothing, a reranker's do: once reranked,
+    ``min_score`` cuts by them, and no keyword evidence is needed."""
+    import warnings
+
+    from agentmem import UncalibratedEmbedderWarning
+    from agentmem.embeddings import CachedEmbedder, OnnxMiniLMEmbedder
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncalibratedEmbedderWarning)
+        mem = make_memory(
+            embedder=CachedEmbedder(OnnxMiniLMEmbedder(model_name="minilm-no-profile")),
+            reranker=HttpReranker(f"http://127.0.0.1:{server.server_port}", timeout=10),
+        )
+    assert mem.calibration is None
+    m = mem.bind("acme", user_id="u1")
+    for text in MEMORIES:
+        m.remember(text)
+    mem.flush()
+    # no query word in any memory: the keyword gate alone would return nothing
+    result = m.recall("which city hosts our servers?", min_score=0.5)
+    assert result.rerank_used
+    assert [h.content for h in result.items] == [MEMORIES[2]]  # the one the reranker scores 0.95
+    assert m.recall("which city hosts our servers?", rerank=False).items == []

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentmem.recall.ranking import SCORE_GAP, Candidate, kept
+from agentmem.calibration import bundled_profile
+from agentmem.recall.ranking import Candidate, kept
+
+#: The bundled MiniLM's score gap (the shared test embedder).
+SCORE_GAP = bundled_profile("all-MiniLM-L6-v2-int8", 384).score_gap  # type: ignore[union-attr]
 
 QUERY = "when is the office closed over Christmas?"
 CLOSED = "The office is closed from 24 December to 1 January"

@@ -213,8 +213,9 @@ def test_invalid_inputs(store: AgentMemStore) -> None:
         store.put(("bad.label",), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
         store.put((), "k", {"v": 1})
-    with pytest.raises(NotImplementedError):
-        store.put(("ok",), "k", {"v": 1}, ttl=5)
+    for ttl in (0, -5, float("nan"), "5", True):
+        with pytest.raises(ValidationError, match="ttl"):
+            store.put(("ok",), "k", {"v": 1}, ttl=ttl)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         store.put(("ok",), "k", {"v": "x" * 70_000})  # over the 64 KiB value limit
     with pytest.raises(ValidationError):

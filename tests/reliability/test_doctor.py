@@ -45,7 +45,7 @@ DOC = "The emergency generator is tested on the first Monday of every month."
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, shared_embedder: Any, capsys: pytest.CaptureFixture[str]):
     """``cli(home, *argv) -> (status, parsed --json output)`` with the shared embedder."""
-    monkeypatch.setattr(_common, "shared_embedder", lambda: shared_embedder)
+    monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
 
     def run(home: Path, *argv: str) -> tuple[int, dict[str, Any]]:
         capsys.readouterr()

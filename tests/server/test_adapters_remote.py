@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -126,6 +127,24 @@ def test_langgraph_store_on_a_client(client: Client, tenant: str) -> None:
     assert store.list_namespaces() == [("memories", "u1")]
     store.delete(("memories", "u1"), "pref")
     assert store.get(("memories", "u1"), "pref") is None
+
+
+def test_langgraph_store_ttl_on_a_client(client: Client, tenant: str) -> None:
+    """Expiry is kept in the records, so it holds over a remote memory; the swept item's
+    memory is forgotten on the server."""
+    now = [datetime(2031, 5, 4, tzinfo=UTC)]
+    store = AgentMemStore(client, tenant_id=tenant, user_position=1, clock=lambda: now[0])
+    ns = ("memories", "u1")
+    store.put(ns, "code", {"content": "The door code is 4417"}, ttl=5)
+    store.put(ns, "pet", {"content": "The user has a cat named Miso"})
+    assert client.flush(timeout=60)
+    u1 = client.bind(user_id="u1")
+    assert any("4417" in h.content for h in u1.recall("door code", min_score=0.0).items)
+    now[0] += timedelta(minutes=6)
+    assert store.sweep_ttl() == 1
+    assert store.get(ns, "code") is None
+    assert not any("4417" in h.content for h in u1.recall("door code", min_score=0.0).items)
+    assert [i.key for i in store.search(ns)] == ["pet"]
 
 
 def test_llamaindex_retriever_memory_block_tools_and_chat_store(

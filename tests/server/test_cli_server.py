@@ -55,6 +55,26 @@ def test_keys_create_list_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "pinned" in capsys.readouterr().err
 
 
+def test_operator_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = str(tmp_path / "data")
+    assert main(["--home", home, "keys", "create", "--tenant", "ops", "--operator", "--json"]) == 0
+    created = json.loads(capsys.readouterr().out)
+    assert created["operator"] is True and created["admin"] is False
+    assert main(["--home", home, "keys", "create", "--tenant", "t", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["operator"] is False
+    assert (
+        main(["--home", home, "keys", "create", "--tenant", "t", "--operator", "--agent", "a"]) == 2
+    )
+    assert "operator" in capsys.readouterr().err
+    assert main(["--home", home, "keys", "list", "--json"]) == 0
+    assert [k["operator"] for k in json.loads(capsys.readouterr().out)["keys"]] == [True, False]
+
+
+def test_serve_refuses_a_bad_metrics_port(tmp_path: Path) -> None:
+    done = cli("--home", str(tmp_path / "data"), "serve", "--metrics-port", "70000")
+    assert done.returncode == 2 and "not a port number" in done.stderr
+
+
 def test_keys_made_by_the_cli_beside_a_running_server_work_at_once(
     server: ServerProcess,
 ) -> None:

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "memory_cmd",
     "transfer_cmd",
     "admin_cmd",
+    "calibrate_cmd",
     "demo",
     "mcp_cmd",
     "eval_cmd",
@@ -70,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
         if "--verbose" not in options:
             command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+        for flag in ("--embedder", "--embedder-name"):
+            if flag not in options:
+                command.add_argument(flag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 

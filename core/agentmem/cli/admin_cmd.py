@@ -19,15 +19,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "reindex",
         help="rebuild the keyword and vector indexes from the records store",
         description="Rebuild both indexes from the records, embedding every record again with "
-        "the default embedder, which the data dir then records (also when its vectors were "
-        "made by another embedder: this is how a data dir switches embedders).",
+        "the embedder (--embedder, default MiniLM), which the data dir then records. To "
+        "switch a data dir to another embedder, use --embeddings.",
     )
-    p.add_argument(
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
         "--keywords-only",
         action="store_true",
         help="write only the keyword index anew, from the records and the stored vectors, "
         "embedding nothing (after changing AGENTMEM_KEYWORD_CONTEXT or "
         "AGENTMEM_KEYWORD_CONTEXT_SIMILARITY)",
+    )
+    which.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="embed every record again with --embedder (the way to switch embedders: the old "
+        "vectors and calibration profile are dropped first, the new embedder is recorded); "
+        "resumable: run it again after an interruption and it continues",
     )
     p.set_defaults(func=cmd_reindex)
 
@@ -62,6 +70,10 @@ def stats_table(where: str, stats: Stats) -> Table:
     if stats.embedder is not None:
         embedder = f"{stats.embedder['model_name']} ({stats.embedder['dimensions']}-d)"
         table.add_row("embedder", markup(embedder))
+    if stats.calibration is not None:
+        source = stats.calibration["source"]
+        said = {"store": "fitted for this data dir", "bundled": "shipped for the model"}
+        table.add_row("calibration", said.get(source, "none: run `agentmem calibrate`"))
     for name, size in stats.disk_bytes.items():
         table.add_row(f"disk: {name}", _human_bytes(size))
     return table
@@ -89,7 +101,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             text=f"rewrote the keyword index of {n} live record(s) in {seconds:.1f} s",
         )
         return EXIT_OK
-    # the one way to switch a data dir to the CLI's embedder: re-embed every record
+    if args.embeddings:
+        return _reindex_embeddings(args, out, started)
+    # re-embeds every record too, so it may switch the data dir to the CLI's embedder
     with open_memory(args, background=False, allow_embedder_change=True) as mem:
         replaced = mem.replaced_embedder
         if replaced is not None:
@@ -110,5 +124,47 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             "replaced_embedder": None if replaced is None else replaced.to_dict(),
         },
         text=f"reindexed {n} live record(s) in {seconds:.1f} s",
+    )
+    return EXIT_OK
+
+
+def _reindex_embeddings(args: argparse.Namespace, out: Output, started: float) -> int:
+    """``reindex --embeddings``: start or continue the re-embedding of every record."""
+    with open_memory(args, background=False, allow_embedder_change=True) as mem:
+        replaced = mem.replaced_embedder
+        target = f"{mem.embedder.model_name!r}"
+        if replaced is not None:
+            out.note(
+                f"the vectors were made by {markup(replaced.describe())}: dropped them and its "
+                f"calibration profile; embedding every record with {markup(target)}"
+            )
+        with out.progress(f"embedding with {markup(target)}") as bar:
+            said = [-1]
+
+            def update(done: int, total: int) -> None:
+                bar(done, total)
+                # a log (no terminal) gets a line per tenth instead of the bar
+                step = max(total // 10, 1)
+                if not out.json and not out.err.is_terminal and done // step > said[0]:
+                    said[0] = done // step
+                    out.note(f"embedded {done}/{total}")
+
+            n = mem.reindex(embeddings=True, progress=update)
+        profile = mem.calibration
+    seconds = time.perf_counter() - started
+    calibrated = (
+        "no calibration profile: run `agentmem calibrate`"
+        if profile is None
+        else f"calibration profile fitted at {profile.fitted_at or 'build time'}"
+    )
+    out.result(
+        {
+            "reembedded": n,
+            "seconds": round(seconds, 3),
+            "embedder": mem.embedder.model_name,
+            "replaced_embedder": None if replaced is None else replaced.to_dict(),
+            "calibrated": profile is not None,
+        },
+        text=f"embedded {n} record(s) with {target} in {seconds:.1f} s; {calibrated}",
     )
     return EXIT_OK

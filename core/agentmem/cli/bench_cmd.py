@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--peer-memories must be a positive integer")
     if args.ack_samples < 0:
         raise CliError("--ack-samples must not be negative")
-    embedder = shared_embedder()
+    embedder = shared_embedder(args)
     results: list[BenchResult] = []
     for n in args.memories:
         settings = BenchSettings(

@@ -113,7 +113,7 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 
 @contextmanager
 def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
-    embedder = shared_embedder()
+    embedder = shared_embedder(args)
     with open_memory(args, embedder=embedder, llm=_llm(args, embedder)) as mem:
         yield mem
 

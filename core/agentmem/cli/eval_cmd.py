@@ -122,7 +122,7 @@ def run_dataset(args: argparse.Namespace) -> int:
             update(done if phase == "write" else n + done, 2 * n)
 
         report = run_golden(
-            dataset, embedder=shared_embedder(), workdir=args.workdir, progress=progress
+            dataset, embedder=shared_embedder(args), workdir=args.workdir, progress=progress
         )
     if out.json:
         out.result(report.to_dict())

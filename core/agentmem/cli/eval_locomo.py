@@ -90,7 +90,7 @@ def run_locomo_cli(args: Any) -> int:
             captions=bool(getattr(args, "captions", False)),
             close_sessions=bool(getattr(args, "close_sessions", False)),
             home=workdir,
-            embedder=shared_embedder(),
+            embedder=shared_embedder(args),
             embed_cache=getattr(args, "embed_cache", None),
             progress=progress,
         )

@@ -9,6 +9,7 @@ Examples::
     agentmem --home /srv/mem keys create --tenant acme --name web-app
     agentmem --home /srv/mem keys create --tenant acme --user u1 --json
     agentmem --home /srv/mem keys create --tenant acme --admin --name ops
+    agentmem --home /srv/mem keys create --tenant ops --operator --name prometheus
     agentmem --home /srv/mem keys list
     agentmem --home /srv/mem keys revoke 3f9a0c1d2b4e
 """
@@ -49,6 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--admin",
         action="store_true",
         help="the key may also read the store-wide stats and doctor report",
+    )
+    c.add_argument(
+        "--operator",
+        action="store_true",
+        help="the key may also read the server-wide metrics (GET /metrics)",
     )
     c.add_argument("--json", dest="key_json", action="store_true", help="JSON output")
     c.set_defaults(func=cmd_create)
@@ -97,6 +103,7 @@ def _json(key: ApiKey) -> dict[str, Any]:
         "agent": key.agent_id,
         "name": key.name,
         "admin": key.admin,
+        "operator": key.operator,
         "created_at": key.created_at.isoformat(),
         "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
     }
@@ -122,13 +129,15 @@ def cmd_create(args: argparse.Namespace) -> int:
             agent_id=args.agent,
             name=args.name,
             admin=bool(args.admin),
+            operator=bool(args.operator),
         )
     key = created.api_key
     out.result(
         {"key": created.key, **_json(key)},
         text=f"{created.key}\n"
         f"[dim]id {key.id}, tenant {markup(key.tenant_id)}, {markup(_pins(key))}"
-        f"{', admin' if key.admin else ''}. Store the key now: it is not shown again.[/dim]",
+        f"{', admin' if key.admin else ''}{', operator' if key.operator else ''}. "
+        "Store the key now: it is not shown again.[/dim]",
     )
     return EXIT_OK
 
@@ -145,7 +154,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     table = Table(title="agentmem API keys", title_justify="left")
     table.add_column("id", no_wrap=True)
-    for column in ("tenant", "pinned to", "name", "admin", "created", "revoked"):
+    for column in ("tenant", "pinned to", "name", "admin", "operator", "created", "revoked"):
         table.add_column(column)
     for key in found:
         table.add_row(
@@ -154,6 +163,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             markup(_pins(key)),
             markup(key.name or ""),
             "yes" if key.admin else "",
+            "yes" if key.operator else "",
             key.created_at.strftime("%Y-%m-%d %H:%M"),
             key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "",
         )

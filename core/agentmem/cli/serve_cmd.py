@@ -3,17 +3,23 @@
 Clients connect with ``agentmem.connect(url, api_key=...)`` (keys from ``agentmem keys
 create``); MCP clients use ``<url>/mcp``. The server runs until SIGTERM or SIGINT, then
 drains in-flight requests and lets the indexer catch up before it exits. Settings come from
-``AGENTMEM_*`` variables (see :class:`agentmem.config.ServerConfig`).
+``AGENTMEM_*`` variables (see :class:`agentmem.config.ServerConfig`). The embedder is the one
+``--embedder`` (or ``AGENTMEM_EMBEDDER``) names: ``minilm`` (default), ``e5``, or
+``package.module:attribute``, an embedder object (a LangChain ``Embeddings``, a LlamaIndex
+``BaseEmbedding``) or a factory returning one.
 
 Example::
 
     agentmem --home /srv/agentmem keys create --tenant acme --name web
     agentmem --home /srv/agentmem serve --host 127.0.0.1 --port 8720
+    agentmem --home /srv/agentmem serve --embedder myapp.embeddings:make_embedder
+    agentmem --home /srv/agentmem serve --metrics-port 9464   # /metrics without a key, loopback
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from ._common import EXIT_FAILED, command, home_of, settings_of
@@ -41,6 +47,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="uvicorn's log level (default info: startup and one line per request)",
     )
     p.add_argument("--no-access-log", action="store_true", help="no line per request")
+    p.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="also serve Prometheus metrics without a key on 127.0.0.1:PORT, for a scraper on "
+        "this host (default $AGENTMEM_METRICS_PORT, else only GET /metrics on the main port, "
+        "with an operator key)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -54,11 +69,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "pip install 'agentmem[server]'\n"
         )
         return EXIT_FAILED
+    settings = settings_of(args)
+    if args.metrics_port is not None:
+        server = dataclasses.replace(settings.server, metrics_port=args.metrics_port)
+        settings = settings.replace(server=server)
     return serve(
         home_of(args),
-        settings=settings_of(args),
+        settings=settings,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
         access_log=not args.no_access_log,
     )
+
+
+def _port(raw: str) -> int:
+    try:
+        port = int(raw)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (0..65535): {raw!r}")
+    return port

@@ -39,6 +39,8 @@ from .. import validation as v
 from ..context import StoreContext
 from ..models import MESSAGE_KINDS, Identity
 from ..storage.sources import RowRef
+from ..telemetry import tracing
+from ..telemetry.tracing import short_hash
 from ..tiers.sessions import refresh_session, session_lock
 from ..tiers.working import rebuild_reference
 
@@ -121,6 +123,20 @@ def forget_rows(
     ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef], *, cause: str | None = None
 ) -> list[str]:
     """Forget ``roots`` and what they reach (:func:`plan`); returns the ids forgotten."""
+    attributes: tracing.Attributes = {
+        "agentmem.tenant_hash": short_hash(tenant_id),
+        "agentmem.forget.roots": len(roots),
+    }
+    with tracing.span("agentmem.forget", attributes) as span:
+        done = _forget_rows(ctx, tenant_id, roots, cause)
+        if span is not None:
+            span.set_attribute("agentmem.forget.rows", len(done))
+    return done
+
+
+def _forget_rows(
+    ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef], cause: str | None
+) -> list[str]:
     cascade = plan(ctx, tenant_id, roots)
     # the indexer paused: a keyword pass that read a follower's context before the tombstone
     # would write the forgotten text into its entry and then clear the requeue below

@@ -43,10 +43,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
 from ..embeddings import model_files_status
 from ..errors import StorageError
 from ..storage.fingerprint import read as read_fingerprint
+from ..storage.fingerprint import read_switch
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
 from .erase import ErasureCheck, leftovers
@@ -211,6 +213,13 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
             f"was first opened. If vector recall looks wrong, run `agentmem reindex` to "
             f"re-embed every record with a known embedder"
         )
+    notes.extend(_calibration_notes(ctx))
+    switch = read_switch(records)
+    if switch is not None:
+        notes.append(
+            f"a re-embedding with {switch.target.describe()} is under way ({vec_pending} of "
+            f"{switch.total} records left): run `agentmem reindex --embeddings` to finish it"
+        )
     samples = {
         name: _sample(ids)
         for name, ids in (
@@ -274,3 +283,24 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
 
 
 __all__ = ["DoctorReport", "PartitionDrift", "diagnose"]
+
+
+def _calibration_notes(ctx: StoreContext) -> list[str]:
+    """Why recall is uncalibrated, or that the profile's model answers differently from the
+    embedder of the same name (its probe sentences embed otherwise: refit it)."""
+    if ctx.calibration.warning is not None:
+        return [ctx.calibration.warning]
+    profile = ctx.calibration.profile
+    if profile is None or profile.embedder.probe is None:
+        return []
+    try:
+        current = EmbedderIdentity.of(ctx.embedder)
+    except Exception as exc:  # a remote embedder that is down: nothing to compare with
+        return [f"could not check the calibration profile against the embedder: {exc}"]
+    if profile.embedder.same_vectors(current) is False:
+        return [
+            f"the calibration profile of {profile.embedder.describe()} was fitted on vectors "
+            f"that differ from what this embedder of that name makes (another model or "
+            f"build under the same name): run `agentmem calibrate`"
+        ]
+    return []

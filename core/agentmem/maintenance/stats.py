@@ -27,6 +27,10 @@ class Stats:
     #: The embedder recorded for the vectors (model_name, dimensions, origin); None until
     #: the first vectors are written.
     embedder: dict[str, Any] | None = None
+    #: The calibration recall scores with: ``source`` (``store``: fitted for this data dir,
+    #: ``bundled``: shipped for its model, ``none``: rank-based fallback), the profile's
+    #: ``model_name``, ``fitted_on`` and ``fitted_at``.
+    calibration: dict[str, Any] | None = None
 
 
 def stats(ctx: StoreContext) -> Stats:
@@ -53,4 +57,15 @@ def stats(ctx: StoreContext) -> Stats:
             )
         },
         embedder=None if recorded is None else recorded.to_dict(),
+        calibration=_calibration(ctx),
     )
+
+
+def _calibration(ctx: StoreContext) -> dict[str, Any]:
+    profile = ctx.calibration.profile
+    return {
+        "source": ctx.calibration.source,
+        "model_name": None if profile is None else profile.embedder.model_name,
+        "fitted_on": None if profile is None else profile.fitted_on,
+        "fitted_at": None if profile is None else profile.fitted_at,
+    }

@@ -11,7 +11,6 @@ hits returned are fully parsed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -33,10 +32,21 @@ from ..storage.keyword_index import KeywordFilter, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
+from ..telemetry.tracing import short_hash
 from ..tokens import count_tokens, truncate_to_tokens
 from . import profile as recall_profile
 from .pending import PendingScorer, merge
-from .ranking import SCORE_GAP, Candidate, brevity, features, kept, monotone, rrf, score_all
+from .ranking import (
+    UNCALIBRATED,
+    Candidate,
+    Scoring,
+    brevity,
+    features,
+    kept,
+    monotone,
+    rrf,
+    score_all,
+)
 from .request import RecallRequest
 from .text import TextScorer, identifier_terms, identifier_words, name_phrases
 
@@ -70,11 +80,19 @@ class _VectorSide:
     search_error: StorageError | None = None
     embed_ms: float = 0.0
     search_ms: float = 0.0
+    embed_at: float = 0.0
+    search_at: float = 0.0
 
 
 class RecallEngine:
     """Runs recall requests against the three stores. Stateless between calls (it keeps one
-    worker thread for query embeddings; :meth:`close` stops it)."""
+    worker thread for query embeddings; :meth:`close` stops it).
+
+    ``scoring`` is the embedder's calibration profile compiled for the ranking
+    (:class:`~agentmem.recall.ranking.Scoring`; :data:`~agentmem.recall.ranking.UNCALIBRATED`
+    without one). Replacing it (a new profile) is one attribute assignment: a recall in
+    flight keeps the one it read.
+    """
 
     def __init__(
         self,
@@ -84,8 +102,10 @@ class RecallEngine:
         embedder: Embedder,
         reranker: Reranker | None,
         config: MemoryConfig,
+        scoring: Scoring = UNCALIBRATED,
     ) -> None:
         self.records = records
+        self.scoring = scoring
         self.keywords = keywords
         self.vectors = vectors
         self.embedder = embedder
@@ -104,12 +124,13 @@ class RecallEngine:
         if prof is not None:
             prof.begin()
         notes: dict[str, bool] = {}
-        ranked, visible, _ = self.candidates(identity, req, notes=notes)
+        scoring = self.scoring
+        ranked, visible, _ = self.candidates(identity, req, notes=notes, scoring=scoring)
         n_candidates = len(ranked)
         ranked, rerank_used = self.rerank(req, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
-        ranked = self.select(req, ranked, visible, rerank_used)
+        ranked = self.select(req, ranked, visible, rerank_used, scoring)
         hits, token_count, truncated = budget(ranked, visible, req.token_budget)
         if prof is not None:
             prof.lap("budget")
@@ -131,8 +152,8 @@ class RecallEngine:
                 {
                     "event": "recall",
                     "correlation_id": uuid.uuid4().hex,
-                    "tenant_hash": _hash(identity.tenant_id),
-                    "query_hash": _hash(req.query),
+                    "tenant_hash": short_hash(identity.tenant_id),
+                    "query_hash": short_hash(req.query),
                     "scope": req.scope,
                     "results": len(hits),
                     "candidates": n_candidates,
@@ -144,7 +165,7 @@ class RecallEngine:
         )
         if prof is not None:
             prof.lap("log")
-            prof.end()
+            prof.end(candidates=n_candidates)
         return result
 
     def rerank(
@@ -179,10 +200,11 @@ class RecallEngine:
         return sorted(head, key=lambda c: c.score, reverse=True), True
 
     @staticmethod
-    def score_gap(rerank_used: bool) -> float | None:
+    def score_gap(scoring: Scoring, rerank_used: bool) -> float | None:
         """The score gap :func:`~.ranking.kept` cuts with: the gap was fitted on calibrated
-        scores, and a reranker's scores are on another scale."""
-        return None if rerank_used else SCORE_GAP
+        scores; a reranker's scores are on another scale, its own (meaningful without a
+        profile too)."""
+        return None if rerank_used else scoring.score_gap
 
     def select(
         self,
@@ -190,11 +212,14 @@ class RecallEngine:
         ranked: Sequence[Candidate],
         visible: Mapping[str, tuple[str, Brief]],
         rerank_used: bool,
+        scoring: Scoring,
     ) -> list[Candidate]:
         """The candidates recall returns before the token budget: those
         :func:`~.ranking.kept` keeps, the first ``top_k``, their scores made non-increasing."""
         kinds = [visible[c.id][1].kind for c in ranked]
-        out = kept(ranked, kinds, req.min_score, self.score_gap(rerank_used))[: req.top_k]
+        gap = self.score_gap(scoring, rerank_used)
+        calibrated = scoring.calibrated or rerank_used
+        out = kept(ranked, kinds, req.min_score, gap, calibrated=calibrated)[: req.top_k]
         for c, score in zip(out, monotone([c.score for c in out]), strict=True):
             c.score = score
         return out
@@ -205,9 +230,11 @@ class RecallEngine:
         req: RecallRequest,
         *,
         notes: dict[str, bool] | None = None,
+        scoring: Scoring | None = None,
         refused: set[str] | None = None,
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
-        """Every admitted candidate, scored and best first, before rerank and cut-offs.
+        """Every admitted candidate, scored (with ``scoring``, default :attr:`scoring`) and
+        best first, before rerank and cut-offs.
 
         If the query cannot be embedded or the vector index cannot be read, the search is
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
@@ -334,7 +361,9 @@ class RecallEngine:
         if notes is not None and pending.overflow:
             notes["pending_overflow"] = True
 
-        candidates = self._score(scorer, keyword_lists, vector_lists, visible)
+        candidates = self._score(
+            scorer, keyword_lists, vector_lists, visible, scoring or self.scoring
+        )
         ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
         if prof is not None:
             prof.lap("score")
@@ -407,21 +436,21 @@ class RecallEngine:
         """Embed the query, then, once the caller has read the pending rows, search every
         target collection with it (on a worker)."""
         side = _VectorSide()
-        t = time.perf_counter()
+        side.embed_at = time.perf_counter()
         try:
             side.vector = self.embedder.embed_query(query)
         except Exception as exc:  # keyword-only rather than no recall
             side.embed_error = exc
             return side
         finally:
-            side.embed_ms = (time.perf_counter() - t) * 1000
+            side.embed_ms = (time.perf_counter() - side.embed_at) * 1000
         pending_read.wait()
-        t = time.perf_counter()
+        side.search_at = time.perf_counter()
         try:
             side.lists = self.vectors.search_many(targets, side.vector, n)
         except StorageError as exc:  # an unreadable vector index: keyword-only, degraded
             side.search_error = exc
-        side.search_ms = (time.perf_counter() - t) * 1000
+        side.search_ms = (time.perf_counter() - side.search_at) * 1000
         return side
 
     def _await_vectors(
@@ -436,8 +465,8 @@ class RecallEngine:
             return None, []
         side = job.result()
         if prof is not None:
-            prof.add("embed_model", side.embed_ms)
-            prof.add("vector_search", side.search_ms)
+            prof.add("embed_model", side.embed_ms, side.embed_at)
+            prof.add("vector_search", side.search_ms, side.search_at or None)
         if side.embed_error is not None:
             error = type(side.embed_error).__name__
             log.warning(json.dumps({"event": "query_embed_failed", "error": error}))
@@ -481,6 +510,7 @@ class RecallEngine:
         keyword_lists: Sequence[Sequence[tuple[str, float]]],
         vector_lists: Sequence[Sequence[tuple[str, float]]],
         visible: Mapping[str, tuple[str, Brief]],
+        scoring: Scoring,
     ) -> dict[str, Candidate]:
         cands: dict[str, Candidate] = {}
         fusion_lists: list[tuple[str, list[str]]] = []
@@ -532,7 +562,7 @@ class RecallEngine:
         mean_brevity = sum(chat) / len(chat) if chat else 0.0
         for c in cands.values():
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
-        score_all(list(cands.values()))
+        score_all(list(cands.values()), scoring)
         return cands
 
 
@@ -668,7 +698,3 @@ def _fit(text: str, room: int) -> tuple[str, int]:
             return cut, n
         target -= max(n - room, 1)
     return "", 0
-
-
-def _hash(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

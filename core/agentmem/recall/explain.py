@@ -6,9 +6,11 @@ keeps what recall throws away: each candidate's keyword and vector evidence, the
 the ranking's linear models with their weights, the calibrated score, and which cut-off
 dropped it. The keyword and vector retrievers are then each run alone with the same options.
 
-It never counts as a recall: no access counts, no recall log line. The weights come from the
-ranking module's declared model (names, weights, bias), so a changed model is explained as
-it is, with no list of features kept here.
+It never counts as a recall: no access counts, no recall log line. The weights are the
+engine's :class:`~agentmem.recall.ranking.Scoring` (the embedder's calibration profile) over
+the ranking module's declared feature names, so a changed model is explained as it is, with
+no list of features kept here. Without a profile (uncalibrated), candidates are scored by
+their fused rank alone and there are no feature terms to show.
 
 Example:
     >>> why = recall_explain(ctx, Identity("acme", user_id="u1"), "tea or coffee?")  # doctest: +SKIP
@@ -36,7 +38,7 @@ from ..models import (
 from ..storage.rows import Brief
 from . import ranking
 from .engine import RecallEngine, budget, is_degraded
-from .ranking import Candidate, kept
+from .ranking import Candidate, Scoring, kept
 from .request import RecallRequest, recall_request
 
 __all__ = ["explain", "recall_explain"]
@@ -80,18 +82,21 @@ class _Run:
         )
 
 
-def _run(engine: RecallEngine, identity: Identity, req: RecallRequest) -> _Run:
+def _run(engine: RecallEngine, identity: Identity, req: RecallRequest, scoring: Scoring) -> _Run:
     """The steps of ``RecallEngine.recall``, keeping why each candidate was cut."""
     notes: dict[str, bool] = {}
     refused: set[str] = set()
-    ranked, visible, _ = engine.candidates(identity, req, notes=notes, refused=refused)
+    ranked, visible, _ = engine.candidates(
+        identity, req, notes=notes, scoring=scoring, refused=refused
+    )
     calibrated = {c.id: c.score for c in ranked}  # before a reranker replaces them
     head, rerank_used = engine.rerank(req, ranked, visible)
-    gap = engine.score_gap(rerank_used)
+    gap = engine.score_gap(scoring, rerank_used)
     scores = {c.id: c.score for c in head}  # before select makes them non-increasing
     kinds = [visible[c.id][1].kind for c in head]
-    passed = {c.id for c in kept(head, kinds, req.min_score, gap)}
-    chosen = engine.select(req, head, visible, rerank_used)
+    on_scale = scoring.calibrated or rerank_used
+    passed = {c.id for c in kept(head, kinds, req.min_score, gap, calibrated=on_scale)}
+    chosen = engine.select(req, head, visible, rerank_used, scoring)
     selected = {c.id for c in chosen}
     hits, token_count, truncated = budget(chosen, visible, req.token_budget)
     returned = {h.id for h in hits}
@@ -103,7 +108,9 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest) -> _Run:
         if c.id not in scores:
             cuts[c.id] = "rerank_depth"
         elif c.id not in passed:
-            cuts[c.id] = "min_score" if scores[c.id] < req.min_score else "score_gap"
+            # uncalibrated, min_score is compared with the keyword evidence, not the score
+            low = not on_scale or scores[c.id] < req.min_score
+            cuts[c.id] = "min_score" if low else "score_gap"
         elif c.id not in selected:
             cuts[c.id] = "top_k"
         else:
@@ -126,13 +133,15 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest) -> _Run:
 
 def explain(engine: RecallEngine, identity: Identity, req: RecallRequest) -> RecallExplanation:
     """The explanation of the recall ``req`` for ``identity`` (see the module docstring)."""
-    run = _run(engine, identity, req)
-    keyword = _run(engine, identity, dataclasses.replace(req, retrievers=("keyword",)))
-    vector = _run(engine, identity, dataclasses.replace(req, retrievers=("vector",)))
+    scoring = engine.scoring  # one profile for the three runs, as a recall reads it once
+    run = _run(engine, identity, req, scoring)
+    keyword = _run(engine, identity, dataclasses.replace(req, retrievers=("keyword",)), scoring)
+    vector = _run(engine, identity, dataclasses.replace(req, retrievers=("vector",)), scoring)
     return RecallExplanation(
         query=req.query,
         result=run.result(),
-        candidates=tuple(_explained(run)),
+        calibrated=scoring.calibrated,
+        candidates=tuple(_explained(run, scoring)),
         gate_refused=len(run.refused),
         min_score=req.min_score,
         score_gap=run.gap,
@@ -143,7 +152,7 @@ def explain(engine: RecallEngine, identity: Identity, req: RecallRequest) -> Rec
     )
 
 
-def _explained(run: _Run) -> list[ExplainedCandidate]:
+def _explained(run: _Run, scoring: Scoring) -> list[ExplainedCandidate]:
     by_fused = sorted(run.considered, key=lambda c: c.fused, reverse=True)
     fused_rank = {c.id: n for n, c in enumerate(by_fused, start=1)}
     returned = {h.id: n for n, h in enumerate(run.hits)}
@@ -168,10 +177,10 @@ def _explained(run: _Run) -> list[ExplainedCandidate]:
                 fused=c.fused,
                 fused_rank=fused_rank[c.id],
                 position=position,
-                calibration=_terms(c.features, ranking.WEIGHTS),
-                calibration_bias=ranking.BIAS,
+                calibration=_terms(c.features, scoring.weights),
+                calibration_bias=scoring.bias,
                 calibrated_score=run.calibrated[c.id],
-                ordering=_terms(c.features, ranking.RANK_WEIGHTS),
+                ordering=_terms(c.features, scoring.rank_weights),
                 ordering_key=c.rank,
                 rerank_score=run.scores.get(c.id) if run.rerank_used else None,
                 score=None if n is None else run.hits[n].score,
@@ -182,8 +191,11 @@ def _explained(run: _Run) -> list[ExplainedCandidate]:
     return out
 
 
-def _terms(values: Sequence[float], weights: Sequence[float]) -> tuple[FeatureTerm, ...]:
-    """The model's features by their declared names, with the candidate's values."""
+def _terms(values: Sequence[float], weights: Sequence[float] | None) -> tuple[FeatureTerm, ...]:
+    """The model's features by their declared names, with the candidate's values (none
+    without a model)."""
+    if weights is None:
+        return ()
     return tuple(
         FeatureTerm(name, float(value), float(weight))
         for name, value, weight in zip(ranking.FEATURE_NAMES, values, weights, strict=True)

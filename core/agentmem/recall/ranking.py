@@ -29,24 +29,28 @@
      however similar the rest of the text (its keyword coverage and cosine then count for
      nothing).
 
-3. **Calibration**: ``score = sigmoid(BIAS + WEIGHTS . features)`` over
-   :data:`CALIBRATION_FEATURES`, a logistic regression fitted by
-   ``benchmarks/fit_calibration.py`` on fully labelled cases of every kind of content
-   (the golden set, ``--dataset golden``, and ``eval/calibration_cases.json``: facts,
-   preferences, chat turns, tool outputs, document chunks), cross-validated by case, plus
-   the LoCoMo evidence turns as positives weighing 0.3 of the labelled positives; the
-   script reports the calibration per kind. A query unrelated to every memory lands below
-   the default ``min_score`` of 0.3.
+The weights below belong to an embedder (its cosines are on its own scale): they are a
+:class:`Scoring` compiled from the embedder's calibration profile (:mod:`agentmem.calibration`;
+the bundled MiniLM ships one, ``agentmem calibrate`` fits one for any other), never
+constants of this module.
+
+3. **Calibration**: ``score = sigmoid(bias + weights . features)`` over
+   :data:`CALIBRATION_FEATURES`, a logistic regression on fully labelled cases of every kind
+   of content. A query unrelated to every memory lands below the default ``min_score`` of
+   0.3.
 
 4. **Ranking**: candidates are ordered by a second linear model over
-   :data:`RANK_FEATURES` (``RANK_WEIGHTS``), fitted on the evidence labels of the LoCoMo
-   development split with an L2 penalty of 0.3 (leave one conversation out: R@10 0.815 at
-   ``min_score`` 0, 0.813 at default settings; in-sample 0.815; the penalty of 1.0 the
-   calibration uses shrinks the ordering too far: 0.806 left out). Items whose
-   calibrated score is below ``min_score`` are dropped, and so is (:func:`kept`) a
-   self-contained item (anything but a chat message) scoring more than :data:`SCORE_GAP`
-   below the best candidate of the query; the scores of the items kept are made
-   non-increasing down the list, so higher is better everywhere.
+   :data:`RANK_FEATURES` (``rank_weights``). Items whose calibrated score is below
+   ``min_score`` are dropped, and so is (:func:`kept`) a self-contained item (anything but a
+   chat message) scoring more than the profile's ``score_gap`` below the best candidate of
+   the query; the scores of the items kept are made non-increasing down the list, so higher
+   is better everywhere.
+
+5. **Without a profile** (:data:`UNCALIBRATED`): candidates are ordered and scored by their
+   fused rank, and ``min_score`` applies to keyword evidence only: recall returns nothing
+   unless some candidate contains at least ``min_score`` of the query's terms (IDF-weighted),
+   so a query unrelated to every memory still returns nothing; when one does, the fused
+   list is returned as it is (vector-only candidates included).
 """
 
 from __future__ import annotations
@@ -94,48 +98,41 @@ CALIBRATION_FEATURES: tuple[str, ...] = (
 #: 0.795 -> 0.75-0.78 leave one conversation out).
 RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
 
-# -- fitted by benchmarks/fit_calibration.py (begin) --
-#: Calibration weights, one per feature of :data:`FEATURE_NAMES` (0 outside
-#: :data:`CALIBRATION_FEATURES`).
-WEIGHTS: tuple[float, ...] = (
-    4.469,  # cos
-    1.796,  # coverage
-    0.459,  # fused
-    -3.171,  # cos_gap
-    -1.755,  # coverage_gap
-    0.000,  # bm25_rel
-    0.000,  # speaker_match
-    0.000,  # in_keyword
-    0.000,  # in_vector
-    0.000,  # brevity
-    0.230,  # prev_coverage
-    2.834,  # prev_cos
-    -0.587,  # id_miss
-)
-BIAS = -2.310
 
-#: Ranking weights over the same features: the order of candidates within one query. Only
-#: the order matters, so there is no bias.
-RANK_WEIGHTS: tuple[float, ...] = (
-    -1.723,  # cos
-    0.457,  # coverage
-    7.735,  # fused
-    -4.123,  # cos_gap
-    -0.396,  # coverage_gap
-    4.561,  # bm25_rel
-    1.391,  # speaker_match
-    -4.615,  # in_keyword
-    -1.889,  # in_vector
-    -4.308,  # brevity
-    0.000,  # prev_coverage
-    0.000,  # prev_cos
-    0.000,  # id_miss
-)
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How recall scores and orders candidates: a calibration profile compiled against
+    :data:`FEATURE_NAMES` (:meth:`agentmem.calibration.CalibrationProfile.scoring`), or
+    :data:`UNCALIBRATED`.
 
-#: How far below the best candidate's score a self-contained item (a fact, preference, tool
-#: output or document chunk) may score and still be returned when ``min_score`` is above 0.
-SCORE_GAP: float | None = 0.300
-# -- fitted by benchmarks/fit_calibration.py (end) --
+    Attributes:
+        weights: Calibration weights aligned with :data:`FEATURE_NAMES` (0 outside
+            :data:`CALIBRATION_FEATURES`); None for the rank-based fallback.
+        bias: The calibration's intercept.
+        rank_weights: Ordering weights aligned with :data:`FEATURE_NAMES` (0 outside
+            :data:`RANK_FEATURES`); only the order matters, so there is no bias.
+        score_gap: How far below the best candidate's score a self-contained item (a fact,
+            preference, tool output or document chunk) may score and still be returned when
+            ``min_score`` is above 0; None: no such cut.
+    """
+
+    weights: tuple[float, ...] | None
+    bias: float = 0.0
+    rank_weights: tuple[float, ...] | None = None
+    score_gap: float | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        """False for the rank-based fallback (no profile fitted for the embedder)."""
+        return self.weights is not None
+
+
+#: The honest fallback for an embedder without a calibration profile: its cosines mean
+#: nothing known, so candidates are ordered by their fused rank alone (naive weighted RRF),
+#: scored by it (``fused``: 1.0 first in both lists, 0.5 first in one), and ``min_score`` is
+#: compared with keyword evidence only (see :func:`kept`).
+UNCALIBRATED = Scoring(weights=None)
+_FUSED = FEATURE_NAMES.index("fused")
 
 
 @dataclass(slots=True)
@@ -230,7 +227,12 @@ def monotone(scores: Sequence[float]) -> list[float]:
 
 
 def kept(
-    ranked: Sequence[Candidate], kinds: Sequence[str], min_score: float, gap: float | None
+    ranked: Sequence[Candidate],
+    kinds: Sequence[str],
+    min_score: float,
+    gap: float | None,
+    *,
+    calibrated: bool = True,
 ) -> list[Candidate]:
     """The candidates recall returns, in order: a score of at least ``min_score`` and, unless
     ``min_score`` is 0 (the caller asked for everything) or ``gap`` is None, a chat message or
@@ -242,7 +244,16 @@ def kept(
     A conversation is different: the answer to a question about it is spread over several
     turns, each scoring well below the best one, so chat messages are only cut by
     ``min_score``.
+
+    Uncalibrated (``calibrated=False``, no profile for the embedder), scores are fused ranks,
+    which say nothing about relevance: ``min_score`` is compared with keyword evidence
+    instead. Nothing is returned unless some candidate covers at least ``min_score`` of the
+    query's terms; otherwise every candidate is, in order.
     """
+    if not calibrated:
+        if min_score > 0 and max((c.coverage for c in ranked), default=0.0) < min_score:
+            return []
+        return list(ranked)
     floor = min_score
     if min_score > 0 and gap is not None and ranked:
         floor = max(min_score, max(c.score for c in ranked) - gap)
@@ -253,15 +264,20 @@ def kept(
     ]
 
 
-def score_all(cands: Sequence[Candidate]) -> None:
-    """Set every candidate's calibrated ``score`` and ordering key ``rank`` from its features
-    (one matrix product for the whole list rather than a Python loop per candidate)."""
+def score_all(cands: Sequence[Candidate], scoring: Scoring) -> None:
+    """Set every candidate's ``score`` and ordering key ``rank`` from its features (one
+    matrix product for the whole list rather than a Python loop per candidate)."""
     if not cands:
         return
     x = np.array([c.features for c in cands], dtype=np.float64)
-    z = np.clip(x @ np.asarray(WEIGHTS) + BIAS, -60.0, 60.0)
+    if scoring.weights is None or scoring.rank_weights is None:
+        fused = x[:, _FUSED].tolist()
+        for c, value in zip(cands, fused, strict=True):
+            c.score = c.rank = value
+        return
+    z = np.clip(x @ np.asarray(scoring.weights) + scoring.bias, -60.0, 60.0)
     scores = 1.0 / (1.0 + np.exp(-z))
-    ranks = x @ np.asarray(RANK_WEIGHTS)
+    ranks = x @ np.asarray(scoring.rank_weights)
     for c, score, rank in zip(cands, scores.tolist(), ranks.tolist(), strict=True):
         c.score = score
         c.rank = rank

@@ -9,6 +9,7 @@ then serializes the result. It holds no business logic.
 route                          does
 =============================  ==========================================================
 ``GET /health``                200 once the store is open and the embedder loaded (no key)
+``GET /metrics``               Prometheus metrics (operator key; :mod:`.metrics`)
 ``POST /v1/ops/<operation>``   one operation of the bound memory (:mod:`.routes`)
 ``GET /v1/whoami``             the presented key (tenant, pins, admin), never its secret
 ``POST /v1/flush``             wait until both indexes caught up (``{"timeout": s}``)
@@ -27,9 +28,10 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
@@ -49,8 +51,11 @@ from ..maintenance.doctor import diagnose
 from ..maintenance.transfer import export_lines
 from ..memory import AgentMemory
 from ..models import KINDS
-from .auth import require_admin
+from ..wire.ops import OPS
+from .auth import require_admin, require_operator
+from .instrument import Instrumented
 from .mcp_http import McpGateway
+from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .responses import dumps, error_response, json_response, send_error
 from .routes import ops_router
 from .state import Principal, ServerState
@@ -89,25 +94,31 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # load the embedder now, so /health means the first request is served at full speed
         await run_in_threadpool(store.embedder.embed_query, "agentmem warm-up")
-        async with anyio.create_task_group() as tg:
-            await tg.start(gateway.run)
-            if run_jobs:
-                state.jobs.start()
-            state.ready = True
-            log.info("agentmem server ready on %s", store.home)
-            try:
-                yield
-            finally:
-                # uvicorn has drained the in-flight requests: stop the jobs, then let the
-                # indexer catch up with every acknowledged write before the store closes
-                state.ready = False
-                drain = store.settings.server.drain_seconds or None
-                await run_in_threadpool(state.jobs.stop, drain)
-                if not await run_in_threadpool(store.flush, drain):
-                    log.warning("indexer not caught up after %s s; it resumes at next start", drain)
-                tg.cancel_scope.cancel()
+        with ExitStack() as cleanup:  # closed last, after the indexer caught up
+            cleanup.callback(store.context.recalls.subscribe(state.metrics.observe_recall))
+            cleanup.callback(_serve_metrics(state, store.settings.server.metrics_port))
+            async with anyio.create_task_group() as tg:
+                await tg.start(gateway.run)
+                if run_jobs:
+                    state.jobs.start()
+                state.ready = True
+                log.info("agentmem server ready on %s", store.home)
+                try:
+                    yield
+                finally:
+                    # uvicorn has drained the in-flight requests: stop the jobs, then let the
+                    # indexer catch up with every acknowledged write before the store closes
+                    state.ready = False
+                    drain = store.settings.server.drain_seconds or None
+                    await run_in_threadpool(state.jobs.stop, drain)
+                    if not await run_in_threadpool(store.flush, drain):
+                        log.warning(
+                            "indexer not caught up after %s s; it resumes at next start", drain
+                        )
+                    tg.cancel_scope.cancel()
 
     app = FastAPI(
+        **_no_native_telemetry(),
         title="agentmem",
         version=__version__,
         description="A shared agentmem memory over HTTP. Every route but /health needs an "
@@ -147,6 +158,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return json_response({"status": "ok", "version": __version__})
 
     app.include_router(ops_router(store))
+
+    @app.get("/metrics", tags=["server"], summary="Prometheus metrics (operator key)")
+    async def metrics(key: Principal) -> Response:
+        require_operator(key)
+        body = await run_in_threadpool(state.metrics.render)
+        return Response(body, media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/whoami", tags=["server"], summary="The presented key (never its secret)")
     async def whoami(key: Principal) -> Response:
@@ -196,7 +213,29 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)
     app.add_middleware(Unexpected)
+    paths = [p for p in (getattr(r, "path", None) for r in app.routes) if isinstance(p, str)]
+    paths += [op.path for op in OPS.values()]
+    app.add_middleware(Instrumented, metrics=state.metrics, routes=paths)
     return app
+
+
+def _no_native_telemetry() -> dict[str, Any]:
+    """FastAPI's own telemetry, turned off. From 0.165 FastAPI traces every request once a
+    tracer provider is set, with the raw path and query (``?user_id=`` of an MCP URL) and
+    the messages of exceptions; this app's spans (:mod:`.instrument`) name the route and
+    carry ids and counts only."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+
+
+def _serve_metrics(state: ServerState, port: int | None) -> Callable[[], None]:
+    """Start the metrics port, if one is set; returns the function that stops it."""
+    if port is None:
+        return lambda: None
+    state.metrics_url, stop = state.metrics.serve(port)
+    log.info("metrics on %s (no key: loopback only)", state.metrics_url)
+    return stop
 
 
 def _jsonl(store: AgentMemory, tenant_id: str, kinds: Any) -> Iterator[bytes]:

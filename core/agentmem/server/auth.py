@@ -49,6 +49,15 @@ def require_admin(key: ApiKey) -> None:
         )
 
 
+def require_operator(key: ApiKey) -> None:
+    if not key.operator:
+        raise AuthError(
+            "this needs a server-operator key (`agentmem keys create --tenant T --operator`)",
+            reason="operator_required",
+            key_id=key.id,
+        )
+
+
 @dataclass
 class _Bucket:
     tokens: float
@@ -111,4 +120,5 @@ __all__ = [
     "check_key",
     "presented_key",
     "require_admin",
+    "require_operator",
 ]

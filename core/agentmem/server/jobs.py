@@ -36,6 +36,7 @@ from ..derived import supersession
 from ..models import Identity
 from ..storage.activity import SessionActivity
 from ..storage.rows import now_utc
+from ..telemetry import tracing
 from ..tiers import sessions as session_tiers
 
 log = logging.getLogger("agentmem.server.jobs")
@@ -136,13 +137,17 @@ class JobRunner:
     def run_once(self, job: Job) -> None:
         """Run ``job`` now and record its outcome (it never raises)."""
         started = time.monotonic()
-        try:
-            outcome = job.run()
-            ok = True
-        except Exception as exc:  # a failing job must not stop the server
-            ok = False
-            outcome = f"{type(exc).__name__}: {exc}"
-            log.error("background job %s failed: %s", job.name, outcome)
+        with tracing.span("agentmem.job", {"agentmem.job.name": job.name}) as span:
+            try:
+                outcome = job.run()
+                ok = True
+            except Exception as exc:  # a failing job must not stop the server
+                ok = False
+                outcome = f"{type(exc).__name__}: {exc}"
+                log.error("background job %s failed: %s", job.name, outcome)
+                tracing.failed(span, exc)  # its type: the outcome may quote data
+            if span is not None:
+                span.set_attribute("agentmem.job.ok", ok)
         finished = time.monotonic()
         at = now_utc()
         if ok and job.on_success is not None:

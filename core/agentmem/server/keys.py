@@ -8,6 +8,8 @@ and the stored hash is compared with :func:`hmac.compare_digest` (constant time)
 A key belongs to one tenant and may be pinned to a user and/or an agent: requests made with it
 act for that tenant only, and for the pinned user/agent only. An ``admin`` key also reads the
 store-wide maintenance reports (stats, doctor); it still reaches only its own tenant's data.
+An ``operator`` key (the server's operator, e.g. its monitoring) also reads the server-wide
+views that belong to no tenant (``GET /metrics``); it too reaches only its own tenant's data.
 
 The functions take the :class:`~agentmem.storage.records.RecordStore`; the server checks keys
 against the table on every request, so keys created or revoked by ``agentmem keys`` (another
@@ -51,6 +53,7 @@ class ApiKey:
         agent_id: When set, the key acts for this agent only.
         admin: The key may also read the store-wide stats and doctor report.
         revoked_at: When the key was revoked (None while it is live).
+        operator: The key may also read the server-wide metrics.
     """
 
     id: str
@@ -61,6 +64,7 @@ class ApiKey:
     admin: bool
     created_at: datetime
     revoked_at: datetime | None = None
+    operator: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ def _public(row: KeyRow) -> ApiKey:
         admin=row.admin,
         created_at=row.created_at,
         revoked_at=row.revoked_at,
+        operator=row.operator,
     )
 
 
@@ -96,24 +101,33 @@ def create_key(
     agent_id: str | None = None,
     name: str | None = None,
     admin: bool = False,
+    operator: bool = False,
 ) -> CreatedKey:
     """Create a key for ``tenant_id`` (optionally pinned to a user and/or agent).
 
     Raises:
-        ValidationError: an identity or the name is malformed, or an admin key is pinned.
+        ValidationError: an identity or the name is malformed, or an admin or operator key
+            is pinned.
     """
     tenant = v.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
     user = v.identity(user_id, "user_id")
     agent = v.identity(agent_id, "agent_id")
     label = v.identity(name, "name")
-    if not isinstance(admin, bool):
-        raise ValidationError("admin", f"must be a bool, got {type(admin).__name__}")
+    for field, flag in (("admin", admin), ("operator", operator)):
+        if not isinstance(flag, bool):
+            raise ValidationError(field, f"must be a bool, got {type(flag).__name__}")
     if admin and (user is not None or agent is not None):
         raise ValidationError(
             "admin",
             "an admin key exports and inspects its whole tenant, so it cannot be pinned to a "
             "user or agent; create a separate admin key",
+        )
+    if operator and (user is not None or agent is not None):
+        raise ValidationError(
+            "operator",
+            "an operator key reads server-wide views, so it cannot be pinned to a user or "
+            "agent; create a separate operator key",
         )
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
@@ -125,6 +139,7 @@ def create_key(
         agent_id=agent,
         name=label,
         admin=admin,
+        operator=operator,
     )
     return CreatedKey(key=f"{PREFIX}{key_id}_{secret}", api_key=_public(row))
 

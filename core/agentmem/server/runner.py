@@ -22,9 +22,11 @@ from typing import Any
 import uvicorn
 
 from ..config import Settings
+from ..context import settings_embedder
 from ..embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from ..memory import AgentMemory
 from .app import create_app
+from .state import ServerState
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
@@ -34,6 +36,8 @@ class _Server(uvicorn.Server):
     """uvicorn's server, announcing the bound address once it accepts connections."""
 
     announce: bool = True
+    #: The app's state: its metrics port is announced too (the app's lifespan opened it).
+    state: ServerState | None = None
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -43,6 +47,8 @@ class _Server(uvicorn.Server):
             for sock in server.sockets:
                 host, port = sock.getsockname()[:2]
                 print(f"agentmem serve: ready on http://{host}:{port}", flush=True)
+        if self.state is not None and self.state.metrics_url is not None:
+            print(f"agentmem serve: metrics on {self.state.metrics_url}", flush=True)
 
 
 @contextmanager
@@ -80,14 +86,17 @@ def serve(
 ) -> int:
     """Serve the data dir ``home`` until SIGTERM/SIGINT; returns an exit status.
 
-    ``embedder`` defaults to the packaged MiniLM with ``settings.server.embed_threads``
+    ``embedder`` defaults to the one ``settings.embedder`` names (``--embedder``,
+    ``AGENTMEM_EMBEDDER``), else the packaged MiniLM with ``settings.server.embed_threads``
     onnxruntime threads per call.
 
     Raises:
         DataDirLockedError: another process holds the data dir.
     """
     resolved = settings or Settings.from_env()
-    if embedder is None:
+    if embedder is None and resolved.embedder is not None:
+        embedder = settings_embedder(resolved)
+    elif embedder is None:
         threads = resolved.server.embed_threads
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(intra_op_threads=threads))
     store = AgentMemory(home, settings=resolved, embedder=embedder)
@@ -104,6 +113,7 @@ def serve(
             server_header=False,
         )
         server = _Server(config)
+        server.state = app.state.agentmem
         with _quiet_signals():
             server.run()
         return 0 if server.started else 1

@@ -13,17 +13,21 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import __version__
+from ..errors import RateLimitError
 from ..memory import AgentMemory
 from ..storage.rows import now_utc
+from ..telemetry import tracing
 from .auth import RateLimiter, check_key
 from .jobs import JobRunner, default_jobs
 from .keys import ApiKey
+from .metrics import ServerMetrics
 
 bearer = HTTPBearer(auto_error=False, description="An API key from `agentmem keys create`.")
 
 
 class ServerState:
-    """The store every request binds, the per-key rate limiter, the background jobs."""
+    """The store every request binds, the per-key rate limiter, the background jobs, the
+    metrics."""
 
     def __init__(self, store: AgentMemory, *, run_jobs: bool) -> None:
         cfg = store.settings.server
@@ -34,6 +38,11 @@ class ServerState:
         self.ready = False
         self.started_at: datetime = now_utc()
         self.started = time.monotonic()
+        self.metrics = ServerMetrics(
+            store.context, self.jobs if run_jobs else None, lambda: self.ready
+        )
+        #: Where the metrics port serves ``/metrics``, once it does (``metrics_port``).
+        self.metrics_url: str | None = None
 
     def principal(self, headers: Mapping[str, str]) -> ApiKey:
         """The key of a request, after its rate check.
@@ -43,7 +52,14 @@ class ServerState:
             RateLimitError: the key is over its rate.
         """
         key = check_key(self.store.records, headers)
-        self.limiter.check(key.id)
+        if tracing.enabled():
+            tenant = tracing.short_hash(key.tenant_id)
+            tracing.annotate({"agentmem.tenant_hash": tenant, "agentmem.key_id": key.id})
+        try:
+            self.limiter.check(key.id)
+        except RateLimitError:
+            self.metrics.rate_limited.inc()
+            raise
         return key
 
     def info(self) -> dict[str, Any]:

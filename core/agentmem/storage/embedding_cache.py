@@ -44,8 +44,11 @@ class DiskEmbeddingCache:
     def dimensions(self) -> int:
         return self.inner.dimensions
 
-    def _key(self, text: str) -> str:
-        raw = f"{self.inner.model_name}\x1f{text}".encode("utf-8", errors="surrogatepass")
+    def _key(self, text: str, *, query: bool = False) -> str:
+        # a query is keyed apart: an asymmetric model (e5's "query: " / "passage: ")
+        # embeds the same text differently on each side
+        side = "query\x1f" if query else ""
+        raw = f"{side}{self.inner.model_name}\x1f{text}".encode("utf-8", errors="surrogatepass")
         return hashlib.sha256(raw).hexdigest()
 
     def embed_documents(self, texts: Sequence[str]) -> FloatArray:
@@ -84,7 +87,22 @@ class DiskEmbeddingCache:
         return out
 
     def embed_query(self, text: str) -> FloatArray:
-        vector: FloatArray = self.embed_documents([text])[0]
+        import numpy as np
+
+        key = self._key(text, query=True)
+        with self._lock:
+            row = self._db.execute("SELECT vec FROM vectors WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            self.hits += 1
+            cached: FloatArray = np.frombuffer(row[0], dtype=np.float32).copy()
+            return cached
+        vector: FloatArray = self.inner.embed_query(text)
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                (key, np.asarray(vector, dtype=np.float32).tobytes()),
+            )
+        self.misses += 1
         return vector
 
     def close(self) -> None:

@@ -10,12 +10,21 @@ When is it recorded (``origin``)?
 
 - ``first_write``: by the indexer, just before the first vectors are written (a data dir that
   never embedded anything opens with any embedder);
-- ``reindex``: when every vector is dropped to be re-embedded (``reindex()``, or opening with
-  ``allow_embedder_change=True`` and another embedder);
+- ``reindex``: when every vector is dropped to be re-embedded (``agentmem reindex
+  --embeddings``, ``reindex()``, or opening with ``allow_embedder_change=True`` and another
+  embedder);
 - ``assumed``: a data dir written before fingerprints existed that already holds vectors.
   Their model cannot be known; the width of a stored vector is compared with the embedder's
   (another width is refused), and otherwise the current embedder is recorded and
   ``agentmem doctor`` says it was assumed. ``reindex`` replaces the guess with a fact.
+
+Switching embedders (:func:`check` with ``allow_change``) drops every vector first, then, in
+one transaction, queues every row to be embedded again, records the new embedder, forgets
+what belonged to the old one (its calibration profile) and leaves a :class:`Switch` under
+:data:`SWITCH_KEY`: the re-embedding under way, which ``agentmem reindex --embeddings`` runs
+to the end (resuming where an interrupted run stopped: the rows' own flags say which are
+done) and then clears. From the first step on, the data dir holds vectors of the new model
+only.
 
 Example:
     >>> fp = EmbedderFingerprint.of(default_embedder(), origin="first_write")  # doctest: +SKIP
@@ -27,20 +36,24 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..embedding_adapters import known_dimensions
 from ..embeddings import Embedder
 from ..errors import EmbedderMismatchError, StorageError
 from .records import RecordStore
+from .rows import now_utc
 from .vector_index import VectorIndex
 
 log = logging.getLogger("agentmem")
 
 #: Key of the fingerprint in the records store's ``meta`` table.
 META_KEY = "embedder"
+#: Key of the re-embedding under way (a :class:`Switch`) in the ``meta`` table.
+SWITCH_KEY = "embedder_switch"
 #: Ways a fingerprint came to be recorded (see the module docstring).
 ORIGINS = ("first_write", "reindex", "assumed")
 
@@ -70,7 +83,8 @@ class EmbedderFingerprint:
 
     def describe(self) -> str:
         """``'model-name' (384-d)``."""
-        return f"{self.model_name!r} ({self.dimensions}-d)"
+        width = f"{self.dimensions}-d" if self.dimensions else "width not known yet"
+        return f"{self.model_name!r} ({width})"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +96,84 @@ class EmbedderFingerprint:
     def from_json(cls, raw: str) -> EmbedderFingerprint:
         data = json.loads(raw)
         return cls(str(data["model_name"]), int(data["dimensions"]), str(data.get("origin", "")))
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A re-embedding of every row under way (``agentmem reindex --embeddings``).
+
+    Attributes:
+        source: The embedder whose vectors were dropped (None: a data dir re-embedded with
+            the model it had, or whose model was never recorded).
+        target: The embedder every row is being embedded with.
+        started_at: When, ISO 8601.
+        total: Rows queued for embedding when it started.
+    """
+
+    source: EmbedderFingerprint | None
+    target: EmbedderFingerprint
+    started_at: str
+    total: int
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "source": None if self.source is None else self.source.to_dict(),
+                "target": self.target.to_dict(),
+                "started_at": self.started_at,
+                "total": self.total,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> Switch:
+        data = json.loads(raw)
+        src = data.get("source")
+        return cls(
+            None if src is None else EmbedderFingerprint.from_json(json.dumps(src)),
+            EmbedderFingerprint.from_json(json.dumps(data["target"])),
+            str(data["started_at"]),
+            int(data["total"]),
+        )
+
+
+def read_switch(records: RecordStore) -> Switch | None:
+    """The re-embedding under way in a records store, or None."""
+    raw = records.meta.get(SWITCH_KEY)
+    if raw is None:
+        return None
+    try:
+        return Switch.from_json(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"unreadable embedder switch {raw!r}: {exc}") from exc
+
+
+def start_switch(
+    records: RecordStore,
+    source: EmbedderFingerprint | None,
+    target: EmbedderFingerprint,
+    *,
+    forget: Sequence[str] = (),
+) -> Switch:
+    """After every vector was dropped: queue every row, record ``target``, forget the meta
+    keys of ``forget`` (what belonged to the old embedder) and leave the :class:`Switch`,
+    in one transaction."""
+    switch = Switch(source, target, now_utc().isoformat(timespec="seconds"), 0)
+    meta: dict[str, str | None] = dict.fromkeys(forget)
+    meta[META_KEY] = target.to_json()
+    meta[SWITCH_KEY] = switch.to_json()
+    records.requeue_vectors(meta=meta)
+    # the count, for progress, once the rows are queued (a crash before it leaves 0: the
+    # resumed run then counts what is left)
+    switch = Switch(source, target, switch.started_at, records.index.pending_counts()[1])
+    records.meta.set(SWITCH_KEY, switch.to_json())
+    return switch
+
+
+def finish_switch(records: RecordStore) -> None:
+    """Every row is embedded with the new embedder: the switch is over."""
+    records.meta.delete(SWITCH_KEY)
 
 
 #: Stands for the model of vectors written before fingerprints existed.
@@ -96,9 +188,10 @@ def mismatch_error(
         f"data dir {home} holds vectors made by embedder {recorded.describe()}, but it was "
         f"opened with {current.describe()}; vectors of different models do not mix, so "
         f"nothing was opened or changed. Open it with the embedder that made it, or re-embed "
-        f"every record with the new one: `AgentMemory(path, embedder=..., "
-        f"allow_embedder_change=True)` then `reindex()`; from the command line (its default "
-        f"embedder) `agentmem --home {home} reindex`",
+        f"every record with the new one: `agentmem reindex --embeddings` (here: `agentmem "
+        f"--home {home} --embedder SPEC reindex --embeddings`, resumable; from Python: "
+        f"`AgentMemory(path, embedder=..., allow_embedder_change=True)"
+        f".reindex(embeddings=True)`)",
         recorded=recorded,
         current=current,
         path=str(home),
@@ -133,8 +226,11 @@ def check(
     *,
     allow_change: bool,
     drop_vectors: Callable[[], None],
+    forget: Sequence[str] = (),
 ) -> tuple[bool, EmbedderFingerprint | None]:
-    """Compare the embedder recorded for a data dir with ``embedder``, at open.
+    """Compare the embedder recorded for a data dir with ``embedder``, at open; with
+    ``allow_change``, another embedder starts a :class:`Switch` to it (``forget``: meta keys
+    of what belonged to the old one).
 
     Returns:
         (whether a fingerprint is recorded now, the fingerprint whose vectors were dropped
@@ -146,11 +242,11 @@ def check(
     recorded = read(records) or _legacy(records, vectors, embedder, home)
     if recorded is None:
         return False, None  # no vectors yet: the indexer records ours with the first ones
-    current = EmbedderFingerprint.of(embedder, origin="reindex")
-    if recorded.matches(current):
+    if differs(recorded, embedder) is None:
         return True, None
     if not allow_change:
-        raise mismatch_error(home, recorded, current)
+        raise mismatch_error(home, recorded, differs(recorded, embedder) or recorded)
+    current = EmbedderFingerprint.of(embedder, origin="reindex")  # may embed, to learn width
     log.warning(
         "data dir %s: embedder changed from %s to %s; dropping its vectors, every row "
         "will be embedded again",
@@ -159,9 +255,19 @@ def check(
         current.describe(),
     )
     drop_vectors()
-    # queue every row and record the new embedder, in one transaction
-    records.requeue_vectors(meta=(META_KEY, current.to_json()))
+    start_switch(records, recorded, current, forget=forget)
     return True, recorded
+
+
+def differs(recorded: EmbedderFingerprint, embedder: Embedder) -> EmbedderFingerprint | None:
+    """None when ``embedder`` is the model of ``recorded``'s vectors, else its fingerprint
+    (to name it). An embedder that learns its width on first use (a remote one) is compared
+    by name, without a call: its first vector's width is checked when it comes."""
+    width = known_dimensions(embedder)
+    current = EmbedderFingerprint(str(embedder.model_name), width or 0, "reindex")
+    if width is None and current.model_name == recorded.model_name:
+        return None
+    return None if recorded.matches(current) else current
 
 
 def _legacy(
@@ -200,10 +306,16 @@ def _legacy(
 __all__ = [
     "META_KEY",
     "ORIGINS",
+    "SWITCH_KEY",
     "UNKNOWN_MODEL",
     "EmbedderFingerprint",
+    "Switch",
     "check",
+    "differs",
+    "finish_switch",
     "mismatch_error",
     "read",
+    "read_switch",
     "record",
+    "start_switch",
 ]

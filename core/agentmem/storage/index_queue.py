@@ -478,6 +478,13 @@ class IndexQueue:
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
 
+    def requeue_failed_vectors(self) -> None:
+        """Flag the rows whose embedding failed for another try."""
+        with self._db.write() as tx:
+            tx.execute(
+                f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE vec_pending = {VEC_FAILED}"
+            )
+
     def pending_counts(self) -> tuple[int, int, int]:
         """(keyword pending, vector pending, vector failed)."""
         kw = int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}")[0][0])

@@ -12,7 +12,9 @@ from datetime import datetime
 from .database import Database
 from .rows import iso, now_utc
 
-_COLUMNS = "id, secret_hash, tenant_id, user_id, agent_id, name, admin, created_at, revoked_at"
+_COLUMNS = (
+    "id, secret_hash, tenant_id, user_id, agent_id, name, admin, created_at, revoked_at, operator"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,7 @@ class KeyRow:
     admin: bool
     created_at: datetime
     revoked_at: datetime | None
+    operator: bool = False
 
 
 def _row(r: tuple[object, ...]) -> KeyRow:
@@ -41,6 +44,7 @@ def _row(r: tuple[object, ...]) -> KeyRow:
         admin=bool(r[6]),
         created_at=datetime.fromisoformat(str(r[7])),
         revoked_at=None if r[8] is None else datetime.fromisoformat(str(r[8])),
+        operator=bool(r[9]),
     )
 
 
@@ -60,12 +64,14 @@ class ApiKeyTable:
         agent_id: str | None,
         name: str | None,
         admin: bool,
+        operator: bool = False,
     ) -> KeyRow:
         at = now_utc()
+        values = (key_id, secret_hash, tenant_id, user_id, agent_id, name, int(admin), iso(at))
         with self._db.write(keys=()) as tx:  # a new id
             tx.execute(
-                f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,NULL)",
-                (key_id, secret_hash, tenant_id, user_id, agent_id, name, int(admin), iso(at)),
+                f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,NULL,?)",
+                (*values, int(operator)),
             )
         found = self.get(key_id)
         assert found is not None

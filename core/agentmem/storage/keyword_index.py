@@ -1,5 +1,12 @@
 """Keyword search over the records: an on-disk Tantivy index with a stemming analyzer.
 
+English text (``content``) is analysed by :func:`build_analyzer` (English stop words, English
+stemmer); text in another language (``content_intl``, :mod:`.language`) by
+:func:`build_intl_analyzer` (lowercased and folded, no stop words, never stemmed), CJK text cut
+into character pairs first. Each row goes into one of the two fields; a query is analysed as
+its own text is (:meth:`KeywordIndex.analyze`) and searched in both, so an identifier or a name
+matches across languages, and a store of English text only scores exactly as with one field.
+
 User and agent queries never go through Tantivy's query parser: the query text is run through
 the same analyzer as the documents and turned into a boolean query of term queries (and of
 phrase queries over analysed terms, for names said whole), so no character or word (``"``,
@@ -20,8 +27,12 @@ from pathlib import Path
 import tantivy
 
 from ..errors import StorageError
+from .language import cjk_bigrams, language
 
 ANALYZER = "agentmem_en"
+INTL_ANALYZER = "agentmem_intl"
+#: The text fields: English rows, the others.
+TEXT_FIELDS = ("content", "content_intl")
 
 #: Common English function words: dropped from documents and queries alike, so a question
 #: like "where do I live" searches for "live".
@@ -52,12 +63,38 @@ def build_analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+def build_intl_analyzer() -> tantivy.TextAnalyzer:
+    """Text that is not English: lowercased and folded, never stemmed (after
+    :func:`~.language.cjk_bigrams` for CJK text)."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+
+
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     for name in _FIELDS_RAW:
         builder.add_text_field(name, stored=(name == "id"), tokenizer_name="raw")
     builder.add_text_field("content", stored=False, tokenizer_name=ANALYZER)
+    builder.add_text_field("content_intl", stored=False, tokenizer_name=INTL_ANALYZER)
     return builder.build()
+
+
+class KeywordIndexFormatError(StorageError):
+    """The keyword index on disk has the schema of another agentmem version (rebuilt from
+    the records)."""
+
+
+def prepared(text: str) -> tuple[str, str]:
+    """(the field, the text as the field's analyzer takes it) of a row's or query's text."""
+    lang = language(text)
+    if lang == "en":
+        return "content", text
+    return "content_intl", cjk_bigrams(text) if lang == "cjk" else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +133,7 @@ class KeywordIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.analyzer = build_analyzer()
+        self.intl_analyzer = build_intl_analyzer()
         self._schema = _schema()
         self._lock = threading.Lock()
         self._writer: tantivy.IndexWriter | None = None
@@ -105,11 +143,21 @@ class KeywordIndex:
             path.mkdir(parents=True, exist_ok=True)
             self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
             self._index.register_tokenizer(ANALYZER, build_analyzer())
+            self._index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
         except (ValueError, OSError) as exc:
+            if "schema does not match" in str(exc):
+                raise KeywordIndexFormatError(
+                    f"keyword index at {path} was written by another version of agentmem "
+                    f"(another schema): {exc}"
+                ) from exc
             raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
 
     def analyze(self, text: str) -> list[str]:
-        return list(self.analyzer.analyze(text))
+        """The terms of ``text`` as its language's analyzer makes them (see the module
+        docstring)."""
+        field, prepared_text = prepared(text)
+        analyzer = self.analyzer if field == "content" else self.intl_analyzer
+        return list(analyzer.analyze(prepared_text))
 
     # -- writing (single owner) --------------------------------------------------------------
     def _w(self) -> tantivy.IndexWriter:
@@ -257,7 +305,7 @@ class KeywordIndex:
         n = max(int(searcher.num_docs), 1)
         out: dict[str, float] = {}
         for term in terms:
-            df = int(searcher.doc_freq("content", term))
+            df = sum(int(searcher.doc_freq(field, term)) for field in TEXT_FIELDS)
             out[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         return out
 
@@ -279,12 +327,17 @@ class KeywordIndex:
         should = tantivy.Occur.Should
         boosts = boosts or {}
 
-        def term(t: str) -> tantivy.Query:
-            q = tantivy.Query.term_query(schema, "content", t)
+        def term(field: str, t: str) -> tantivy.Query:
+            q = tantivy.Query.term_query(schema, field, t)
             return tantivy.Query.boost_query(q, boosts[t]) if t in boosts else q
 
-        text = [(should, term(t)) for t in terms]
-        text += [(should, tantivy.Query.phrase_query(schema, "content", list(p))) for p in phrases]
+        # both fields: a field holding none of a term adds nothing to a row's score
+        text = [(should, term(f, t)) for f in TEXT_FIELDS for t in terms]
+        text += [
+            (should, tantivy.Query.phrase_query(schema, f, list(p)))
+            for f in TEXT_FIELDS
+            for p in phrases
+        ]
         text_q = tantivy.Query.boolean_query(text)
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
             (must, text_q),
@@ -319,6 +372,7 @@ class KeywordIndex:
 
 
 def _document(doc: KeywordDoc) -> tantivy.Document:
+    field, text = prepared(doc.content)
     return tantivy.Document(
         id=doc.id,
         tenant=doc.tenant,
@@ -327,7 +381,7 @@ def _document(doc: KeywordDoc) -> tantivy.Document:
         kind=doc.kind,
         memory_type=doc.memory_type,
         scope=doc.scope,
-        content=doc.content,
+        **{field: text},
     )
 
 

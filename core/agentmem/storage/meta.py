@@ -38,6 +38,11 @@ class MetaTable:
             )
             return cur.rowcount > 0
 
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; returns True if it was there."""
+        with self._db.write() as tx:
+            return tx.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount > 0
+
 
 class IngestLog:
     """Which messages the extractor has seen (``records.ingest_log``): re-ingesting a

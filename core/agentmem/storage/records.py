@@ -698,19 +698,22 @@ class RecordStore:
     def count_live(self) -> int:
         return self.count(LIVE)
 
-    def requeue_vectors(self, *, meta: tuple[str, str] | None = None) -> None:
+    def requeue_vectors(self, *, meta: Mapping[str, str | None] | None = None) -> None:
         """Flag every embeddable row for the vector index (its vectors were dropped), and
-        store a ``meta`` (key, value) in the same transaction."""
+        set (or, for None, delete) ``meta`` keys in the same transaction."""
         with self.db.write() as tx:
             tx.execute(
                 f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
-            if meta is not None:
+            for key, value in (meta or {}).items():
+                if value is None:
+                    tx.execute("DELETE FROM meta WHERE key = ?", (key,))
+                    continue
                 tx.execute(
                     "INSERT INTO meta (key, value, updated_at) VALUES (?,?,?) ON CONFLICT (key) "
                     "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    (meta[0], meta[1], iso(now_utc())),
+                    (key, value, iso(now_utc())),
                 )
 
     # -- vector partitions -----------------------------------------------------------------------

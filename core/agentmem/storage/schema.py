@@ -215,6 +215,10 @@ MIGRATIONS: list[str] = [
         WHERE NOT EXISTS (SELECT 1 FROM memories)
         ON CONFLICT (key) DO NOTHING;
     """,
+    # 9: server-operator keys: they also read the server-wide views (``GET /metrics``)
+    """
+    ALTER TABLE api_keys ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 
@@ -327,4 +331,6 @@ POSTGRES_MIGRATIONS: list[str] = [
     END
     $$;
     """,
+    # 11: server-operator keys (SQLite migration 9)
+    _postgres(MIGRATIONS[8]),
 ]

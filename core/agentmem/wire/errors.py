@@ -39,7 +39,7 @@ from ..errors import (
 )
 from .codec import encode
 
-_FORBIDDEN = frozenset({"forbidden", "admin_required"})
+_FORBIDDEN = frozenset({"forbidden", "admin_required", "operator_required"})
 
 
 def status_of(exc: AgentMemError) -> int:

@@ -7,7 +7,6 @@ the new rows from the records store itself (:mod:`agentmem.recall.pending`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -16,6 +15,8 @@ from collections.abc import Sequence
 
 from ..context import StoreContext
 from ..storage.rows import NewRecord
+from ..telemetry import tracing
+from ..telemetry.tracing import short_hash
 
 log = logging.getLogger("agentmem")
 
@@ -31,20 +32,30 @@ def commit(ctx: StoreContext, records: Sequence[NewRecord], event: str) -> list[
     """
     ctx.check_open()
     started = time.perf_counter()
-    out: list[tuple[str, bool]] = []
-    for start in range(0, len(records), BATCH):
-        out.extend(ctx.records.insert(records[start : start + BATCH]))
-    if out:
-        ctx.indexer.notify()
     tenants = {r.tenant_id for r in records}
+    tenant = short_hash(next(iter(tenants))) if len(tenants) == 1 else None
+    attributes: tracing.Attributes = {
+        "agentmem.write.event": event,
+        "agentmem.write.count": len(records),
+        "agentmem.tenant_hash": tenant,
+    }
+    with tracing.span("agentmem.write", attributes) as span:
+        out: list[tuple[str, bool]] = []
+        for start in range(0, len(records), BATCH):
+            out.extend(ctx.records.insert(records[start : start + BATCH]))
+        if out:
+            ctx.indexer.notify()
+        new = sum(1 for _, is_new in out if is_new)
+        if span is not None:
+            span.set_attribute("agentmem.write.new", new)
     log.info(
         json.dumps(
             {
                 "event": event,
                 "correlation_id": uuid.uuid4().hex,
-                "tenant_hash": _hash(next(iter(tenants))) if len(tenants) == 1 else None,
+                "tenant_hash": tenant,
                 "count": len(records),
-                "new": sum(1 for _, new in out if new),
+                "new": new,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2),
             }
         )
@@ -55,11 +66,14 @@ def commit(ctx: StoreContext, records: Sequence[NewRecord], event: str) -> list[
 def retire(ctx: StoreContext, tenant_id: str, ids: Sequence[str]) -> int:
     """Soft-delete live rows of ``tenant_id`` (their index entries go next); how many."""
     ctx.check_open()
-    done = ctx.records.soft_delete_many(tenant_id, ids) if ids else 0
-    if done:
-        ctx.indexer.notify()
+    attributes: tracing.Attributes = {
+        "agentmem.tenant_hash": short_hash(tenant_id),
+        "agentmem.write.count": len(ids),
+    }
+    with tracing.span("agentmem.retire", attributes) as span:
+        done = ctx.records.soft_delete_many(tenant_id, ids) if ids else 0
+        if done:
+            ctx.indexer.notify()
+        if span is not None:
+            span.set_attribute("agentmem.write.retired", done)
     return done
-
-
-def _hash(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

@@ -41,6 +41,7 @@ from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
 from ..storage.rows import Row
 from ..storage.vector_index import VectorIndex, collection_name
+from ..telemetry import tracing
 from .index_text import (
     context_text,
     keyword_doc,
@@ -353,8 +354,11 @@ class Indexer:
             if not pending and not removed:
                 return did
             if removed:  # first: a row deleted and written again is in ``pending``
-                self.keywords.delete(removed)
-                self.keywords.commit()
+                with tracing.span(
+                    "agentmem.index.keywords", {"agentmem.index.deleted": len(removed)}
+                ):
+                    self.keywords.delete(removed)
+                    self.keywords.commit()
             if pending:
                 if self._embed_first(pending):
                     # a few rows written just now: embed them before they are keyword-indexed,
@@ -445,6 +449,13 @@ class Indexer:
         """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
         live = [row for _, row, is_live in pending if is_live]
         dead = [row.item.id for _, row, is_live in pending if not is_live]
+        counts = {"agentmem.index.rows": len(pending), "agentmem.index.deleted": len(dead)}
+        with tracing.span("agentmem.index.keywords", counts):
+            self._write_keywords(pending, live, dead)
+
+    def _write_keywords(
+        self, pending: Sequence[tuple[int, Row, bool]], live: list[Row], dead: list[str]
+    ) -> None:
         features = {}
         provisional: list[Row] = []
         if live:
@@ -502,17 +513,28 @@ class Indexer:
         the rows that belong there, delete the others' vectors."""
         live = [(seq, row) for seq, row, is_live in pending if is_live]
         dead = [(seq, row) for seq, row, is_live in pending if not is_live]
-        by_collection: dict[str, list[str]] = defaultdict(list)
-        for _, row in dead:
-            by_collection[collection_name(row.item.tenant_id, row.partition)].append(row.item.id)
-        for collection, ids in by_collection.items():
-            self.vectors.delete(collection, ids)
-        if dead:
-            self.records.index.mark_vector_done([(seq, False) for seq, _ in dead])
-        if live:
-            self._embed_and_store(live)
+        counts = {"agentmem.index.rows": len(pending), "agentmem.index.deleted": len(dead)}
+        with tracing.span("agentmem.index.vectors", counts) as span:
+            by_collection: dict[str, list[str]] = defaultdict(list)
+            for _, row in dead:
+                name = collection_name(row.item.tenant_id, row.partition)
+                by_collection[name].append(row.item.id)
+            for collection, ids in by_collection.items():
+                self.vectors.delete(collection, ids)
+            if dead:
+                self.records.index.mark_vector_done([(seq, False) for seq, _ in dead])
+            embedded = self._embed_and_store(live) if live else 0
+            if span is not None:
+                span.set_attributes(
+                    {
+                        "agentmem.index.embedded": embedded,
+                        "agentmem.index.failed": len(live) - embedded,
+                    }
+                )
 
-    def _embed_and_store(self, live: list[tuple[int, Row]]) -> None:
+    def _embed_and_store(self, live: list[tuple[int, Row]]) -> int:
+        """Embed ``live`` and write their vectors; how many were embedded (0: the batch
+        failed and is flagged)."""
         ctx = self._preceding([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
@@ -552,7 +574,7 @@ class Indexer:
             if not isinstance(error, ModelFilesError):
                 log.error("embedding batch of %d failed permanently: %s", len(texts), error)
             self.records.index.mark_vector_failed([seq for seq, _ in live], f"{error}")
-            return
+            return 0
         if self.before_first_vectors is not None:
             self.before_first_vectors()  # raises: rows stay pending, the pass is retried
             self.before_first_vectors = None
@@ -579,6 +601,7 @@ class Indexer:
         self._regate(rows, {row.item.id: vec for row, vec in zip(rows, vectors, strict=True)})
         self.records.index.mark_vector_done([(seq, True) for seq, _ in live])
         self.embedded_total += len(live)
+        return len(live)
 
     def _regate(self, rows: list[Row], fresh: Mapping[str, np.ndarray]) -> None:
         """Queue for the keyword index again the chat messages just embedded that were keyword

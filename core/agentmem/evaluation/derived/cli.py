@@ -38,7 +38,7 @@ def run_cli(args: Any) -> int:
         Path(workdir).mkdir(parents=True, exist_ok=True)
         if any(Path(workdir).iterdir()):
             raise ValidationError("workdir", f"{workdir} is not empty")
-    embedder: Any = shared_embedder()
+    embedder: Any = shared_embedder(args)
     cache_dir = getattr(args, "embed_cache", None)
     cache = DiskEmbeddingCache(embedder, cache_dir) if cache_dir is not None else None
     try:

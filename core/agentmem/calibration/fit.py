@@ -1,0 +1,478 @@
+"""Fitting a calibration profile on labelled candidates (numpy only).
+
+The input is what recall's engine scored for each labelled case, before any cut-off: one
+feature row per candidate (:data:`~agentmem.recall.ranking.FEATURE_NAMES`), a relevance label
+each, the candidate's kind and token count (:class:`Labelled`; the evaluation suite collects
+them). Two logistic regressions are fitted by Newton's method (:func:`logistic`):
+
+- the **calibration** (weights over :data:`~agentmem.recall.ranking.CALIBRATION_FEATURES` and a
+  bias; L2 1.0): the score recall compares with ``min_score``;
+- the **ranking** (weights over :data:`~agentmem.recall.ranking.RANK_FEATURES`; L2 0.3): the
+  order of a query's candidates;
+
+on raw features and on standardized ones (where the penalty weighs every feature alike,
+whatever the spread of the embedder's cosines), keeping whichever does better held out;
+
+then the **score gap** (how far below the best a self-contained item may score) is chosen from
+:data:`GAPS` for the best Recall@5 + Precision@5, and a row of :data:`GAPS` none beats keeps
+no gap.
+
+Every figure of the report (:func:`evaluate`) is computed the way recall runs: order by the
+ranking, drop scores below ``min_score`` (0.3) and outside the gap, keep ``top_k`` (5), cut at
+the token budget (:func:`returned`), per family: Recall@5, Precision@5, the share of
+expect-empty cases left empty, the expected calibration error of the scores (10 bins), and the
+shares of relevant and of irrelevant candidates at or above ``min_score``. :func:`fit_profile`
+reports them in-sample and held out (k-fold by group: a conversation or a case).
+
+Example:
+    >>> profile, report = fit_profile(queries, identity, fitted_on="suite")  # doctest: +SKIP
+    >>> report.families["paraphrase"].held_out.recall  # doctest: +SKIP
+    0.83
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES
+from .profile import CalibrationProfile, EmbedderIdentity
+
+Array = npt.NDArray[np.float64]
+
+#: The ``min_score``, ``top_k`` and token budget the figures are computed at (recall's
+#: defaults for a short answer).
+MIN_SCORE = 0.3
+TOP_K = 5
+BUDGET = 1000
+#: L2 penalties: the ranking's is smaller (a penalty of 1.0 shrinks the ordering too far).
+CALIBRATION_L2 = 1.0
+RANKING_L2 = 0.3
+#: Score gaps :func:`fit_gap` tries.
+GAPS = (0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15)
+_CAL = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
+_RANK = [FEATURE_NAMES.index(n) for n in RANK_FEATURES]
+
+
+class Labelled(Protocol):
+    """One labelled case's candidates (row ``i`` of each array is the ``i``-th candidate).
+
+    :class:`agentmem.evaluation.suite.LabelledQuery` is one.
+    """
+
+    @property
+    def family(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def expect_empty(self) -> bool: ...
+    @property
+    def evidence(self) -> tuple[str, ...]: ...
+    @property
+    def features(self) -> Array: ...
+    @property
+    def labels(self) -> Array: ...
+    @property
+    def kinds(self) -> tuple[str, ...]: ...
+    @property
+    def units(self) -> tuple[tuple[str, ...], ...]: ...
+    @property
+    def tokens(self) -> npt.NDArray[np.int64]: ...
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A fitted model, aligned with :data:`FEATURE_NAMES`: calibration weights and bias,
+    ranking weights and the score gap."""
+
+    cal: Array
+    bias: float
+    rank: Array
+    gap: float | None
+
+    def profile(
+        self, identity: EmbedderIdentity, *, fitted_on: str, version: str
+    ) -> CalibrationProfile:
+        """These weights as a profile (only the features each model uses)."""
+        return CalibrationProfile(
+            embedder=identity,
+            weights={FEATURE_NAMES[i]: round(float(self.cal[i]), 4) for i in _CAL},
+            bias=round(float(self.bias), 4),
+            rank_weights={FEATURE_NAMES[i]: round(float(self.rank[i]), 4) for i in _RANK},
+            score_gap=self.gap,
+            fitted_on=fitted_on,
+            fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            agentmem_version=version,
+        )
+
+
+# -- the regression ------------------------------------------------------------------------------
+def logistic(
+    x: Array, y: Array, l2: float, weight: Array | None = None, *, standardize: bool = False
+) -> Array:
+    """Weighted logistic regression by Newton's method: the weights of ``x``'s columns, then
+    the intercept (last; not penalised); L2 penalty ``l2`` on the others.
+
+    With ``standardize``, the columns are scaled to unit variance for the fit and the weights
+    scaled back: the penalty then weighs every feature alike, whatever its spread. That is
+    what makes one penalty fit every embedder: e5's cosines of related and unrelated texts
+    lie within ~0.15 of each other, MiniLM's ~0.6 apart, so on raw features the same penalty
+    shrinks e5's cosine weight far more (golden Recall@5 0.71 vs 0.85 fitted standardized).
+    """
+    mu = np.zeros(x.shape[1])
+    sd = np.ones(x.shape[1])
+    if standardize:
+        mu = x.mean(axis=0)
+        sd = x.std(axis=0)
+        sd[sd < 1e-9] = 1.0  # a constant column (a feature this data never varies) stays
+    xb = np.hstack([(x - mu) / sd, np.ones((len(x), 1))])
+    sw = np.ones(len(x)) if weight is None else weight
+    w = np.zeros(xb.shape[1])
+    reg = np.eye(xb.shape[1]) * l2
+    reg[-1, -1] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w, -60, 60)))
+        grad = xb.T @ (sw * (p - y)) + reg @ w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    raw = w[:-1] / sd
+    result: Array = np.concatenate([raw, [w[-1] - float((raw * mu).sum())]])
+    return result
+
+
+Part = tuple[Array, Array, float]
+"""(feature rows, labels, weight of each row) of one group of training rows."""
+
+
+def _stack(parts: Sequence[Part], cols: list[int]) -> tuple[Array, Array, Array]:
+    x = np.vstack([f[:, cols] for f, _, _ in parts])
+    y = np.concatenate([lab for _, lab, _ in parts])
+    w = np.concatenate([np.full(len(lab), wt) for _, lab, wt in parts])
+    return x, y, w
+
+
+def calibration_weights(
+    parts: Sequence[Part], l2: float = CALIBRATION_L2, *, standardize: bool = False
+) -> tuple[Array, float]:
+    """Calibration weights over :data:`CALIBRATION_FEATURES` (0 elsewhere) and the bias."""
+    x, y, w = _stack([p for p in parts if len(p[1])], _CAL)
+    fitted = logistic(x, y, l2, w, standardize=standardize)
+    full = np.zeros(len(FEATURE_NAMES))
+    full[_CAL] = fitted[:-1]
+    return full, float(fitted[-1])
+
+
+def ranking_weights(
+    parts: Sequence[Part], l2: float = RANKING_L2, *, standardize: bool = False
+) -> Array:
+    """Ranking weights over :data:`RANK_FEATURES` (0 elsewhere; the order needs no bias)."""
+    x, y, w = _stack([p for p in parts if len(p[1])], _RANK)
+    full = np.zeros(len(FEATURE_NAMES))
+    full[_RANK] = logistic(x, y, l2, w, standardize=standardize)[:-1]
+    return full
+
+
+# -- recall, simulated -------------------------------------------------------------------------------
+def scores(features: Array, cal: Array, bias: float) -> Array:
+    """Calibrated scores of candidate rows."""
+    result: Array = 1.0 / (1.0 + np.exp(-np.clip(features @ cal + bias, -60, 60)))
+    return result
+
+
+def returned(
+    features: Array,
+    kinds: Sequence[str],
+    tokens: npt.NDArray[np.int64],
+    weights: Weights,
+    *,
+    min_score: float = MIN_SCORE,
+    top_k: int = TOP_K,
+    budget: int = BUDGET,
+) -> list[int]:
+    """Indices of the candidates recall returns, in order: ranked, ``min_score`` and the score
+    gap of self-contained items (``ranking.kept``), ``top_k``, token budget."""
+    if not len(features):
+        return []
+    s = scores(features, weights.cal, weights.bias)
+    order = np.argsort(-(features @ weights.rank), kind="stable")
+    gap = weights.gap
+    floor = max(min_score, float(s.max()) - gap) if min_score > 0 and gap is not None else 0.0
+    keep = [
+        int(i) for i in order if s[i] >= min_score and (s[i] >= floor or kinds[i] == "chat_message")
+    ]
+    out: list[int] = []
+    used = 0
+    for i in keep[:top_k]:
+        if used + int(tokens[i]) > budget:
+            if budget - used >= 16:  # recall cuts the item to what is left
+                out.append(i)
+            break
+        out.append(i)
+        used += int(tokens[i])
+    return out
+
+
+# -- figures ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Figures:
+    """Recall and calibration figures of a set of cases (see the module docstring); None where
+    the set has no case (or candidate) of that kind."""
+
+    cases: int
+    recall: float | None
+    precision: float | None
+    expect_empty: float | None
+    ece: float | None
+    kept_relevant: float | None
+    kept_irrelevant: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "R@5": self.recall,
+            "P@5": self.precision,
+            "expect_empty": self.expect_empty,
+            "ece": self.ece,
+            "kept_relevant": self.kept_relevant,
+            "kept_irrelevant": self.kept_irrelevant,
+        }
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def figures(items: Sequence[tuple[Labelled, Weights]]) -> Figures:
+    """The figures of cases, each scored with its own weights (held-out ones differ)."""
+    recalls: list[float] = []
+    precisions: list[float] = []
+    empties: list[float] = []
+    all_s: list[Array] = []
+    all_y: list[Array] = []
+    for q, w in items:
+        idx = returned(q.features, q.kinds, q.tokens, w)
+        if len(q.labels):
+            all_s.append(scores(q.features, w.cal, w.bias))
+            all_y.append(q.labels)
+        if q.expect_empty:
+            empties.append(0.0 if idx else 1.0)
+            if idx:
+                precisions.append(0.0)
+            continue
+        if q.evidence:
+            found = {u for i in idx for u in q.units[i]}
+            recalls.append(len(found.intersection(q.evidence)) / len(q.evidence))
+        if idx:
+            precisions.append(float(q.labels[idx].mean()))
+    ece = kept_rel = kept_irr = None
+    if all_s:
+        s, y = np.concatenate(all_s), np.concatenate(all_y)
+        bins = np.minimum((s * 10).astype(int), 9)
+        ece = float(
+            sum(
+                abs(s[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum()
+                for b in set(bins.tolist())
+            )
+            / len(s)
+        )
+        if (y == 1).any():
+            kept_rel = float((s[y == 1] >= MIN_SCORE).mean())
+        if (y == 0).any():
+            kept_irr = float((s[y == 0] >= MIN_SCORE).mean())
+    return Figures(
+        len(items), _mean(recalls), _mean(precisions), _mean(empties), ece, kept_rel, kept_irr
+    )
+
+
+# -- fitting a profile --------------------------------------------------------------------------------
+def fit_gap(queries: Sequence[Labelled], cal: Array, bias: float, rank: Array) -> float | None:
+    """The score gap with the best Recall@5 + Precision@5 on ``queries`` (None when no gap
+    beats cutting nothing)."""
+
+    def value(gap: float | None) -> float:
+        f = figures([(q, Weights(cal, bias, rank, gap)) for q in queries])
+        return (f.recall or 0.0) + (f.precision or 0.0)
+
+    best, best_value = None, value(None)
+    for gap in GAPS:
+        v = value(gap)
+        if v > best_value + 1e-9:
+            best, best_value = gap, v
+    return best
+
+
+def fit_weights(queries: Sequence[Labelled], *, standardize: bool = False) -> Weights:
+    """Calibration, ranking and score gap fitted on ``queries``, every case weighing alike."""
+    parts = [(q.features, q.labels, 1.0) for q in queries if len(q.labels)]
+    if not parts or not any(p[1].any() for p in parts):
+        raise ValueError("no relevant candidate among the labelled cases: nothing to fit")
+    cal, bias = calibration_weights(parts, standardize=standardize)
+    rank = ranking_weights(parts, standardize=standardize)
+    return Weights(cal, bias, rank, fit_gap(queries, cal, bias, rank))
+
+
+@dataclass(frozen=True)
+class FamilyFigures:
+    """One family's figures with the weights fitted on every case (``in_sample``) and with
+    those fitted without the case's fold (``held_out``)."""
+
+    in_sample: Figures
+    held_out: Figures
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """What :meth:`agentmem.AgentMemory.calibrate` fitted and how well it does, per family.
+
+    Attributes:
+        profile: The profile fitted on every case (saved in the data dir by calibrate).
+        families: Family name -> its figures (``"all"``: every case together).
+        folds: Folds of the held-out figures (by group: a conversation, or a case).
+        cases: Cases fitted on.
+        candidates: Candidate rows fitted on.
+        seconds: How long the fit took, collection included when calibrate collected.
+    """
+
+    profile: CalibrationProfile
+    families: Mapping[str, FamilyFigures]
+    folds: int
+    cases: int
+    candidates: int
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile.to_dict(),
+            "families": {
+                name: {"in_sample": f.in_sample.to_dict(), "held_out": f.held_out.to_dict()}
+                for name, f in self.families.items()
+            },
+            "folds": self.folds,
+            "cases": self.cases,
+            "candidates": self.candidates,
+            "seconds": self.seconds,
+        }
+
+
+def held_out(
+    queries: Sequence[Labelled], folds: int, seed: int = 0, *, standardize: bool = False
+) -> list[Weights]:
+    """For each query, the weights fitted on the folds it is not in (k-fold by group)."""
+    groups = sorted({q.group for q in queries})
+    random.Random(seed).shuffle(groups)
+    fold_of = {g: n % folds for n, g in enumerate(groups)}
+    out: list[Weights | None] = [None] * len(queries)
+    for f in range(min(folds, len(groups))):
+        train = [q for q in queries if fold_of[q.group] != f]
+        weights = fit_weights(train, standardize=standardize)
+        for i, q in enumerate(queries):
+            if fold_of[q.group] == f:
+                out[i] = weights
+    return [w for w in out if w is not None]
+
+
+def _worst_family(queries: Sequence[Labelled], cv: Sequence[Weights]) -> float:
+    """The held-out figure of the worst family: the mean of its Recall@5, Precision@5 and
+    expect-empty share (what it has of them)."""
+    worst = 1.0
+    for name in {q.family for q in queries}:
+        f = figures([(q, w) for q, w in zip(queries, cv, strict=True) if q.family == name])
+        values = [v for v in (f.recall, f.precision, f.expect_empty) if v is not None]
+        worst = min(worst, sum(values) / len(values) if values else 1.0)
+    return worst
+
+
+def fit_profile(
+    queries: Sequence[Labelled],
+    identity: EmbedderIdentity,
+    *,
+    fitted_on: str,
+    version: str = "",
+    folds: int = 5,
+) -> CalibrationReport:
+    """Fit a profile on every case and report it per family, in-sample and held out.
+
+    The features are taken raw and standardized (:func:`logistic`); whichever fits better
+    held out, by its worst family, is kept: standardized suits an embedder whose cosines are
+    compressed (e5), raw keeps more expect-empty cases empty with one whose are not (MiniLM).
+
+    Raises:
+        ValueError: no case has a relevant candidate (nothing to fit on).
+    """
+    started = datetime.now(UTC)
+    tried = {std: held_out(queries, folds, standardize=std) for std in (False, True)}
+    standardize = _worst_family(queries, tried[True]) > _worst_family(queries, tried[False])
+    cv = tried[standardize]
+    weights = fit_weights(queries, standardize=standardize)
+    families: dict[str, FamilyFigures] = {}
+    names = sorted({q.family for q in queries})
+    for name in [*names, "all"]:
+        pick = [i for i, q in enumerate(queries) if name in ("all", q.family)]
+        families[name] = FamilyFigures(
+            figures([(queries[i], weights) for i in pick]),
+            figures([(queries[i], cv[i]) for i in pick]),
+        )
+    described = f"{fitted_on}; {'standardized' if standardize else 'raw'} features"
+    return CalibrationReport(
+        profile=weights.profile(identity, fitted_on=described, version=version),
+        families=families,
+        folds=folds,
+        cases=len(queries),
+        candidates=sum(len(q.labels) for q in queries),
+        seconds=(datetime.now(UTC) - started).total_seconds(),
+    )
+
+
+def weights_of(profile: CalibrationProfile) -> Weights:
+    """A profile's weights as arrays (to simulate recall with them)."""
+    scoring = profile.scoring()
+    assert scoring.weights is not None and scoring.rank_weights is not None
+    return Weights(
+        np.asarray(scoring.weights),
+        scoring.bias,
+        np.asarray(scoring.rank_weights),
+        scoring.score_gap,
+    )
+
+
+def evaluate(queries: Iterable[Labelled], weights: Weights) -> dict[str, Figures]:
+    """Figures per family (and ``"all"``) of ``queries`` scored with ``weights``."""
+    items = list(queries)
+    out = {}
+    for name in [*sorted({q.family for q in items}), "all"]:
+        out[name] = figures([(q, weights) for q in items if name in ("all", q.family)])
+    return out
+
+
+__all__ = [
+    "BUDGET",
+    "GAPS",
+    "MIN_SCORE",
+    "TOP_K",
+    "CalibrationReport",
+    "FamilyFigures",
+    "Figures",
+    "Labelled",
+    "Weights",
+    "calibration_weights",
+    "evaluate",
+    "figures",
+    "fit_gap",
+    "fit_profile",
+    "fit_weights",
+    "held_out",
+    "logistic",
+    "ranking_weights",
+    "returned",
+    "scores",
+    "weights_of",
+]

@@ -1,0 +1,84 @@
+"""``agentmem calibrate``: fit a calibration profile for the data dir's embedder.
+
+Writes the labelled cases shipped with agentmem into a scratch store with the embedder
+(``--embedder``, default MiniLM), fits the calibration and ranking weights on recall's
+candidates, saves the profile in the data dir and prints its figures per family, in-sample
+and held out (``--json``: the whole report, profile included). A server on the data dir reads
+the profile when it is (re)started.
+
+Example::
+
+    agentmem --home ./memdata --embedder e5 calibrate
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from ..calibration.fit import CalibrationReport, Figures
+from ._common import EXIT_OK, Output, command, markup, open_memory
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the score calibration for the data dir's embedder (saved in the data dir)",
+        description="Fit a calibration profile (calibration and ranking weights, score gap) "
+        "for the embedder on the labelled cases shipped with agentmem, save it in the data "
+        "dir and report it per family (Recall@5, Precision@5, expect-empty cases left "
+        "empty, calibration error, relevant and irrelevant candidates kept at min_score "
+        "0.3), in-sample and held out.",
+    )
+    p.add_argument("--folds", type=int, default=5, help="folds of the held-out figures")
+    p.set_defaults(func=cmd_calibrate)
+
+
+@command
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with open_memory(args) as mem, out.progress("collecting labelled cases") as update:
+        report = mem.calibrate(folds=args.folds, progress=update)
+    if out.json:
+        out.result(report.to_dict())
+        return EXIT_OK
+    out.print(report_table(report))
+    profile = report.profile
+    out.print(
+        f"saved the profile of {markup(profile.embedder.describe())} in {markup(str(mem.home))} "
+        f"(fitted on {markup(profile.fitted_on)}; score gap {profile.score_gap}; "
+        f"{report.cases} cases, {report.candidates} candidates, {report.seconds:.0f} s)"
+    )
+    return EXIT_OK
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def report_table(report: CalibrationReport) -> Table:
+    """The report's figures per family: held out, then in-sample."""
+    table = Table(
+        title=f"calibration per family ({report.folds}-fold held out / in-sample)",
+        title_justify="left",
+    )
+    for name in ("family", "cases", "R@5", "P@5", "empty", "ECE", "kept rel", "kept irr"):
+        table.add_column(name, justify="left" if name == "family" else "right")
+    for family, f in report.families.items():
+        held, ins = f.held_out, f.in_sample
+
+        def pair(get: str, held: Figures = held, ins: Figures = ins) -> str:
+            return f"{_cell(getattr(held, get))} / {_cell(getattr(ins, get))}"
+
+        table.add_row(
+            family,
+            str(ins.cases),
+            pair("recall"),
+            pair("precision"),
+            pair("expect_empty"),
+            pair("ece"),
+            pair("kept_relevant"),
+            pair("kept_irrelevant"),
+        )
+    return table

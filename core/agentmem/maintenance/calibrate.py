@@ -1,0 +1,71 @@
+"""``calibrate``: fit a calibration profile for the store's embedder and use it from now on.
+
+The labelled cases are written into a scratch store (never this one) with this store's
+embedder, recall's candidates are collected and labelled, a profile is fitted on them
+(:func:`agentmem.calibration.fit.fit_profile`) and saved in this store's records, where every
+later open (another process, a server restarted, each node of a cluster) finds it; this open
+scores with it from the next recall on.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import time
+from collections.abc import Sequence
+
+from ..calibration import source
+from ..calibration.fit import CalibrationReport, Labelled, fit_profile
+from ..calibration.profile import EmbedderIdentity
+from ..context import StoreContext
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("agentmem")
+    except importlib.metadata.PackageNotFoundError:  # a source tree
+        return ""
+
+
+def calibrate(
+    ctx: StoreContext,
+    queries: Sequence[Labelled] | None = None,
+    *,
+    fitted_on: str = "",
+    folds: int = 5,
+    progress: source.Progress | None = None,
+) -> CalibrationReport:
+    """Fit a profile for ``ctx``'s embedder, save it and score with it.
+
+    Args:
+        ctx: The store.
+        queries: Labelled candidates collected with this store's embedder; default the
+            labelled data shipped with agentmem (:func:`agentmem.calibration.source.shipped`).
+        fitted_on: What ``queries`` are (kept in the profile).
+        folds: Folds of the held-out figures.
+        progress: ``progress(done, total)`` while the shipped cases are collected.
+
+    Raises:
+        ValueError: no case has a relevant candidate.
+        StorageError: the store is open read-only.
+    """
+    ctx.check_open()
+    started = time.perf_counter()
+    if queries is None:
+        queries, fitted_on = source.shipped(ctx.embedder, progress)
+    identity = EmbedderIdentity.of(ctx.embedder)
+    report = fit_profile(
+        queries,
+        identity,
+        fitted_on=fitted_on or "labelled cases",
+        version=_version(),
+        folds=folds,
+    )
+    ctx.use_profile(report.profile)
+    return CalibrationReport(
+        profile=report.profile,
+        families=report.families,
+        folds=report.folds,
+        cases=report.cases,
+        candidates=report.candidates,
+        seconds=round(time.perf_counter() - started, 1),
+    )
