@@ -358,8 +358,8 @@ class ErasureReceipt:
 #: Why a candidate was not returned (:attr:`ExplainedCandidate.cut`), in the order recall cuts.
 CUT_REASONS: dict[str, str] = {
     "rerank_depth": "below the head the reranker reorders (only that head is returned)",
-    "min_score": "its score is below min_score (uncalibrated: no candidate has min_score of "
-    "the query's keywords)",
+    "min_score": "its score is below min_score (uncalibrated: no candidate covers min_score "
+    "of the query's keywords)",
     "score_gap": "a self-contained item scoring more than the score gap below the best one",
     "top_k": "past top_k",
     "token_budget": "no room left in the token budget",

@@ -9,7 +9,8 @@ left to do (:mod:`agentmem.storage.index_queue`).
 and vector partitions) through its own methods, the other tables through its attributes
 (:attr:`~RecordStore.sessions`, :attr:`~RecordStore.working`, :attr:`~RecordStore.agent_state`,
 :attr:`~RecordStore.meta`, :attr:`~RecordStore.ingest_log`, :attr:`~RecordStore.index`,
-:attr:`~RecordStore.api_keys`, :attr:`~RecordStore.activity`).
+:attr:`~RecordStore.api_keys`, :attr:`~RecordStore.activity`,
+:attr:`~RecordStore.browse`).
 Feature code calls these named operations and never writes SQL.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 from ..models import MESSAGE_KINDS
 from .activity import ActivityLog
 from .agent_state import AgentStateTable
+from .browse import BrowseReads
 from .database import Database, Transaction, chunks, marks
 from .erasure import ErasureStore
 from .index_queue import IndexQueue
@@ -146,6 +148,7 @@ class RecordStore:
         self.activity = ActivityLog(self.db)
         self.sources = SourceLinks(self.db)
         self.erasure = ErasureStore(self.db)
+        self.browse = BrowseReads(self.db)
 
     # -- raw access, for diagnostics and tests ---------------------------------------------
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
