@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench eval clean
+.PHONY: install demo test test-fast lint browser format bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,25 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -q
+
+# Chromium and its driver, for the inspector's browser tests: installed with apt-get when they
+# are missing and apt-get can run (as root, as in CI); otherwise those tests skip, saying why.
+# Never fails the build.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing chromium and chromium-driver (apt-get) for the browser tests"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && \
+	      apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1; } || \
+	    echo "could not install chromium: the inspector's browser tests will skip"; \
+	  else \
+	    echo "no chromium (apt-get install chromium chromium-driver): the inspector's browser tests will skip"; \
+	  fi; \
+	fi
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
-from conftest import count_rows
 
-from agentmem import AgentMemory, BoundMemory, ValidationError
+from agentmem import AgentMemory, BoundMemory, UncalibratedEmbedderWarning, ValidationError
+from agentmem.embeddings import CachedEmbedder, OnnxMiniLMEmbedder
 from agentmem.models import CUT_REASONS, RecallExplanation, RecallResult
 from agentmem.recall import ranking
 from agentmem.recall.explain import recall_explain
@@ -194,10 +195,32 @@ def test_explaining_counts_no_access_and_validates_like_recall(m: BoundMemory) -
     mem = m.store
     explain(m, "where does Alice live?")
     mem.access.flush()
-    assert count_rows(mem, "access_count > 0") == 0
+    assert mem.records.count("access_count > 0") == 0
     m.recall("where does Alice live?")
     mem.access.flush()
-    assert count_rows(mem, "access_count > 0") == 1
+    assert mem.records.count("access_count > 0") == 1
     with pytest.raises(ValidationError) as err:
         explain(m, "x", top_k=99)
     assert err.value.field == "top_k"
+
+
+def test_an_uncalibrated_recall_is_explained_by_its_fused_rank(tmp_path: Path) -> None:
+    # the same model under a name agentmem ships no profile for
+    embedder = CachedEmbedder(OnnxMiniLMEmbedder(model_name="minilm-under-another-name"))
+    with pytest.warns(UncalibratedEmbedderWarning):
+        mem = AgentMemory(tmp_path / "mem", embedder=embedder, background=False)
+    with mem:
+        m = mem.bind("acme", user_id="u1")
+        for fact in FACTS:
+            m.remember(fact)
+        mem.flush()
+        why = explain(m, "where does Alice live?")
+        assert not why.calibrated
+        assert_same(why.result, m.recall("where does Alice live?"))
+        assert why.result.total > 0
+        for c in why.candidates:
+            assert c.calibration == () and c.ordering == ()
+        # unrelated to every memory: min_score cuts all, on the keyword evidence
+        why = explain(m, "quantum chromodynamics lecture notes")
+        assert why.result.total == 0 and why.candidates
+        assert set(why.cut_counts) == {"min_score"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import DataDirLockedError
 from ._common import EXIT_FAILED, CliError, command, home_of, settings_of, shared_embedder
 from .serve_cmd import port_number
 
@@ -62,11 +63,18 @@ def cmd_ui(args: argparse.Namespace) -> int:
     home = home_of(args)
     if home is not None and not settings.records_url and not home.exists():
         raise CliError(f"--home: there is no data dir at {home}")
-    return run_ui(
-        home,
-        settings=settings,
-        embedder=shared_embedder(args),
-        host=args.host,
-        port=args.port,
-        writable=args.writable,
-    )
+    try:
+        return run_ui(
+            home,
+            settings=settings,
+            embedder=shared_embedder(args),
+            host=args.host,
+            port=args.port,
+            writable=args.writable,
+        )
+    except DataDirLockedError as exc:
+        raise CliError(
+            f"{exc}. Without --writable the inspector reads the dir beside its writer; a "
+            "running `agentmem serve` offers the same pages, writable, under /ui",
+            status=EXIT_FAILED,
+        ) from exc
