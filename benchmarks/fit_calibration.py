@@ -59,26 +59,26 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from agentmem import AgentMemory, __version__
+from agentmem import __version__
 from agentmem.calibration import EmbedderIdentity, bundled_profile
 from agentmem.calibration import fit as core_fit
 from agentmem.calibration.profile import bundled_path
 from agentmem.config import MAX_TOP_K, MemoryConfig
 from agentmem.embedding_adapters import from_spec
-from agentmem.embeddings import CachedEmbedder, Embedder
+from agentmem.embeddings import Embedder
 from agentmem.evaluation import dataset_path, locomo
-from agentmem.evaluation.golden import bind_case, load_dataset, write_case
-from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, UNCALIBRATED
+from agentmem.evaluation.halves import uncut_request
+from agentmem.evaluation.suite import LabelledQuery, collect_golden
+from agentmem.evaluation.suite import collect_locomo as suite_collect_locomo
+from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES
 from agentmem.recall.request import RecallRequest
-from agentmem.storage.embedding_cache import DiskEmbeddingCache
-from agentmem.tokens import count_tokens
+from agentmem.storage.embedding_cache import cached_on_disk
 
 MIN_SCORE = 0.3
 BUDGET = 1000
@@ -121,8 +121,7 @@ def embedder(cache_dir: str | None, spec: str = "minilm") -> Embedder:
     base = from_spec(spec)
     if cache_dir is None:
         return base
-    inner = base.inner if isinstance(base, CachedEmbedder) else base
-    return CachedEmbedder(DiskEmbeddingCache(inner, cache_dir))
+    return cached_on_disk(base, cache_dir)[0]
 
 
 def shipped_ranking(emb: Embedder) -> np.ndarray:
@@ -135,86 +134,41 @@ def shipped_ranking(emb: Embedder) -> np.ndarray:
 
 
 def _request(query: str, scope: str, kinds=None, types=None) -> RecallRequest:  # type: ignore[no-untyped-def]
-    return RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope=scope,
-        kinds=kinds,
-        memory_types=types,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
+    return uncut_request(query, scope=scope, kinds=kinds, memory_types=types)
+
+
+#: LoCoMo category name -> number (the core's candidates carry the name as their tag).
+_CATEGORY = {name: number for number, name in locomo.CATEGORIES.items()}
+
+
+def _query(q: LabelledQuery) -> Query:
+    """A core :class:`LabelledQuery` as the fitting here reads it."""
+    return Query(
+        source=q.family,
+        group=q.group,
+        feats=q.features,
+        labels=q.labels,
+        kinds=list(q.kinds),
+        tokens=q.tokens,
+        contents=[units[0] if units else "" for units in q.units],
+        expect_empty=q.expect_empty,
+        expected=len(q.evidence),
+        category=_CATEGORY.get(q.tags[0], 0) if q.tags else 0,
+        dias=[list(units) for units in q.units],
+        evidence=list(q.evidence),
     )
 
 
 def collect_labelled(path: str, emb: Embedder, config: MemoryConfig) -> list[Query]:
-    """Every case of a golden-format file, written into its own fresh store, then queried."""
-    dataset = load_dataset(path)
-    out = []
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        AgentMemory(tmp, embedder=emb, config=config) as mem,
-    ):
-        for n, case in enumerate(dataset.cases):
-            write_case(mem, n, case)
-        mem.flush()
-        for n, case in enumerate(dataset.cases):
-            bound = bind_case(mem, n, case)
-            req = _request(case.query, case.scope, case.kinds, case.types)
-            ranked, visible, _ = mem.engine.candidates(bound.identity, req, scoring=UNCALIBRATED)
-            rows = [visible[c.id][1] for c in ranked]
-            expected = set(case.expected)
-            out.append(
-                Query(
-                    source=Path(path).stem,
-                    group=case.id,
-                    feats=np.array([c.features for c in ranked], float).reshape(-1, len(ALL)),
-                    labels=np.array([r.content in expected for r in rows], float),
-                    kinds=[r.kind for r in rows],
-                    tokens=np.array([count_tokens(r.content) for r in rows]),
-                    contents=[r.content for r in rows],
-                    expect_empty=case.expect_empty,
-                    expected=len(expected),
-                )
-            )
-    return out
+    """Every case of a golden-format file, written into its own fresh store, then queried
+    (:func:`agentmem.evaluation.suite.collect_golden`)."""
+    return [_query(q) for q in collect_golden(path, embedder=emb, config=config)]
 
 
 def collect_locomo(path: str, emb: Embedder, config: MemoryConfig) -> list[Query]:
-    """Per LoCoMo question (scope ``history``, as an application asks): candidates and labels."""
-    convs = locomo.load_locomo(path)
-    out = []
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        AgentMemory(tmp, embedder=emb, config=config) as mem,
-    ):
-        for conv in convs:
-            locomo.ingest_conversation(mem, conv, False)
-        mem.flush()
-        for conv in convs:
-            bound = mem.bind(locomo.TENANT, user_id=conv.sample_id, session_id="fit:query")
-            for q in conv.questions:
-                ranked, visible, _ = mem.engine.candidates(
-                    bound.identity, _request(q.question, "history"), scoring=UNCALIBRATED
-                )
-                rows = [visible[c.id][1] for c in ranked]
-                dias = [locomo.hit_dia_ids(r.metadata) for r in rows]
-                evidence = set(q.evidence)
-                out.append(
-                    Query(
-                        source="locomo",
-                        group=conv.sample_id,
-                        feats=np.array([c.features for c in ranked], float).reshape(-1, len(ALL)),
-                        labels=np.array([1.0 if evidence & set(d) else 0.0 for d in dias]),
-                        kinds=[r.kind for r in rows],
-                        tokens=np.array([count_tokens(r.content) for r in rows]),
-                        category=q.category,
-                        dias=dias,
-                        evidence=list(q.evidence),
-                    )
-                )
-    return out
+    """Per LoCoMo question (scope ``history``, as an application asks): candidates and labels
+    (:func:`agentmem.evaluation.suite.collect_locomo`)."""
+    return [_query(q) for q in suite_collect_locomo(path, embedder=emb, config=config)]
 
 
 # -- fitting ------------------------------------------------------------------------------------

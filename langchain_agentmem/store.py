@@ -10,9 +10,12 @@ How LangGraph's namespaces map onto agentmem
   namespace is a *user-scope* memory of that user: that user's ``recall`` (tool, retriever)
   finds it, no other user's does. ``agent_position`` works the same way for agent ids
   (agent scope). Items in namespaces too short to hold the position, or in a store built
-  with neither, are *tenant-scope* memories (visible to the tenant's ``scope="tenant"``
-  recall). Namespace labels are never used for anything else; the rest of the path is an
-  organising path inside that owner's space.
+  with neither, name no owner: they stay in the store's own space (agent scope of its
+  internal agent, below), found by the store's search and by no user's or agent's recall.
+  ``tenant_wide=True`` asks for the wider alternative: such items become *tenant-scope*
+  memories, which every user's and agent's ``recall`` of the tenant sees. Namespace labels
+  are never used for anything else; the rest of the path is an organising path inside that
+  owner's space.
 * **Items** are explicit memories (kind ``memory``, type ``memory_type``, default ``note``)
   whose content is a text rendering of the value's indexed fields (``index={"fields":
   [...]}``, JSON paths as in ``InMemoryStore``; default the whole value). The memory's
@@ -291,6 +294,9 @@ class AgentMemStore(BaseStore):
             (default ``["$"]``, the whole value). Embedding settings (``dims``,
             ``embed``) are not used: the memory's own embedder is.
         store_id: Separates several stores in one tenant.
+        tenant_wide: Items of namespaces that name no user or agent are tenant-scope
+            memories, recalled for every user and agent of the tenant. Default False: they
+            are the store's own, searchable through the store only.
         memory_type: The memory type items are stored with.
         wait_for_index: Make every put wait until its item is searchable by query.
         ttl: LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
@@ -325,6 +331,7 @@ class AgentMemStore(BaseStore):
         wait_for_index: bool = False,
         ttl: TTLConfig | Mapping[str, Any] | None = None,
         clock: Callable[[], datetime] | None = None,
+        tenant_wide: bool = False,
     ) -> None:
         memory = check_store(memory, "AgentMemStore", why="it binds per namespace")
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
@@ -351,20 +358,25 @@ class AgentMemStore(BaseStore):
         self._sweeper_lock = threading.Lock()
         self._sweeper_stop = threading.Event()
         self._sweeper_done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.tenant_wide = tenant_wide
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
         # Binding validates tenant_id and store_id (printable, at most 256 characters).
-        self._registry: BoundMemoryProtocol = memory.bind(
-            tenant_id=tenant_id, agent_id=f"langgraph-store:{store_id}"
-        )
+        self._agent = f"langgraph-store:{store_id}"
+        self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
 
     # -- mapping helpers ---------------------------------------------------------------------
     def _owner(self, namespace: tuple[str, ...]) -> _Owner:
         def label(pos: int | None) -> str | None:
             return namespace[pos] if pos is not None and pos < len(namespace) else None
 
-        return _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
+        owner = _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
+        if owner.scope == "tenant" and not self.tenant_wide:
+            # nobody is named: the narrowest home is the store's own agent, which no user's
+            # or agent's recall reaches
+            return _Owner(user_id=None, agent_id=self._agent)
+        return owner
 
     def _bind(self, owner: _Owner) -> BoundMemoryProtocol:
         return self.memory.bind(
@@ -678,5 +690,6 @@ class AgentMemStore(BaseStore):
     def __repr__(self) -> str:
         return (
             f"AgentMemStore(tenant_id={self.tenant_id!r}, store_id={self.store_id!r}, "
-            f"user_position={self.user_position!r}, agent_position={self.agent_position!r})"
+            f"user_position={self.user_position!r}, agent_position={self.agent_position!r}, "
+            f"tenant_wide={self.tenant_wide!r})"
         )

@@ -26,12 +26,19 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
 
     - ``_aput``: messages flushed out of ``Memory``'s short-term queue are stored in the
       bound session (``add_messages``), so they stay recallable after they leave the prompt.
-      Messages without text are skipped.
+      That is when they are stored: ``Memory`` flushes once its queue passes
+      ``token_limit * chat_history_token_ratio`` tokens, not at each ``put`` (use
+      :class:`AgentMemChatStore` with ``ChatMemoryBuffer`` to record every message as it
+      comes). Messages without text are skipped.
     - ``_aget``: recalls what is relevant to the latest ``retrieval_context_window``
       messages and returns it as one delimited, advisory ``<recalled-memories>`` block of at
       most ``token_budget`` tokens (the lowest-scored items are dropped to fit).
     - ``atruncate``: when ``Memory`` runs over its token limit it drops this block's
       lowest-scored items first (only for ``priority`` > 0; priority 0 is never truncated).
+
+    Where ``Memory`` puts the block is its ``insert_method``: its default (``"system"``)
+    makes the recalled text part of the system message; ``insert_method="user"`` puts it
+    in the latest user message instead, which keeps stored text out of the system prompt.
 
     Identity comes from ``memory`` only; the ``session_id`` that ``Memory`` passes along is
     ignored (it is LlamaIndex's chat-store key, recorded as ``llama_index_session_id``
@@ -50,7 +57,9 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
     Example:
         >>> from llama_index.core.memory import Memory  # doctest: +SKIP
         >>> block = AgentMemMemoryBlock(memory=bound, priority=1)  # doctest: +SKIP
-        >>> chat = Memory.from_defaults(session_id="s1", memory_blocks=[block])  # doctest: +SKIP
+        >>> chat = Memory.from_defaults(  # doctest: +SKIP
+        ...     session_id="s1", memory_blocks=[block], insert_method="user"
+        ... )
     """
 
     memory: BoundMemoryProtocol = Field(exclude=True, description="The bound agentmem memory.")

@@ -12,8 +12,9 @@
   modules marked ``both_backends``, also a fresh Postgres schema, so ``make_memory`` opens
   every memory of those tests on each backend in turn.
 - An autouse fixture that removes ``AGENTMEM_*`` and ``OTEL_*`` variables from the
-  environment and points ``AGENTMEM_HOME`` at a temporary directory, so no test depends on
-  (or writes to) the developer's real configuration or data dir.
+  environment, points ``AGENTMEM_HOME`` at a temporary directory and fixes the console width
+  rich renders to (``COLUMNS``, also for subprocesses), so no test depends on (or writes to)
+  the developer's real configuration or data dir, nor on the width of the terminal it runs in.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def records_url(request: pytest.FixtureRequest) -> Callable[[], str] | None:
     return server.new_schema
 
 
+#: The width of every console the CLI renders to in tests (a terminal's, or rich's default
+#: of 80 for a pipe, would decide what a table cuts).
+CONSOLE_WIDTH = 120
+
+
 @pytest.fixture(scope="session")
 def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("agentmem-home")
@@ -81,6 +87,7 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_home: Path) -> None:
         if name.startswith(("AGENTMEM_", "OTEL_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("AGENTMEM_HOME", str(_session_home))
+    monkeypatch.setenv("COLUMNS", str(CONSOLE_WIDTH))
 
 
 MakeMemory = Callable[..., AgentMemory]

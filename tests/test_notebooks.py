@@ -9,6 +9,7 @@ behind: the kernel's ``TMPDIR`` is a directory of its own, which must be empty a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +28,15 @@ DEPENDENCY_CACHES = {".ses", "data-gym-cache"}
 
 def test_there_are_notebooks() -> None:
     assert len(NOTEBOOKS) >= 4, NOTEBOOKS
+
+
+def test_the_dev_environment_has_jupyter_nbconvert() -> None:
+    """`jupyter nbconvert --to notebook --execute` runs a notebook the way a reader would."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    run = subprocess.run(
+        [str(jupyter), "nbconvert", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -86,6 +96,16 @@ def test_notebook_runs(path: Path, kernel_env: Path) -> None:
         if out.output_type == "error"
     ]
     assert not errors, errors
+    # a cell shows what it prints, never a stray value of its last line (a flush's True)
+    stray = [
+        (n, out["data"].get("text/plain"))
+        for n, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "execute_result"
+        and out["data"].get("text/plain") in ("True", "False")
+    ]
+    assert not stray, f"{path.name}: cells show a bare True/False: {stray}"
     executable = "".join(o.get("text", "") for o in nb.cells[-1].outputs).strip()
     assert executable == sys.executable, f"kernel ran {executable}, not {sys.executable}"
     leftovers = sorted(set(os.listdir(NOTEBOOKS_DIR)) - before)

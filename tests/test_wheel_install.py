@@ -24,11 +24,14 @@ CHECK = """
 import importlib.util, json, sys
 from agentmem.embeddings import default_embedder, model_files_problem
 from agentmem.evaluation import golden_dataset_path, load_dataset
+from agentmem.evaluation.suite import load_family, load_locomo_empty, plan
 assert model_files_problem(default_embedder()) is None, model_files_problem(default_embedder())
 print(json.dumps({
     "torch": importlib.util.find_spec("torch") is not None,
     "agentmem": importlib.util.find_spec("agentmem").origin,
     "golden_cases": len(load_dataset(golden_dataset_path()).cases),
+    "suite": {name: len(load_family(name).cases) for name in plan(None)[0]},
+    "locomo_empty": len(load_locomo_empty()),
 }))
 """
 
@@ -76,7 +79,7 @@ def test_fresh_install_runs_the_readme_core_example(installed: Path, tmp_path: P
 
 
 @pytest.mark.slow
-def test_fresh_install_has_the_model_files_and_the_golden_set_and_no_torch(
+def test_fresh_install_has_the_model_files_the_golden_set_and_the_suite_and_no_torch(
     installed: Path, tmp_path: Path
 ) -> None:
     import json
@@ -86,6 +89,15 @@ def test_fresh_install_has_the_model_files_and_the_golden_set_and_no_torch(
     assert found["torch"] is False
     assert str(installed.parent) in found["agentmem"]  # the installed copy, not the checkout
     assert found["golden_cases"] > 100
+    # the evaluation suite's families are package data too (calibrate() fits on them)
+    assert set(found["suite"]) >= {
+        "paraphrase",
+        "identifiers",
+        "tool_outputs",
+        "documents",
+        "temporal",
+    }
+    assert all(n >= 50 for n in found["suite"].values()) and found["locomo_empty"] >= 10
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from .errors import StorageError, ValidationError
 from .llm import LLM, default_llm
 from .recall.engine import RecallEngine
 from .rerank import HttpReranker, Reranker
-from .storage import fingerprint
+from .storage import fingerprint, vector_check
 from .storage.access import AccessTracker
 from .storage.datadir import (
     KEYWORDS_DIR,
@@ -40,12 +40,15 @@ from .storage.datadir import (
     RECORDS_FILE,
     VECTORS_DIR,
     DataDirLock,
-    set_aside,
+    discard_unreadable,
+    remove_quarantined,
 )
 from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
+from .storage.records_check import refuse_lost_records
+from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
 from .telemetry import tracing
 from .telemetry.recalls import RecallObservations
@@ -76,7 +79,8 @@ class StoreContext:
     """One open data dir: stores, indexer, engine, models, settings (see the module docstring).
 
     Attributes:
-        recovered: Notes on indexes found unreadable at open and rebuilt from the records.
+        recovered: Notes on what the open repaired: indexes found unreadable or lost and
+            rebuilt from the records, copies of indexes removed.
         replaced_embedder: The embedder whose vectors this open dropped
             (``allow_embedder_change=True``), if any.
         calibration: The calibration the recall engine scores with, where it comes from, and
@@ -99,6 +103,7 @@ class StoreContext:
         recovered: list[str],
         replaced_embedder: EmbedderFingerprint | None,
         calibration: calibration_store.Selected,
+        vector_loss: VectorLoss | None = None,
     ) -> None:
         self.home = home
         self.settings = settings
@@ -109,6 +114,8 @@ class StoreContext:
         self.reranker = reranker
         self.recovered = recovered
         self.replaced_embedder = replaced_embedder
+        #: Vectors found lost at a read-only open (a writer queues them again instead).
+        self.vector_loss = vector_loss
         self.locks = KeyedLocks()
         self.pid = os.getpid()
         #: Opened beside the writing process: no lock, no indexing, writes raise.
@@ -124,6 +131,7 @@ class StoreContext:
             records, keywords, vectors, embedder, reranker, settings.memory, calibration.scoring
         )
         self.engine.access = None if self.read_only else self.access
+        self.engine.vectors_lost = vector_loss is not None
         cfg = settings.memory
         if records.shared and not self.read_only:
             records.on_change(self._wake_indexer)
@@ -137,8 +145,9 @@ class StoreContext:
             keyword_context=cfg.keyword_context,
             context_similarity=cfg.keyword_context_similarity,
             vector_context=cfg.vector_context,
-            before_first_vectors=None if embedder_recorded else self._record_first_embedder,
+            before_first_vectors=self._before_first_vectors,
         )
+        self._embedder_recorded = embedder_recorded
 
     def _wake_indexer(self) -> None:
         # the listener may hear a change before __init__ has built the indexer
@@ -172,10 +181,15 @@ class StoreContext:
                 pid=os.getpid(),
             )
 
-    def _record_first_embedder(self) -> None:
-        """The indexer calls this before it first writes vectors to this data dir."""
-        first = EmbedderFingerprint.of(self.embedder, origin="first_write")
-        fingerprint.record(self.records, first, replace=False)
+    def _before_first_vectors(self) -> None:
+        """The indexer calls this before it first writes vectors in this process: the
+        embedder is recorded with the first vectors of a data dir, and the vector index is
+        marked as this store's (see :mod:`~agentmem.storage.vector_check`)."""
+        if not self._embedder_recorded:
+            first = EmbedderFingerprint.of(self.embedder, origin="first_write")
+            fingerprint.record(self.records, first, replace=False)
+            self._embedder_recorded = True
+        vector_check.mark(self.records, self.vectors)
 
     def use_profile(self, profile: CalibrationProfile) -> None:
         """Keep ``profile`` as this store's own and score with it from the next recall on
@@ -196,7 +210,7 @@ class StoreContext:
         self.engine.scoring = scoring
 
     def drop_vectors(self) -> None:
-        """Drop every vector collection (an unreadable embedded index is set aside)."""
+        """Drop every vector collection (an unreadable embedded index is removed)."""
         self.recovered.extend(_drop_vectors(self.vectors))
 
     def close(self) -> None:
@@ -233,14 +247,17 @@ def open_store(
     read_only: bool = False,
 ) -> StoreContext:
     """Open a data dir: take its lock, open the three stores, check the embedder, recover an
-    unreadable keyword index. A refused open changes nothing on disk and holds nothing.
+    unreadable keyword index and a lost vector index. A refused open changes nothing on disk
+    and holds nothing.
 
     With ``read_only``, the dir is opened beside the process that writes to it: no lock, no
     migration, no recovery, no indexing, and every write raises ``StorageError``.
 
     Raises:
         DataDirLockedError: another process holds the dir.
+        RecordsMissingError: the records store is missing or new beside indexes with entries.
         EmbedderMismatchError: the dir's vectors were made by another embedder.
+        ConfigError: the vector index holds another records store's vectors.
         StorageError: a store cannot be opened.
     """
     tracing.setup()  # spans on if the application or OTEL_* configured OpenTelemetry
@@ -255,13 +272,18 @@ def open_store(
     try:
         _check_node_home(home, url)
         had_keywords = (home / KEYWORDS_DIR).is_dir()
+        vectors = _vector_index(home, settings, chroma_client, read_only=False)
+        missing = url is None and not (home / RECORDS_FILE).exists()
+        if missing:  # before the file is created
+            refuse_lost_records(home, vectors)
         records = RecordStore(
             home / RECORDS_FILE,
             durable=settings.memory.durable_writes,
             url=url,
             node_id=None if url is None else node_id(home),
         )
-        vectors = _vector_index(home, settings, chroma_client, read_only=False)
+        if not missing and not records.holds_history():
+            refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
             if not had_keywords:  # a new (or lost) keyword index follows the changes anew
@@ -284,6 +306,15 @@ def open_store(
         _finish_switch_if_done(records)
         calibration = calibration_store.select(records, emb)
         keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
+        for name in remove_quarantined(home):
+            recovered.append(
+                f"removed {name}, the copy of an unreadable index an earlier version kept (its "
+                "content was out of reach of forget and erase; the index was rebuilt)"
+            )
+        loss = _check_vectors(records, vectors, repair=True)
+        if loss is not None:
+            log.error(loss.describe())
+            recovered.append(loss.describe())
     except BaseException:
         if vectors is not None:
             vectors.close()
@@ -338,31 +369,42 @@ def _open_read_only(
 ) -> StoreContext:
     url = records_url(settings)
     _check_node_home(home, url)
-    has_records = url is not None or (home / RECORDS_FILE).is_file()
-    if not has_records or not (home / KEYWORDS_DIR).is_dir():
-        raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
-    records = RecordStore(
-        home / RECORDS_FILE,
-        read_only=True,
-        url=url,
-        node_id=None if url is None else node_id(home, create=False),
-    )
+    vectors = _vector_index(home, settings, chroma_client, read_only=True)
     try:
+        has_records = url is not None or (home / RECORDS_FILE).is_file()
+        if not has_records:
+            refuse_lost_records(home, vectors)
+        if not has_records or not (home / KEYWORDS_DIR).is_dir():
+            raise StorageError(f"{home} is not an agentmem data dir", path=str(home))
+        records = RecordStore(
+            home / RECORDS_FILE,
+            read_only=True,
+            url=url,
+            node_id=None if url is None else node_id(home, create=False),
+        )
+    except BaseException:
+        vectors.close()
+        raise
+    try:
+        if not records.holds_history():
+            refuse_lost_records(home, vectors, records)
         recorded = fingerprint.read(records)
         current = None if recorded is None else fingerprint.differs(recorded, embedder)
         if recorded is not None and current is not None:
             raise fingerprint.mismatch_error(home, recorded, current)
         calibration = calibration_store.select(records, embedder)
-        keywords = KeywordIndex(home / KEYWORDS_DIR)
+        keywords = KeywordIndex(home / KEYWORDS_DIR, read_only=True)
+        loss = _check_vectors(records, vectors, repair=False)
     except BaseException:
         records.close()
+        vectors.close()
         raise
     return StoreContext(
         home=home,
         settings=settings,
         records=records,
         keywords=keywords,
-        vectors=_vector_index(home, settings, chroma_client, read_only=True),
+        vectors=vectors,
         embedder=embedder,
         reranker=reranker if reranker is not None else HttpReranker.from_config(settings.rerank),
         llm=llm,
@@ -371,6 +413,7 @@ def _open_read_only(
         recovered=[],
         replaced_embedder=None,
         calibration=calibration,
+        vector_loss=loss,
     )
 
 
@@ -390,29 +433,41 @@ def _vector_index(
     )
 
 
+def _check_vectors(
+    records: RecordStore, vectors: VectorIndex, *, repair: bool
+) -> VectorLoss | None:
+    """:func:`~agentmem.storage.vector_check.verify`; an index that cannot be read now
+    is left to recall (which then answers from keywords, ``degraded``) and to doctor."""
+    try:
+        return vector_check.verify(records, vectors, repair=repair)
+    except StorageError as exc:
+        log.warning("could not check the vector index at %s: %s", vectors.location, exc)
+        return None
+
+
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
-    """The keyword index; a corrupted one is set aside and rebuilt from the records."""
+    """The keyword index; a corrupted one is removed and rebuilt from the records."""
     try:
         return KeywordIndex(path)
     except StorageError as exc:
         if not path.is_dir():
             raise
-        recovered.append(set_aside(path, "keyword index", exc))
+        recovered.append(discard_unreadable(path, "keyword index", exc))
     index = KeywordIndex(path)
     records.index.mark_keywords_pending()  # the indexer re-adds every row
     return index
 
 
 def _drop_vectors(vectors: VectorIndex) -> list[str]:
-    """Drop every collection; an unreadable embedded store is set aside instead. Returns the
-    notes of what was set aside."""
+    """Drop every collection; an unreadable embedded store is removed instead. Returns the
+    notes of what was removed."""
     notes: list[str] = []
     try:
         names = vectors.collections()
     except StorageError as exc:
         if vectors.path is None or not vectors.owns_client:
             raise
-        notes.append(set_aside(vectors.path, "vector index", exc))
+        notes.append(discard_unreadable(vectors.path, "vector index", exc))
         names = vectors.collections()
     for name in names:
         vectors.drop(name)

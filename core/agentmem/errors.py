@@ -7,7 +7,8 @@ Every error agentmem raises on purpose derives from :class:`AgentMemError`::
     │   └── ScopeError       a scope that needs an identity the bound memory lacks
     ├── NotFoundError        an id or key that does not exist in this identity's view
     ├── StorageError         the records store (SQLite) or an index failed
-    │   └── DataDirLockedError   another process holds the data dir
+    │   ├── DataDirLockedError   another process holds the data dir
+    │   └── RecordsMissingError  the records store is missing or new beside indexes with rows
     ├── EmbeddingError       the embedder failed or its model files are wrong
     │   └── ModelFilesError  its model files are missing, corrupt or unloadable (reinstall)
     ├── ConfigError          the store was opened with settings its data dir cannot use
@@ -73,7 +74,22 @@ class StorageError(AgentMemError):
 
 
 class DataDirLockedError(StorageError):
-    """Another process has this data dir open; agentmem allows one process per data dir."""
+    """Another process has this data dir open; agentmem allows one process per data dir.
+
+    The message names the holder's pid (also ``context["pid"]``; None if it is unknown).
+    """
+
+
+class RecordsMissingError(StorageError):
+    """The records store of a data dir is missing, or new (no record, no erasure), while the
+    dir's keyword or vector index holds entries.
+
+    The records are the system of record and the only copy of the memories' content; the
+    indexes are derived from them and cannot restore them. Opening such a dir would start an
+    empty store beside indexes of a lost one (and ``reindex`` would then delete those), so it
+    is refused, before anything on disk is changed. Restore the records from a backup (or
+    give the right records URL), or move the indexes out of the dir to start anew.
+    """
 
 
 class EmbeddingError(AgentMemError):
@@ -171,6 +187,7 @@ __all__ = [
     "ModelFilesError",
     "NotFoundError",
     "RateLimitError",
+    "RecordsMissingError",
     "RemoteError",
     "RerankError",
     "ScopeError",

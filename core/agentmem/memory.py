@@ -103,10 +103,12 @@ def _acquire(home: Path, key: tuple[Any, ...], opener: Callable[[], StoreContext
             entry = _open[real] = _Open(opener(), key)
         elif entry.key != key:
             raise DataDirLockedError(
-                f"data dir {home} is already open in this process with other components or "
-                "settings (embedder, LLM, reranker, Chroma client, configuration or "
-                "background indexing); reuse that AgentMemory, or close it first",
+                f"data dir {home} is already open in this process (pid {os.getpid()}) with "
+                "other components or settings (embedder, LLM, reranker, Chroma client, "
+                "configuration or background indexing); reuse that AgentMemory, or close it "
+                "first",
                 path=str(home),
+                pid=os.getpid(),
             )
         entry.users += 1
         return entry.ctx
@@ -198,8 +200,13 @@ class AgentMemory:
         settings: Every setting (:class:`~agentmem.config.Settings`); default read from the
             environment once, at open. ``config`` and ``tier_config`` replace its parts.
         read_only: Open beside the process that writes to the dir (``agentmem stats``,
-            ``export``, ``doctor``, an inspection from a notebook): no lock, no indexing;
-            reads and recall work, writes raise :class:`~agentmem.errors.StorageError`.
+            ``export``, ``doctor``, an inspection from a notebook), or on read-only media:
+            no lock, no indexing, nothing written in the dir; reads and recall work, writes
+            raise :class:`~agentmem.errors.StorageError`.
+
+    A data dir whose indexes hold entries while its records store is missing or new is
+    refused (:class:`~agentmem.errors.RecordsMissingError`); a vector index found lost at
+    open is rebuilt in the background (see :attr:`recovered`).
 
     One process writes to a data dir at a time; another process gets
     :class:`~agentmem.errors.DataDirLockedError`. A second ``AgentMemory`` on the same dir in
@@ -228,6 +235,14 @@ class AgentMemory:
         records_url: str | None = None,
         embedder_name: str | None = None,
     ) -> None:
+        if isinstance(path, str | bytes) and not path.strip():
+            # Path("") is the working directory: the store's files would land beside the
+            # caller's own
+            raise ValidationError(
+                "path",
+                "must not be empty: name a data dir, or pass None for $AGENTMEM_HOME or the "
+                "per-user default",
+            )
         home = Path(path).expanduser() if path is not None else default_home()
         if embedder is None and embedder_name is not None:
             raise ValidationError("embedder_name", "names the model of an embedder= object")
@@ -373,7 +388,8 @@ class AgentMemory:
 
     @property
     def recovered(self) -> list[str]:
-        """Indexes found unreadable at open and rebuilt from the records (``agentmem doctor``)."""
+        """What the open repaired (``agentmem doctor`` reports it): indexes found unreadable
+        or lost and being rebuilt from the records, copies of indexes removed."""
         return self._ctx.recovered
 
     @property

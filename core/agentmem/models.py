@@ -329,7 +329,8 @@ class ErasureReceipt:
         compacted: The stores whose files were rewritten so that no deleted byte stays:
             ``records`` (SQLite rewritten, WAL emptied), ``keywords`` (every segment
             rewritten), ``vectors`` (the embedded Chroma store's SQLite rewritten and files of
-            dropped collections deleted; not with a Chroma server).
+            dropped collections deleted; not with a Chroma server), ``quarantine`` (copies of
+            unreadable indexes an earlier version kept in the data dir, deleted).
         resumed: True when this completed an erasure interrupted earlier.
     """
 

@@ -109,6 +109,21 @@ def require(identity: Identity, scope: str) -> None:
         )
 
 
+#: Where a new memory goes when the caller names no scope: the narrowest audience bound
+#: that outlives the conversation (a user sees only their own; an agent's memory reaches
+#: every user it serves; a session's only that conversation). Never tenant: a memory every
+#: user of the tenant sees is written only when asked for by name.
+MEMORY_DEFAULT_SCOPES: tuple[str, ...] = ("user", "agent", "session")
+
+
+def default_memory_scope(
+    identity: Identity, order: tuple[str, ...] = MEMORY_DEFAULT_SCOPES
+) -> str | None:
+    """The first scope of ``order`` whose identity component is bound, else None."""
+    bound = {"user": identity.user_id, "agent": identity.agent_id, "session": identity.session_id}
+    return next((scope for scope in order if bound[scope] is not None), None)
+
+
 @dataclass(frozen=True, slots=True)
 class ScopePlan:
     """How to search one recall scope: its partition and the narrowing filters."""

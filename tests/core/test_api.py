@@ -210,6 +210,7 @@ def test_all_is_pinned() -> None:
         "RateLimitError",
         "RecallHit",
         "RecallResult",
+        "RecordsMissingError",
         "RememberResult",
         "RemoteError",
         "RerankError",
@@ -930,13 +931,14 @@ def test_data_dir_lock(make_memory, tmp_path: Path) -> None:
     again.close()  # the other user keeps the store open
     assert m.get(r.id).content == "The lock test memory"
     # another process is refused too
+    assert err.value.context["pid"] == os.getpid()
     script = (
         "import sys\n"
         "from agentmem import AgentMemory, DataDirLockedError\n"
         "try:\n"
         "    AgentMemory(sys.argv[1])\n"
-        "except DataDirLockedError:\n"
-        "    print('locked')\n"
+        "except DataDirLockedError as exc:\n"
+        "    print('locked', exc.context['pid'], str(exc))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script, str(mem.home)],
@@ -945,7 +947,8 @@ def test_data_dir_lock(make_memory, tmp_path: Path) -> None:
         timeout=120,
         check=True,
     )
-    assert out.stdout.strip() == "locked"
+    assert out.stdout.split()[:2] == ["locked", str(os.getpid())]  # names the holder
+    assert f"(pid {os.getpid()})" in out.stdout
     # the refused openers changed nothing for the owner
     assert m.get(r.id).content == "The lock test memory"
     mem.close()
@@ -1061,3 +1064,11 @@ def test_forget_while_being_embedded_leaves_no_vector(
     vector_ids = set().union(*(mem.vectors.ids(c) for c in mem.vectors.collections()))
     assert vector_ids == {keep.id}
     assert mem.keywords.all_ids() == {keep.id}
+
+
+def test_an_empty_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for path in ("", "  "):
+        with pytest.raises(ValidationError, match="path: must not be empty"):
+            AgentMemory(path)
+    assert list(tmp_path.iterdir()) == []  # no LOCK, keywords/ or records.sqlite3 here

@@ -166,7 +166,7 @@ def test_cli_embedder_flag_and_environment(
     spec = "_embedding_service:http_embeddings"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncalibratedEmbedderWarning)
-        assert main(["--home", home, "--embedder", spec, "remember", FACTS[2]]) == 0
+        assert main(["--home", home, "--embedder", spec, "--user", "u", "remember", FACTS[2]]) == 0
         assert main(["--home", home, "reindex", "--embedder", spec, "--json"]) == 0
         capsys.readouterr()
         monkeypatch.setenv("AGENTMEM_EMBEDDER", spec)

@@ -135,10 +135,13 @@ def test_identity_comes_from_environment(cli: CLI, monkeypatch: pytest.MonkeyPat
 
 
 def test_tenant_defaults_to_default(cli: CLI) -> None:
-    assert cli("remember", "Deploys happen on Tuesdays").status == 0
+    # no owner bound: the whole tenant would see it, so only when asked for by name
+    refused = cli("remember", "Deploys happen on Tuesdays")
+    assert refused.status == 2 and "--scope tenant" in refused.err
+    assert cli("remember", "Deploys happen on Tuesdays", "--scope", "tenant").status == 0
     (row,) = cli("export").jsonl()
     assert row["tenant_id"] == "default"
-    assert row["scope"] == "tenant"  # no user or agent bound: a tenant memory
+    assert row["scope"] == "tenant"
 
 
 def test_long_message_is_kept_in_full(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +185,8 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["remember", "x", "--scope", "user"], 2, "needs --user (or AGENTMEM_USER)"),
         (["remember", "x", "--scope", "session"], 2, "needs --session"),
         (["remember", "x", "--metadata", "{nope"], 2, "--metadata: not valid JSON"),
-        (["remember", "x", "--importance", "3"], 2, "importance: must be between 0 and 1"),
+        (["--user", "u", "remember", "x", "--importance", "3"], 2, "importance: must be"),
+        (["remember", "x"], 2, "pass --scope tenant to mean that"),
         (["add-message", "user", "hello"], 2, "add-message needs --session"),
         (["--session", "s", "add-message", "user", " "], 2, "content: must not be empty"),
         (["recall", "x", "--top-k", "50"], 2, "top_k: must be between 1 and 20"),
@@ -193,7 +197,10 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: no such file"),
     ],
 )
-def test_error_statuses_and_messages(cli: CLI, argv: list[str], status: int, message: str) -> None:
+def test_error_statuses_and_messages(
+    cli: CLI, home: Path, argv: list[str], status: int, message: str
+) -> None:
+    home.mkdir()  # a data dir to read (a reading command on none is its own error)
     run = cli(*argv)
     assert run.status == status, (run.out, run.err)
     assert message in run.err
@@ -729,12 +736,22 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
-@pytest.mark.parametrize("command", [["stats"], ["doctor"], ["export"]])
-def test_a_read_only_command_on_a_mistyped_home_is_an_error(
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats"], ["doctor"], ["export"], ["recall", "x"], ["read-tool-output", "tout_x"],
+        ["forget", "m1"], ["history", "m1"], ["answer", "x"], ["session-detail", "s"],
+        ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
+        ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
+        ["retention"], ["erase", "--tenant", "t", "--user", "u"],
+    ],
+)  # fmt: skip
+def test_a_command_that_stores_nothing_never_creates_a_data_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     missing = tmp_path / "no-such-home"
-    assert main(["--home", str(missing), *command]) == 2
+    who = ["--user", "u", "--agent", "a", "--session", "s"]
+    assert main(["--home", str(missing), *who, *command]) == 2
     assert "no data dir" in capsys.readouterr().err
     assert not missing.exists()  # nothing created
 
@@ -758,3 +775,23 @@ def test_an_import_leaves_one_current_entry_per_key(tmp_path: Path) -> None:
         u1 = b.bind("acme", user_id="u1")
         hits = u1.recall("call Ana", min_score=0.0).items
         assert [h.content for h in hits if "Ana" in h.content] == ["Call Ana on 555-0199"]
+
+
+def test_an_explicit_home_wins_over_agentmem_url(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMEM_URL", "http://127.0.0.1:9")  # no server: it must not be asked
+    assert cli("--user", "u1", "remember", "The VPN endpoint is vpn.example.org").status == 0
+    found = cli("--user", "u1", "--json", "recall", "VPN endpoint")
+    assert found.status == 0, found.err
+    assert found.json()["items"][0]["content"] == "The VPN endpoint is vpn.example.org"
+    stats = cli("--json", "stats")
+    assert stats.status == 0 and stats.json()["live"] == 1
+    both = cli("--url", "http://127.0.0.1:9", "stats")
+    assert both.status == 2 and "name two stores" in both.err
+
+
+def test_forget_help_says_it_is_irreversible(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["forget", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "irreversibly" in shown and "soft-delete" not in shown.lower()
+    assert "Forget records visible to the bound identity, irreversibly" in shown

@@ -10,6 +10,7 @@ metadata); after an erasure, a byte scan of every file under the data dir must n
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,73 @@ def test_doctor_reports_what_came_back_after_an_erasure(make_memory: MakeMemory)
     ]
     mem.erase(tenant_id="acme", user_id=U1)
     assert diagnose(mem.context).ok
+
+
+def _facts(mem: AgentMemory, canary: str, user: str) -> BoundMemory:
+    m = mem.bind("acme", user_id=user, session_id=f"s-{user}")
+    m.remember_many([f"The locker code is {canary}", f"My {canary} password is hunter2"])
+    m.add_message("user", f"Remember {canary} for the locker")
+    mem.flush()
+    return m
+
+
+def test_an_unreadable_keyword_index_is_not_kept_where_erasure_cannot_reach(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    _facts(mem, C1, U1)
+    home = mem.home
+    mem.close()
+    (home / "keywords" / "meta.json").write_text('{"segments": [truncated')
+
+    mem = make_memory(path=home)  # the index is unreadable: removed and rebuilt
+    assert "removed, rebuilt from the records" in mem.recovered[0]
+    assert not [p.name for p in home.iterdir() if ".broken-" in p.name]
+    mem.flush()
+    receipt = mem.erase(tenant_id="acme", user_id=U1)
+    assert receipt.rows > 0 and "quarantine" not in receipt.compacted
+    report = diagnose(mem.context)  # not ok only for the recovery at open it reports
+    assert report.problems == [f"recovered at open: {mem.recovered[0]}"]
+    assert report.erasures_checked == 1 and report.erasures == [] and report.quarantined == []
+    assert_gone(mem, C1)
+
+
+def test_erase_removes_a_kept_copy_of_an_index_and_doctor_reports_it(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    m1 = _facts(mem, C1, U1)
+    _facts(mem, C2, U2)
+
+    def set_aside(name: str) -> Path:
+        """A copy of the keyword index as an earlier version kept one (readable here)."""
+        copy = mem.home / f"keywords.broken-{name}"
+        shutil.copytree(mem.home / "keywords", copy, ignore=shutil.ignore_patterns("*.lock"))
+        return copy
+
+    copy = set_aside("20250101000000")
+    kept = KeywordIndex(copy, read_only=True)
+    assert kept.doc_freq("content", kept.analyze(C2)[0]) > 0  # U2's entries are in it
+    kept.close()
+    report = diagnose(mem.context)
+    assert not report.ok and report.quarantined == [copy.name]
+
+    receipt = mem.erase(tenant_id="acme", user_id=U2)
+    assert receipt.compacted[-1] == "quarantine" and not copy.exists()
+    assert diagnose(mem.context).ok
+
+    later = set_aside("20250202000000")  # the check of U2's erasure cannot see into it
+    report = diagnose(mem.context)
+    (check,) = report.erasures
+    assert check.user_id == U2 and check.quarantined == [later.name] and not report.ok
+
+    receipt = mem.erase(tenant_id="acme", user_id=U1)
+    assert receipt.compacted[-1] == "quarantine" and not later.exists()
+    report = diagnose(mem.context)
+    assert report.ok and report.erasures_checked == 2, report
+    home = mem.home
+    assert_gone(mem, C1, m1)
+    assert files_with(home, C2) == []
 
 
 FAILURES = {

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agentmem.bench.stats import percentile
+from agentmem.chunking import chunk_text
 from agentmem.cli import build_parser, main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation import (
@@ -365,7 +366,7 @@ def test_expect_empty_implies_no_expected_retrievals() -> None:
         parse_dataset({"cases": [case]})
     assert (
         "cases[0](nothing-relevant).expected_retrievals",
-        "is required (or set expect_empty to true)",
+        "is required (or expected_passages, or set expect_empty to true)",
     ) in info.value.problems
 
 
@@ -384,7 +385,8 @@ def test_cli_accepts_a_dataset_written_as_users_write_it(
     report = json.loads(captured.out)
     assert any("ignoring unknown top-level keys ['maintainer']" in w for w in report["warnings"])
     assert main(["eval", "--dataset", str(path)]) == 0
-    assert "ignoring unknown top-level keys ['maintainer']" in capsys.readouterr().out
+    shown = " ".join(capsys.readouterr().out.split())  # rich wraps it at the console width
+    assert "ignoring unknown top-level keys ['maintainer']" in shown
 
 
 def test_validation_checks_expected_and_forbidden_contents() -> None:
@@ -415,6 +417,51 @@ def test_duplicate_case_ids_and_empty_cases_are_rejected() -> None:
         parse_dataset({"cases": []})
     with pytest.raises(DatasetError, match="must be a JSON object"):
         parse_dataset([case])
+
+
+def test_family_and_distractors_are_read_and_cases_may_expect_a_distractor() -> None:
+    doc = {"kind": "document_chunk", "content": LONG_DOC, "source_ref": "maintenance"}
+    data = {
+        "family": "documents",
+        "distractors": [{"content": TICKET, "type": "note"}, doc],
+        "cases": [
+            {"id": "pool", "setup_memories": [], "query": "fan", "expected_retrievals": [TICKET]},
+            {
+                "id": "passage",
+                "setup_memories": [{"content": TEA}],
+                "query": "who is the emergency contact?",
+                "expected_passages": ["Vireo Okonkwo-Lindqvist on extension 5521"],
+            },
+        ],
+    }
+    dataset = parse_dataset(data)
+    assert dataset.family == "documents" and dataset.warnings == ()
+    assert [m.kind for m in dataset.distractors] == ["memory", "document_chunk"]
+    assert dataset.distractors[0].memory_type == "note"
+    assert dataset.cases[0].expected == (TICKET,)
+    passage = dataset.cases[1]
+    assert passage.expected == () and passage.expected_passages == (
+        "Vireo Okonkwo-Lindqvist on extension 5521",
+    )
+
+
+def test_expected_passages_must_lie_in_a_document_and_not_in_an_empty_case() -> None:
+    doc = {"kind": "document_chunk", "content": LONG_DOC}
+    base = {"id": "c", "setup_memories": [doc, {"content": TEA}], "query": "q"}
+    problems = {
+        "a passage of no document": {**base, "expected_passages": ["not in the document"]},
+        "a fact is no document": {**base, "expected_passages": ["green tea"]},
+        "blank": {**base, "expected_passages": [" "]},
+        "empty case": {**base, "expected_passages": ["extension 5521"], "expect_empty": True},
+    }
+    for why, case in problems.items():
+        with pytest.raises(DatasetError, match="expected_passages") as info:
+            parse_dataset({"cases": [case]})
+        assert len(info.value.problems) == 1, why
+    with pytest.raises(DatasetError, match="distractors: must be a list"):
+        parse_dataset({"distractors": {}, "cases": [{**base, "expect_empty": True}]})
+    with pytest.raises(DatasetError, match=r"distractors\[0\]\.kind"):
+        parse_dataset({"distractors": [{"content": "x", "kind": "nope"}], "cases": [base]})
 
 
 def test_load_dataset_reports_file_and_json_errors(tmp_path: Path) -> None:
@@ -618,6 +665,42 @@ def test_run_golden_on_a_synthetic_dataset(tmp_path: Path, shared_embedder: Cach
     assert "## By kind of content" in markdown(report)
 
 
+def test_run_golden_writes_the_distractors_into_each_case_and_finds_passages(
+    shared_embedder: CachedEmbedder,
+) -> None:
+    """Every case gets the distractors in its own store (a case expecting one finds it), and
+    a passage is found through whichever chunk of its document holds it."""
+    doc = {"kind": "document_chunk", "content": LONG_DOC, "source_ref": "maintenance"}
+    data = {
+        "distractors": [doc, {"content": TICKET, "type": "note"}],
+        "cases": [
+            {
+                "id": "passage",
+                "setup_memories": [],
+                "query": "Who is the emergency contact for the datacentre?",
+                "expected_passages": ["Vireo Okonkwo-Lindqvist on extension 5521"],
+            },
+            {
+                "id": "pool",
+                "setup_memories": [{"content": TEA, "type": "preference"}],
+                "query": "what about ticket ZQX-88412?",
+                "expected_retrievals": [TICKET],
+            },
+        ],
+    }
+    report = run_golden(parse_dataset(data), embedder=shared_embedder)
+    by_id = {c.id: c for c in report.cases}
+    passage = by_id["passage"]
+    assert passage.recall == 1.0 and passage.found == passage.expected
+    assert passage.expected_kinds == ("document_chunk",)
+    assert any(r.verdict == "expected" for r in passage.returned)
+    # the passage is the document's last sentence: the chunk found is not its first one
+    first_chunk = chunk_text(LONG_DOC)[0]
+    assert "extension 5521" not in first_chunk
+    assert all(r.content != first_chunk for r in passage.returned if r.verdict == "expected")
+    assert by_id["pool"].recall == 1.0
+
+
 def test_run_golden_refuses_a_non_empty_workdir(
     tmp_path: Path, shared_embedder: CachedEmbedder
 ) -> None:
@@ -787,10 +870,13 @@ def test_cli_mlflow_failure_does_not_change_the_verdict(
 
 
 def test_cli_requires_a_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval"]) == 2
+    err = capsys.readouterr().err
+    assert "--dataset" in err and "--suite" in err
+    # --locomo goes with --suite (as a family), never with another source
     with pytest.raises(SystemExit) as info:
-        main(["eval"])
+        main(["eval", "--dataset", "golden", "--locomo", "x.json"])
     assert info.value.code == 2
-    assert "--dataset" in capsys.readouterr().err
 
 
 # -- the project's own dataset ------------------------------------------------------------------------

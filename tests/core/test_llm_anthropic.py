@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -369,10 +368,8 @@ def test_client_errors_are_not_retried(api: Loopback) -> None:
 def test_timeouts_are_retried_then_reported(api: Loopback) -> None:
     api.script(Reply(delay=3.0, body={}))
     llm = api.llm(timeout=0.3, max_retries=1)
-    started = time.monotonic()
-    with pytest.raises(LLMError, match="timed out"):
+    with pytest.raises(LLMError, match="timed out"):  # a reply would come after 3 s
         llm.extract(TURNS)
-    assert time.monotonic() - started < 2.5
     assert len(api.state.requests) == 2
 
 

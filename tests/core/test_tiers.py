@@ -299,10 +299,10 @@ def test_summary_timeout_skips_the_summary(make_memory: MakeMemory) -> None:
     mem = make_memory(llm=llm, background=False)
     m = mem.bind("acme", user_id="u1", session_id="s1")
     fill_session(m, 0)
-    started = time.perf_counter()
     result = m.close_session(summary_timeout=0.2)
+    # the summary was still being written (the LLM waits for release) when the close returned
+    assert not llm.release.is_set()
     llm.release.set()
-    assert time.perf_counter() - started < 5
     assert result.summary_status == "timeout" and result.summary_ids == ()
     assert result.error and "0.2s" in result.error
     assert result.chunk_ids and summary_ids(mem, "s1") == []

@@ -328,3 +328,64 @@ def test_middleware_checks_its_arguments(mem: AgentMemory, bound: BoundMemory) -
     for bad in ({"window": 0}, {"model_window": -1}, {"budget_ratio": 0.0}, {"window": True}):
         with pytest.raises(ValueError):
             AgentMemMiddleware(bound, **bad)
+
+
+def test_recall_never_hands_back_the_question_being_answered(make_memory: Any) -> None:
+    """The README's LangGraph example, run twice on one data dir: the recall result holds
+    the fact and never the question the model is answering (nor its copy of the first run)."""
+    mem = make_memory()
+    home = mem.home
+
+    def run(store: AgentMemory) -> str:
+        def agent_for(session_id: str, *script: AIMessage) -> Any:
+            m = store.bind("acme", user_id="u1", agent_id="support", session_id=session_id)
+            return create_agent(
+                scripted(*script),
+                tools=create_memory_tools(m, include=["remember_fact"]),
+                middleware=[AgentMemMiddleware(m)],
+            )
+
+        first = agent_for(
+            "s1",
+            tool_call("remember_fact", {"content": "The user's favourite editor is Helix"}, "c1"),
+            AIMessage("Noted: Helix."),
+        )
+        first.invoke({"messages": [HumanMessage("Remember: I edit code in Helix.")]})
+        later = agent_for(
+            "s2", tool_call("recall", {"query": "favourite text editor"}, "c2"), AIMessage("Helix")
+        )
+        out = later.invoke({"messages": [HumanMessage("Which editor do I use?")]})
+        recalled = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+        assert isinstance(recalled.content, str)
+        return recalled.content
+
+    for _ in range(2):
+        shown = run(mem)
+        assert "The user's favourite editor is Helix" in shown
+        assert "Which editor do I use?" not in shown
+        mem.close()
+        mem = make_memory(path=home)
+
+
+def test_store_memory_in_an_agent_stays_with_its_user(mem: AgentMemory) -> None:
+    """A LangGraph agent's ``store_memory`` keeps what it learns about one user from the
+    agent's other users (it stored at agent scope, recalled for anyone, before)."""
+    u1 = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    agent = create_agent(
+        scripted(
+            tool_call(
+                "store_memory",
+                {"content": "User likes window seats", "memory_type": "preference"},
+                "c1",
+            ),
+            AIMessage("Noted."),
+        ),
+        tools=create_memory_tools(u1, include="all"),
+    )
+    out = agent.invoke({"messages": [HumanMessage("I always pick a window seat.")]})
+    stored = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert '"scope": "user"' in str(stored.content)
+
+    u2 = mem.bind("acme", user_id="u2", agent_id="support", session_id="s9")
+    assert u2.recall("window seats", min_score=0.0).items == []
+    assert [h.content for h in u1.recall("window seats").items] == ["User likes window seats"]

@@ -152,7 +152,9 @@ def test_list_namespaces(store: AgentMemStore) -> None:
 def test_namespaces_map_onto_users_and_tenant(mem: AgentMemory, store: AgentMemStore) -> None:
     store.put(("memories", "u1"), "m", {"content": "u1 is training for a marathon"})
     store.put(("memories", "u2"), "m", {"content": "u2 is training for a triathlon"})
-    store.put(("shared",), "faq", {"content": "Training plans are free for all members"})
+    store.put(("private",), "note", {"content": "Training notes of the store's own"})
+    shared = AgentMemStore(mem, tenant_id="acme", store_id="shared", tenant_wide=True)
+    shared.put(("shared",), "faq", {"content": "Training plans are free for all members"})
     mem.flush()
     u1 = mem.bind("acme", user_id="u1", session_id="s1")
     u2 = mem.bind("acme", user_id="u2", session_id="s1")
@@ -163,6 +165,9 @@ def test_namespaces_map_onto_users_and_tenant(mem: AgentMemory, store: AgentMemS
     assert contents["content: u1 is training for a marathon"]["lg_namespace"] == ["memories", "u1"]
     assert not any("u2" in c for c in contents)
     assert contents["content: Training plans are free for all members"]["scope"] == "tenant"
+    # a namespace naming nobody stays the store's own unless the store is tenant_wide
+    assert not any("store's own" in c for c in contents)
+    assert [h.key for h in store.search(("private",), query="training notes")] == ["note"]
     msg = RecallTool(memory=u2).invoke(
         {"name": "recall", "args": {"query": "marathon"}, "id": "c", "type": "tool_call"}
     )

@@ -94,6 +94,7 @@ def test_recall_description_tells_the_agent_to_recall_after_trimming(bound: Boun
 
 def test_injected_text_stays_inside_its_escaped_block(mem: AgentMemory, bound: BoundMemory) -> None:
     bound.add_message("user", INJECTION)
+    bound.add_message("user", "Can you check my account?")  # the question being answered
     mem.flush()
     msg = call(RecallTool(memory=bound), {"query": "admin password developer mode"})
     assert isinstance(msg, ToolMessage) and not isinstance(msg, SystemMessage)
@@ -220,7 +221,7 @@ def test_store_and_search_memory(mem: AgentMemory, bound: BoundMemory) -> None:
             "importance": 0.2,
         },
     )
-    assert bound.get(out["memory_id"]).scope == "agent"  # agent_id is bound
+    assert bound.get(out["memory_id"]).scope == "user"  # the narrowest scope bound
     mem.flush()
     assert bound.get(out["memory_id"]).embedded
     search = SearchMemoryTool(memory=bound)

@@ -249,3 +249,36 @@ def test_block_rejects_bad_configuration(mem: AgentMemory, bound: BoundMemory) -
         memory=mem.bind("acme", user_id="u1"), accept_short_term_memory=False
     )
     assert recall_only.accept_short_term_memory is False
+
+
+def test_with_insert_method_user_no_recalled_text_is_a_system_message(
+    mem: AgentMemory, bound: BoundMemory
+) -> None:
+    """The README's form: recalled text joins the latest user message, never the system one
+    (LlamaIndex's default, insert_method="system", puts every block there)."""
+    bound.remember("The user's dog is called Biscuit")
+    mem.flush(timeout=60)
+    memory = chat_memory(AgentMemMemoryBlock(memory=bound), insert_method="user")
+    memory.put(ChatMessage(role="system", content="Answer briefly."))
+    memory.put(ChatMessage(role="user", content="What is my dog's name?"))
+    messages = memory.get()
+
+    systems = [m for m in messages if m.role == "system"]
+    assert systems and all("Biscuit" not in memory_text([m]) for m in systems)
+    (asked,) = [m for m in messages if m.role == "user"]
+    assert "<recalled-memories>" in memory_text([asked]) and "Biscuit" in memory_text([asked])
+
+
+def test_messages_are_stored_when_memory_flushes_them_not_when_put(bound: BoundMemory) -> None:
+    """LlamaIndex hands the block only what leaves its short-term queue: until the queue
+    passes token_limit * chat_history_token_ratio, agentmem has none of the conversation."""
+    memory = chat_memory(AgentMemMemoryBlock(memory=bound))
+    first, second = (ChatMessage(role=r, content=t) for r, t in CONVERSATION[:2])
+    memory.put(first)
+    memory.put(second)
+    assert bound.messages() == []  # both still in the queue (~30 of its ~80 tokens)
+    for role, text in CONVERSATION[2:]:
+        memory.put(ChatMessage(role=role, content=text))
+    stored = [i.content for i in bound.messages()]
+    assert stored[:2] == [first.content, second.content]  # flushed: now in agentmem
+    assert CONVERSATION[-1][1] not in stored  # the newest is still only in the queue

@@ -90,6 +90,7 @@ def test_recall_arguments_reach_the_core(
     mem: AgentMemory, bound: BoundMemory, use_async: bool
 ) -> None:
     bound.add_message("user", "The deploy failed with error E1234 on host web-7")
+    bound.add_message("user", "Why did it fail?")  # the question being answered
     fact = bound.remember("Deploys happen on Tuesdays").id
     mem.flush(timeout=60)
     recall = tools_by_name(bound)["recall"]

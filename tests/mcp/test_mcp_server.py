@@ -239,7 +239,7 @@ async def test_seed_001_tools_round_trip(spawn: Spawn, tmp_path: Path) -> None:
         )
 
     assert stored.structured_content["status"] == "stored"
-    assert stored.structured_content["scope"] == "agent"
+    assert stored.structured_content["scope"] == "user"  # the narrowest bound
     assert not low.is_error
     items = found.structured_content["items"]
     assert [i["memory_id"] for i in items] == [memory_id]

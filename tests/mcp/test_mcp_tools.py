@@ -48,6 +48,7 @@ def text_of(result: CallToolResult) -> str:
 @pytest.mark.asyncio
 async def test_in_memory_client_round_trip(mem: AgentMemory, bound: BoundMemory) -> None:
     bound.add_message("user", "Ticket 5512: the printer on floor 3 jams on A3 paper")
+    bound.add_message("user", "Which model is the printer on floor 3?")  # being answered
     mem.flush(timeout=60)
 
     async with Client(build_server(bound)) as client:
@@ -95,7 +96,8 @@ def test_default_scopes_follow_the_bound_identity(mem: AgentMemory) -> None:
     tenant_only = MemoryToolbox(mem.bind("acme"))
 
     assert full.call("remember_fact", {"content": "f1"}).data["scope"] == "user"
-    assert full.call("store_memory", {"content": "m1"}).data["scope"] == "agent"
+    assert full.call("store_memory", {"content": "m1"}).data["scope"] == "user"
+    assert agent_only.call("store_memory", {"content": "m3"}).data["scope"] == "agent"
     assert agent_only.call("remember_fact", {"content": "f2"}).data["scope"] == "agent"
     assert session_only.call("store_memory", {"content": "m2"}).data["scope"] == "session"
     with pytest.raises(ToolCallError, match="--user"):

@@ -9,11 +9,17 @@
   ``DataDirLockedError`` naming the dir; after the holder is SIGKILLed (no clean close), the
   lock is released by the OS and the dir opens with every acknowledged write. (The in-process
   second opener and a refused subprocess are covered in tests/core/test_api.py.)
+- A new data dir, several processes: opened by all at the same instant (12 rounds), every
+  open succeeds and each migration is applied once.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +30,7 @@ import pytest
 from _reliability_support import SESSION, TENANT, USER, HashEmbedder
 
 from agentmem import AgentMemory, DataDirLockedError
+from agentmem.storage.schema import MIGRATIONS
 
 pytestmark = pytest.mark.slow
 
@@ -132,3 +139,50 @@ def test_second_process_gets_data_dir_locked_error(
         m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
         assert len(mem.records.get_many(TENANT, acked)) == len(acked)
         assert m.get(acked[-1]).content
+
+
+#: Each process opens the records store of a new data dir per round, every process at the
+#: same instant (spinning until the round's start time, after importing once).
+_FIRST_OPEN = r"""
+import sys, time
+from pathlib import Path
+from agentmem.storage.records import RecordStore
+root, start, rounds, gap = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+failed = 0
+for n in range(rounds):
+    while time.time() < start + n * gap:
+        pass
+    try:
+        RecordStore(root / f"dir{n}" / "records.sqlite3").close()
+    except Exception as exc:
+        failed += 1
+        print(f"round {n}: {exc}", flush=True)
+print(f"FAILED {failed}", flush=True)
+"""
+
+
+def test_processes_opening_a_new_data_dir_at_once_all_succeed(tmp_path: Path) -> None:
+    """Several processes opening one new records store at once: each waits for the one
+    migrating and finds the schema complete (none applies a migration twice)."""
+    processes, rounds, gap = 4, 12, 0.4
+    for n in range(rounds):
+        (tmp_path / f"dir{n}").mkdir()
+    start = time.time() + 8.0  # after every process has imported agentmem
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _FIRST_OPEN, str(tmp_path), str(start), str(rounds), str(gap)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for _ in range(processes)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * processes, outputs
+    assert all(out.strip().endswith("FAILED 0") for out in outputs), outputs
+    for n in range(rounds):
+        with sqlite3.connect(tmp_path / f"dir{n}" / "records.sqlite3") as conn:
+            versions = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
+        assert versions == list(range(1, len(MIGRATIONS) + 1))

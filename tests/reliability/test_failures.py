@@ -22,8 +22,7 @@ Reranker failures (fail-open) are covered in tests/core/test_recall_rerank.py.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -164,6 +163,17 @@ def test_unreadable_vector_index_falls_back_to_keywords(make_memory) -> None:
     assert [h.id for h in result.items] == [rid] and result.degraded is False
 
 
+def _while_hung(embedder: HangingEmbedder, call: Callable[[], Any]) -> Any:
+    """``call()``'s result, which must come while ``embedder`` is still hung."""
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    worker.start()
+    worker.join(300)  # a safety net against a hang, not a measure: the check is below
+    assert not worker.is_alive(), "the call waited for the hung model"
+    assert not embedder.release.is_set() and out
+    return out[0]
+
+
 def test_hanging_embedder_blocks_neither_writes_nor_recall(make_memory) -> None:
     embedder = HangingEmbedder()
     mem = make_memory(embedder=embedder)  # background indexer
@@ -176,21 +186,20 @@ def test_hanging_embedder_blocks_neither_writes_nor_recall(make_memory) -> None:
     stuck = m.remember("The backup window is 02:00 to 04:00 UTC").id
     assert embedder.entered.wait(30)  # the indexer is now stuck inside the embedder
     try:
-        started = time.monotonic()
-        later = [
-            m.remember(f"Write {n} while the model hangs: token QX{n}QX").id for n in range(20)
-        ]
-        m.add_message("user", "a message written while embedding hangs")
-        assert time.monotonic() - started < 5.0  # acknowledged without waiting for the model
+        # each call returns while the model is still hung (no clock involved: a call that
+        # waited for the model would never return, and the helper says so)
+        later = _while_hung(
+            embedder,
+            lambda: [
+                m.remember(f"Write {n} while the model hangs: token QX{n}QX").id for n in range(20)
+            ],
+        )
+        _while_hung(embedder, lambda: m.add_message("user", "a message written while it hangs"))
         for id_ in [stuck, *later]:
             assert m.get(id_).embedded is False  # durable before it is indexed
-        started = time.monotonic()
-        result = m.recall("KX-93-ZQ-771")
-        assert time.monotonic() - started < 5.0
+        result = _while_hung(embedder, lambda: m.recall("KX-93-ZQ-771"))
         assert result.items[0].id == early and result.degraded is True
-        started = time.monotonic()
-        assert mem.flush(timeout=0.5) is False  # reports, does not hang
-        assert time.monotonic() - started < 5.0
+        assert _while_hung(embedder, lambda: mem.flush(timeout=0.5)) is False  # reports
     finally:
         embedder.release.set()
     assert mem.flush(timeout=60)

@@ -80,8 +80,9 @@ def test_langchain_retriever_chat_history_and_tools(
     client.flush(timeout=60)
     docs = AgentMemRetriever(memory=remote, k=3).invoke("how should we contact the user?")
     assert docs and docs[0].page_content == "The user prefers email contact"
+    history.add_user_message("Any news?")  # the question the recall below answers
     recalled = tools["recall"].invoke({"query": "parcel 4711"})
-    assert "My parcel 4711 is late" in recalled
+    assert "My parcel 4711 is late" in recalled and "Any news?" not in recalled
     docs_async = asyncio.run(AgentMemRetriever(memory=remote, k=3).ainvoke("parcel 4711"))
     assert docs_async
     history.clear()

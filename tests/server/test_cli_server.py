@@ -7,12 +7,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _agentmem_server import ServerProcess
 
 import agentmem
 from agentmem.cli import main
+from agentmem.maintenance.transfer import export_lines
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -105,11 +107,16 @@ def test_stats_doctor_export_against_a_server(
     remote = ["--url", server.url, "--api-key", admin]
     assert main([*remote, "--json", "stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["stats"]["live"] >= 3
+    assert stats["tenant_id"] == "exp" and stats["stats"]["live"] == 3  # its tenant only
+    operator = ["--url", server.url, "--api-key", server.create_key("ops", operator=True)]
+    assert main([*operator, "--json", "stats"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["stats"]["live"] >= 4
     assert {j["name"] for j in stats["jobs"]} == {"judge", "idle_sessions", "retention"}
-    assert main([*remote, "stats"]) == 0
+    assert main([*operator, "stats"]) == 0
     shown = capsys.readouterr().out
-    assert "background jobs" in shown and "idle_sessions" in shown
+    assert "background jobs" in shown
+    assert all(job in shown for job in ("judge", "idle_sessions", "retention"))
 
     assert main([*remote, "--json", "doctor"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
@@ -129,8 +136,8 @@ def test_stats_doctor_export_against_a_server(
     assert main(["--url", server.url, "--api-key", user_key, "stats"]) == 1
     assert "admin" in capsys.readouterr().err
     assert main(["--url", server.url, "--api-key", user_key, "export"]) == 1
-    assert main(["--url", server.url, "--api-key", admin, "recall", "x"]) == 2
-    assert "--url" in capsys.readouterr().err
+    assert main(["--url", server.url, "--api-key", admin, "reindex"]) == 2
+    assert "works on a data dir" in capsys.readouterr().err
     assert main(["--url", server.url, "stats"]) == 2  # no key
 
 
@@ -165,3 +172,78 @@ def test_remote_mcp_serves_only_the_tools_asked_for(
     assert served == [["recall", "get_knowledge"]]
     assert main([*remote, "mcp", "--tools", "no_such_tool"]) == 2  # refused, nothing served
     assert served == [["recall", "get_knowledge"]]
+
+
+def test_the_memory_commands_run_against_a_server(
+    server: ServerProcess, tenant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The commands a data dir has, over --url where the server has the operation."""
+    key = server.create_key(tenant)
+    who = ["--url", server.url, "--api-key", key, "--user", "u1", "--agent", "desk"]
+
+    def run(*argv: str) -> dict[str, Any]:
+        capsys.readouterr()
+        status = main([*who, "--session", "s1", "--json", *argv])
+        out, err = capsys.readouterr()
+        assert status == 0, (argv, err)
+        result: dict[str, Any] = json.loads(out)
+        return result
+
+    fact = run("remember", "The user's locker code is 4417", "--type", "fact")
+    assert fact["scope"] == "user"
+    said = run("add-message", "user", "Please book the meeting room for Friday")
+    found = run("recall", "locker code")
+    assert found["items"][0]["id"] == fact["id"]
+    knowledge = run("knowledge", "upsert", "Meeting rooms are booked in the portal", "--key", "m")
+    assert run("knowledge", "get", "m")["id"] == knowledge["id"]
+    assert run("history", fact["id"])
+    assert run("answer", "what is the locker code?")["used_ids"] == [fact["id"]]
+    conversation = tmp_path / "chat.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "I moved to Porto"}]))
+    assert run("ingest", str(conversation))["memories_created"] >= 1
+    assert run("close-session")["session_id"] == "s1"
+    detail = run("session-detail", "s1")
+    assert said["id"] in {e["id"] for e in detail["events"]}
+    assert run("forget", fact["id"])["forgotten"] == [fact["id"]]
+    assert run("recall", "locker code")["items"] == []
+    with agentmem.connect(server.url, api_key=key) as client:  # all of it on the server
+        m = client.bind(user_id="u1", agent_id="desk", session_id="s1")
+        assert said["id"] in {i.id for i in m.messages()}
+
+
+def test_import_restores_an_export_into_a_running_server(
+    server: ServerProcess,
+    tenant: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_memory: Any,
+) -> None:
+    """Restoring an export no longer means stopping the server; a second run stores nothing."""
+    local = make_memory()
+    m = local.bind(tenant, user_id="u1", agent_id="desk", session_id="s1")
+    m.add_message("user", "My parcel 7781 is late")
+    m.remember("The user lives in Ghent")
+    m.knowledge.upsert("Parcels are tracked in the courier portal", key="track")
+    export = tmp_path / "export.jsonl"
+    export.write_text("\n".join(json.dumps(line) for line in export_lines(local.context)))
+    local.close()
+    admin = server.create_key(tenant, admin=True)
+    remote = ["--url", server.url, "--api-key", admin, "--json"]
+
+    assert main([*remote, "import", str(export)]) == 0, capsys.readouterr().err
+    first = json.loads(capsys.readouterr().out)
+    assert first["restored"] == 3 and first["indexed"] is True
+    assert main([*remote, "import", str(export)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["restored"] == 0 and again["already_present"] == 3
+    with agentmem.connect(server.url, api_key=admin) as client:
+        hits = client.bind(user_id="u1").recall("where does the user live?").items
+        assert hits[0].content == "The user lives in Ghent"
+
+    other = server.create_key(tenant + "-other", admin=True)
+    refused = ["--url", server.url, "--api-key", other, "import", str(export)]
+    assert main(refused) == 1
+    assert "this key's tenant" in capsys.readouterr().err
+    user_key = server.create_key(tenant)
+    assert main(["--url", server.url, "--api-key", user_key, "import", str(export)]) == 1
+    assert "admin" in capsys.readouterr().err

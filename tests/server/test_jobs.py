@@ -109,7 +109,8 @@ def busy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 
 
 def test_the_server_runs_its_jobs_and_reports_them(busy_server: ServerProcess) -> None:
-    admin = agentmem.connect(busy_server.url, api_key=busy_server.create_key("acme", admin=True))
+    # the jobs are the whole store's: an operator key reads them
+    admin = agentmem.connect(busy_server.url, api_key=busy_server.create_key("acme", operator=True))
     client = agentmem.connect(busy_server.url, api_key=busy_server.create_key("acme"))
     try:
         m = client.bind(user_id="u1", session_id="idle-1")

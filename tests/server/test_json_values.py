@@ -64,3 +64,34 @@ def test_an_integer_beyond_64_bits_is_refused_and_nothing_is_stored(
         assert m.messages() == []  # and what is there still reads
         m.add_message("user", "a normal message", metadata={"n": 2**63 - 1})
         assert m.messages()[0].metadata == {"n": 2**63 - 1}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.remember("caf\ud800"),
+        lambda m: m.add_message("user", "caf\ud800"),
+        lambda m: m.add_messages([{"role": "user", "content": "caf\ud800"}]),
+        lambda m: m.recall("caf\ud800"),
+    ],
+)
+def test_a_lone_surrogate_is_reported_on_its_argument_as_embedded(
+    server: ServerProcess, tenant: str, make_memory: object, call: object
+) -> None:
+    embedded = make_memory().bind(tenant, user_id="u1", session_id="s1")  # type: ignore[operator]
+    with pytest.raises(ValidationError) as local:
+        call(embedded)  # type: ignore[operator]
+    with (
+        agentmem.connect(server.url, api_key=server.create_key(tenant)) as client,
+        pytest.raises(ValidationError) as remote,
+    ):
+        call(client.bind(user_id="u1", session_id="s1"))  # type: ignore[operator]
+    assert (remote.value.field, str(remote.value)) == (local.value.field, str(local.value))
+    assert "lone surrogate" in str(remote.value)
+
+
+def test_a_missing_api_key_is_an_auth_error(server: ServerProcess) -> None:
+    for key in ("", "   "):
+        with pytest.raises(agentmem.AuthError) as err:
+            agentmem.connect(server.url, api_key=key)
+        assert err.value.reason == "missing"

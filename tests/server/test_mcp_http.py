@@ -101,3 +101,36 @@ def test_a_revoked_key_is_refused_by_mcp(server: ServerProcess) -> None:
     refused = httpx.post(server.url + "/mcp", json=body, headers=headers)
     assert refused.status_code == 401
     assert refused.json()["error"]["context"]["reason"] == "revoked"
+
+
+def test_store_memory_over_http_stays_with_the_user_of_the_url(
+    server: ServerProcess, tenant: str
+) -> None:
+    """The issue's case: a fact stored for u9 of agent support is not recalled for u10."""
+    key = server.create_key(tenant)
+    mcp = server.url + "/mcp?agent_id=support&user_id="
+    fact = {"content": "Home address of the user is 12 Elm Street", "memory_type": "fact"}
+    _, (stored,) = anyio.run(_session_call, mcp + "u9", key, [("store_memory", fact)])
+    assert not stored.is_error and stored.structured_content["scope"] == "user"
+    _, (other,) = anyio.run(
+        _session_call, mcp + "u10", key, [("recall", {"query": "home address"})]
+    )
+    assert "Elm Street" not in json.dumps(other.structured_content)
+    with agentmem.connect(server.url, api_key=key) as client:
+        u10 = client.bind(user_id="u10", agent_id="support")
+        assert u10.recall("where does the user live?", min_score=0.0).items == []
+        u9 = client.bind(user_id="u9", agent_id="support")
+        assert u9.recall("where does the user live?").items[0].content == fact["content"]
+
+
+def test_a_missing_identity_over_http_names_the_url_parameter(
+    server: ServerProcess, tenant: str
+) -> None:
+    _, (failed,) = anyio.run(
+        _session_call,
+        server.url + "/mcp",
+        server.create_key(tenant),
+        [("remember_fact", {"content": "The user is left-handed"})],
+    )
+    assert failed.is_error
+    assert "/mcp?user_id=" in failed.content[0].text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -49,17 +50,41 @@ def _post(server: ServerProcess, path: str, key: str | None, body: object) -> ht
 
 def test_health_needs_no_key_and_the_api_is_documented(server: ServerProcess, tenant: str) -> None:
     assert httpx.get(server.url + "/health").json()["status"] == "ok"
-    auth = {"Authorization": f"Bearer {server.create_key(tenant)}"}
-    for path in ("/openapi.json", "/docs"):  # every route but /health needs a key
-        assert httpx.get(server.url + path).status_code == 401
-    paths = httpx.get(server.url + "/openapi.json", headers=auth).json()["paths"]
+    key = server.create_key(tenant)
+    # a browser opens the documentation without a key; it describes routes, no data
+    paths = httpx.get(server.url + "/openapi.json").json()["paths"]
     assert {"/v1/ops/recall", "/v1/ops/knowledge.upsert", "/v1/whoami", "/mcp"} - set(paths) == {
         "/mcp"
     }
     recall = paths["/v1/ops/recall"]["post"]
-    assert recall["security"] == [{"HTTPBearer": []}]
-    page = httpx.get(server.url + "/docs", headers=auth)
-    assert page.status_code == 200 and "/v1/ops/recall" in page.text  # the spec is inline
+    assert recall["security"] == [{"HTTPBearer": []}]  # "Try it out" sends the key
+    body = {"args": {"query": "x"}}
+    assert _post(server, "/v1/ops/recall", None, body).status_code == 401
+    assert _post(server, "/v1/ops/recall", key, body).status_code == 200
+    assert httpx.get(server.url + "/v1/whoami").status_code == 401  # the rest needs a key
+
+
+def test_the_docs_page_loads_everything_from_the_server(server: ServerProcess) -> None:
+    """/docs opens offline: the page and every file it loads come from this server."""
+    page = httpx.get(server.url + "/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    refs = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert refs and all(ref.startswith("/") and not ref.startswith("//") for ref in refs), refs
+    loaded: dict[str, httpx.Response] = {}
+    for ref in refs:
+        loaded[ref] = httpx.get(server.url + ref)  # no key: a browser sends none
+        assert loaded[ref].status_code == 200, ref
+    assert loaded["/docs/assets/swagger-ui-bundle.js"].text.count("SwaggerUIBundle") > 0
+    css = loaded["/docs/assets/swagger-ui.css"]
+    assert css.headers["content-type"].startswith("text/css")
+    for url in re.findall(r"url\(([^)]*)\)", css.text):
+        assert url.strip("'\"").startswith("data:"), url  # images inline, nothing fetched
+    init = loaded["/docs/assets/agentmem-docs.js"].text
+    assert "http://" not in init and "https://" not in init
+    (spec,) = re.findall(r'url: "([^"]+)"', init)
+    assert httpx.get(server.url + spec).json()["info"]["title"] == "agentmem"
+    assert httpx.get(server.url + "/docs/assets/index.j2").status_code == 404  # only the page's
 
 
 def test_every_operation_returns_the_embedded_types(connect_as: ConnectAs, tenant: str) -> None:
@@ -312,6 +337,16 @@ def test_async_client_is_the_same_api(server: ServerProcess, tenant: str) -> Non
                 await m.get("f" * 32)
         with pytest.raises(AuthError):
             await agentmem.connect_async(server.url, api_key="amk_111111111111_wrong")
+        # the form the README shows: entered directly, closed on exit
+        async with agentmem.connect_async(server.url, api_key=key) as direct:
+            assert (await direct.bind(user_id="u1").recall("rooibos")).items
+        assert direct.closed
+        with pytest.raises(AuthError):
+            async with agentmem.connect_async(server.url, api_key="amk_111111111111_wrong"):
+                pass
+        with pytest.raises(AuthError) as missing:
+            agentmem.connect_async(server.url, api_key="")
+        assert missing.value.reason == "missing"
 
     asyncio.run(scenario())
 

@@ -146,6 +146,7 @@ def test_client_all_is_pinned() -> None:
 
     assert agentmem.client.__all__ == [
         "AsyncClient",
+        "AsyncConnection",
         "AsyncRemoteBoundMemory",
         "AsyncRemoteKnowledge",
         "AsyncRemoteState",

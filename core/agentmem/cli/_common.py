@@ -17,6 +17,7 @@ Exit statuses used by every command:
 0     success
 1     the operation failed (not found, storage error, a demo check failed)
 2     bad input: a usage error, an invalid argument or an invalid import line
+130   interrupted (Ctrl-C); what was done before is said
 ====  =====================================================================
 
 Example (a new command module)::
@@ -44,6 +45,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -61,12 +63,15 @@ from rich.progress import (
 )
 
 from .. import validation as v
+from ..client import Client, connect
 from ..config import Settings, default_home
 from ..context import settings_embedder
 from ..embeddings import Embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
-from ..memory import AgentMemory, BoundMemory
+from ..memory import AgentMemory
 from ..models import Identity, RecallHit
+from ..protocols import BoundMemoryProtocol
+from ..storage.datadir import writable
 
 #: Environment variables read for identity when the matching flag is not given.
 IDENTITY_ENV: dict[str, str] = {
@@ -80,6 +85,7 @@ DEFAULT_TENANT = "default"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -121,10 +127,14 @@ def resolve_identity(args: argparse.Namespace) -> Identity:
     )
 
 
-def bind(mem: AgentMemory, args: argparse.Namespace) -> BoundMemory:
-    """``mem`` bound to the identity of the command line (see :func:`resolve_identity`)."""
+def bind(store: AgentMemory | Client, args: argparse.Namespace) -> BoundMemoryProtocol:
+    """``store`` bound to the identity of the command line (see :func:`resolve_identity`);
+    on a server the tenant is the key's unless one is given."""
     i = resolve_identity(args)
-    return mem.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)
+    if isinstance(store, Client):
+        tenant = _flag_or_env(args, "tenant")
+        return store.bind(tenant, i.user_id, i.agent_id, i.session_id)
+    return store.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)
 
 
 #: What each scope needs bound, as (Identity attribute, flag) pairs.
@@ -145,6 +155,60 @@ def require_scope(identity: Identity, scope: str, purpose: str) -> None:
     if needs and all(getattr(identity, attr) is None for attr, _ in needs):
         options = " or ".join(f"--{flag} (or {IDENTITY_ENV[flag]})" for _, flag in needs)
         raise CliError(f"{purpose} needs {options}")
+
+
+#: Environment variables of the global ``--url`` and ``--api-key`` flags.
+URL_ENV = "AGENTMEM_URL"
+API_KEY_ENV = "AGENTMEM_API_KEY"
+
+
+def url_of(args: argparse.Namespace) -> str | None:
+    """The server to use: ``--url``, else ``$AGENTMEM_URL`` unless the command line names a
+    local store (``--home``, ``--records-url``): an explicit flag wins over the environment.
+
+    Raises:
+        CliError: ``--url`` and ``--home`` both given (two stores named).
+    """
+    url = getattr(args, "url", None)
+    local = getattr(args, "home", None) or getattr(args, "records_url", None)
+    if url and local:
+        raise CliError("--url and --home (or --records-url) name two stores; give one")
+    if url or local:
+        return url or None
+    return os.environ.get(URL_ENV) or None
+
+
+def remote_client(args: argparse.Namespace) -> Client | None:
+    """A client of the server of ``--url`` (``$AGENTMEM_URL``), its key checked; None when
+    the command works on a data dir.
+
+    Raises:
+        CliError: no ``--api-key`` (``$AGENTMEM_API_KEY``).
+        AuthError: the server refused the key.
+    """
+    url = url_of(args)
+    if url is None:
+        return None
+    key = getattr(args, "api_key", None) or os.environ.get(API_KEY_ENV)
+    if not key:
+        raise CliError(f"--url needs --api-key (or ${API_KEY_ENV})")
+    return connect(url, api_key=key)
+
+
+@contextmanager
+def open_store(
+    args: argparse.Namespace, *, create: bool = True, **kwargs: Any
+) -> Iterator[AgentMemory | Client]:
+    """The server of ``--url`` (a connected client) or else the data dir of ``--home``
+    (:func:`open_memory`, which ``create`` and ``kwargs`` go to), closed afterwards. Both
+    bind (:func:`bind`) to the same operations, so a command written on it runs on both."""
+    client = remote_client(args)
+    if client is None:
+        with open_memory(args, create=create, **kwargs) as mem:
+            yield mem
+        return
+    with client:
+        yield client
 
 
 #: Environment variable of the global ``--chroma-url`` flag.
@@ -237,29 +301,40 @@ def open_memory(
     home: Path | None = None,
     background: bool = True,
     beside_writer: bool = False,
+    create: bool = True,
     **kwargs: Any,
 ) -> Iterator[AgentMemory]:
     """Open the data dir of ``--home`` (or ``home``) and close it afterwards.
 
-    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). With
-    ``beside_writer`` (read-only commands: stats, doctor, export) a dir another process
-    holds is opened read-only instead of refused, and a dir that does not exist is an error
-    (records in Postgres aside) rather than created empty.
+    ``kwargs`` go to :class:`~agentmem.AgentMemory` (``config``, ``reranker``, ...). Only a
+    command that stores something creates a missing data dir: with ``create=False`` (one
+    that reads, deletes or rebuilds) a dir that does not exist is an error (records in
+    Postgres aside). With ``beside_writer`` (stats, doctor, export, which never write) a
+    dir another process holds is opened read-only instead of refused; it implies
+    ``create=False``.
     """
     kwargs.setdefault("embedder", shared_embedder(args))
     kwargs.setdefault("settings", settings_of(args))
     path = home or home_of(args)
     where = path if path is not None else default_home()
-    if beside_writer and not kwargs["settings"].records_url and not where.exists():
-        # a read-only command on a mistyped --home would create an empty store and report
-        # on it ("0 records", an empty export) as if all were well
-        raise CliError(f"--home: there is no data dir at {where}")
-    try:
-        mem = AgentMemory(path, background=background, **kwargs)
-    except DataDirLockedError:
-        if not beside_writer:
-            raise
+    must_exist = beside_writer or not create
+    if must_exist and not kwargs["settings"].records_url and not where.exists():
+        # on a mistyped --home, a reading command would create an empty store and report
+        # on it ("0 result(s)", an empty export) as if all were well
+        raise CliError(
+            f"--home: there is no data dir at {where} (only a command that stores something "
+            "creates one)"
+        )
+    if beside_writer and where.is_dir() and not writable(where):
+        # read-only media (or another user's dir): nothing here could take the writer lock
         mem = AgentMemory(path, read_only=True, **kwargs)
+    else:
+        try:
+            mem = AgentMemory(path, background=background, **kwargs)
+        except DataDirLockedError:
+            if not beside_writer:
+                raise
+            mem = AgentMemory(path, read_only=True, **kwargs)
     try:
         yield mem
     finally:
@@ -342,11 +417,18 @@ class Output:
             sys.stdout.flush()
 
     @contextmanager
-    def progress(self, description: str, total: int | None = None) -> Iterator[ProgressCallback]:
-        """A rich progress bar on stderr; yields ``update(done, total)``.
+    def progress(
+        self, description: str, total: int | None = None, *, unit: str = ""
+    ) -> Iterator[ProgressCallback]:
+        """Progress on stderr (so ``--json`` output on stdout is unchanged); yields
+        ``update(done, total)``.
 
-        Hidden in ``--json`` mode and when stderr is not a terminal.
+        A rich progress bar on a terminal; elsewhere (a log, a pipe) a plain line at the
+        first update, then at most every :data:`PROGRESS_EVERY` seconds, and at the end.
         """
+        if not self.err.is_terminal:
+            yield _ProgressLines(self.err, description, unit)
+            return
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -354,7 +436,6 @@ class Output:
             TimeElapsedColumn(),
             console=self.err,
             transient=True,
-            disable=self.json or not self.err.is_terminal,
         )
         task = progress.add_task(description, total=total)
 
@@ -363,6 +444,29 @@ class Output:
 
         with progress:
             yield update
+
+
+#: Seconds between two progress lines written to something other than a terminal.
+PROGRESS_EVERY = 2.0
+
+
+class _ProgressLines:
+    """``update(done, total)`` as ``description: done/total unit`` lines."""
+
+    def __init__(self, console: Console, description: str, unit: str) -> None:
+        self.console = console
+        self.description = description
+        self.unit = f" {unit}" if unit else ""
+        self.last: float | None = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if self.last is not None and now - self.last < PROGRESS_EVERY and not finished:
+            return
+        self.last = now
+        count = f"{done}/{total}" if total is not None else str(done)
+        self.console.print(f"{self.description}: {count}{self.unit}", markup=False)
 
 
 def markup(text: str) -> str:

@@ -93,7 +93,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     started = time.perf_counter()
     if args.keywords_only:  # the vectors stay: so must the embedder that made them
-        with open_memory(args, background=False) as mem:
+        with open_memory(args, create=False, background=False) as mem:
             n = mem.reindex(keywords_only=True)
         seconds = time.perf_counter() - started
         out.result(
@@ -104,7 +104,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if args.embeddings:
         return _reindex_embeddings(args, out, started)
     # re-embeds every record too, so it may switch the data dir to the CLI's embedder
-    with open_memory(args, background=False, allow_embedder_change=True) as mem:
+    with open_memory(args, create=False, background=False, allow_embedder_change=True) as mem:
         replaced = mem.replaced_embedder
         if replaced is not None:
             out.note(
@@ -130,7 +130,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 def _reindex_embeddings(args: argparse.Namespace, out: Output, started: float) -> int:
     """``reindex --embeddings``: start or continue the re-embedding of every record."""
-    with open_memory(args, background=False, allow_embedder_change=True) as mem:
+    with open_memory(args, create=False, background=False, allow_embedder_change=True) as mem:
         replaced = mem.replaced_embedder
         target = f"{mem.embedder.model_name!r}"
         if replaced is not None:

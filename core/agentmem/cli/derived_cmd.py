@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..client import Client
 from ..embeddings import Embedder
 from ..llm import LLM, AnthropicLLM, OfflineLLM, default_llm
 from ..memory import AgentMemory
@@ -36,10 +37,12 @@ from ._common import (
     command,
     markup,
     open_memory,
+    open_store,
     read_text_arg,
     resolve_identity,
     shared_embedder,
     short,
+    url_of,
 )
 
 _EXPORT_ONLY_KEYS = frozenset({"type", "session_id", "tenant_id", "user_id", "agent_id"})
@@ -112,9 +115,22 @@ def _llm(args: argparse.Namespace, embedder: Embedder) -> LLM:
 
 
 @contextmanager
-def _open(args: argparse.Namespace) -> Iterator[AgentMemory]:
+def _open(args: argparse.Namespace, *, create: bool = True) -> Iterator[AgentMemory]:
     embedder = shared_embedder(args)
-    with open_memory(args, embedder=embedder, llm=_llm(args, embedder)) as mem:
+    with open_memory(args, create=create, embedder=embedder, llm=_llm(args, embedder)) as mem:
+        yield mem
+
+
+@contextmanager
+def _open_store(args: argparse.Namespace, *, create: bool = True) -> Iterator[AgentMemory | Client]:
+    """A server (``--url``: its own LLM answers and extracts) or the data dir."""
+    if url_of(args) is not None:
+        if getattr(args, "llm", None):
+            raise CliError("--llm: with --url the server's LLM is used")
+        with open_store(args) as client:
+            yield client
+        return
+    with _open(args, create=create) as mem:
         yield mem
 
 
@@ -170,7 +186,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"{args.file}: cannot read: {exc.strerror or exc}") from exc
     file_session, messages = read_conversation(text, name)
-    with _open(args) as mem:
+    with _open_store(args) as mem:
         m = bind(mem, args)
         if m.session_id is None and file_session is not None:
             m = mem.bind(m.tenant_id, m.user_id, m.agent_id, file_session)
@@ -194,7 +210,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 @command
 def cmd_history(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with _open(args) as mem:
+    with _open_store(args, create=False) as mem:
         chain = bind(mem, args).history(args.memory_id)
     out.result({"memory_id": args.memory_id, "chain": chain})
     for item in chain:
@@ -210,7 +226,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_answer(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     question = read_text_arg(args.question, "question")
-    with _open(args) as mem:
+    with _open_store(args, create=False) as mem:
         mem.flush(timeout=30)
         result = bind(mem, args).answer(question, top_k=args.top_k)
     out.result(
@@ -225,7 +241,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 @command
 def cmd_judge(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         result = mem.judge_pending(limit=args.limit)
     out.result(
         result,
@@ -239,7 +255,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def cmd_retention(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     tenant = resolve_identity(args).tenant_id if args.tenant_only else None
-    with _open(args) as mem:
+    with _open(args, create=False) as mem:
         result = mem.retention(dry_run=True if args.dry_run else None, tenant_id=tenant)
     verb = "would anonymize" if result.dry_run else "anonymized"
     out.result(

@@ -52,6 +52,7 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
                 report.erasures,
                 report.orphan_vector_files,
                 report.orphan_rows,
+                report.quarantined,
             )
         )
         if report.ok:
@@ -89,6 +90,11 @@ def render(out: Output, home: str, report: DoctorReport) -> int:
             out.print(f"  vector files of a dropped collection remain: {name}")
         for table, n in report.orphan_rows.items():
             out.print(f"  {table}: {n} entries of rows that no longer exist")
+        for name in report.quarantined:
+            out.print(
+                f"  {markup(name)}: a copy of an unreadable index, out of reach of forget and "
+                "erase (opening the data dir for writing removes it)"
+            )
         for problem in report.problems:
             out.print(f"  [red]problem[/red]: {markup(problem)}")
         for note in report.notes:
@@ -130,6 +136,8 @@ def _erasure(check: ErasureCheck) -> str:
         found.append(f"keyword entries {check.keyword_entries}")
     if check.collections:
         found.append(f"vector collections {len(check.collections)}")
+    if check.quarantined:
+        found.append(f"copies of unreadable indexes {', '.join(check.quarantined)}")
     state = "not finished" if check.status != "done" else "leftovers"
     return f"{who}: {state}" + (f": {', '.join(found)}" if found else "")
 

@@ -60,7 +60,7 @@ def erase_identity(args: argparse.Namespace) -> tuple[str, str | None, str | Non
 def cmd_erase(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     tenant, user, agent = erase_identity(args)
-    with open_memory(args, background=False) as mem:
+    with open_memory(args, create=False, background=False) as mem:
         receipt = mem.erase(tenant_id=tenant, user_id=user, agent_id=agent)
     out.result(to_jsonable(receipt), text=describe_receipt(receipt))
     return EXIT_OK

@@ -13,7 +13,9 @@ summaries, answers, and Recall@k with ``ingest()`` against ``add_messages()``) o
 LoCoMo-shaped file; see :mod:`agentmem.evaluation.derived`.
 
 Other benchmark sources are further members of the mutually exclusive source group:
-``--locomo FILE`` (see :mod:`agentmem.cli.eval_locomo`).
+``--locomo FILE`` (see :mod:`agentmem.cli.eval_locomo`). ``--suite`` runs the evaluation
+suite's task families (see :mod:`agentmem.cli.eval_suite`); with it, ``--locomo FILE`` adds
+the LoCoMo family rather than running LoCoMo alone.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from ..evaluation.golden import (
     run_golden,
     write_report,
 )
-from ._common import EXIT_FAILED, EXIT_OK, Output, command, shared_embedder
+from ._common import EXIT_FAILED, EXIT_OK, CliError, Output, command, shared_embedder
 from .eval_locomo import add_locomo_arguments, run_locomo_cli
+from .eval_suite import add_suite_arguments, run_suite_cli
 
 
 def register(sub: Any) -> None:
@@ -49,7 +52,8 @@ def register(sub: Any) -> None:
             "recall exceeds its token budget."
         ),
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    # one source is required; --suite may add --locomo as a family (checked in run)
+    source = p.add_mutually_exclusive_group()
     source.add_argument(
         "--dataset",
         metavar="FILE",
@@ -70,6 +74,16 @@ def register(sub: Any) -> None:
         "--locomo", metavar="FILE", type=Path, help="LoCoMo benchmark JSON (list of samples)"
     )
     add_locomo_arguments(p)
+    p.add_argument(
+        "--suite",
+        action="store_true",
+        help=(
+            "run the evaluation suite: R@5, R@10, hit@10 and expect-empty per task family for "
+            "agentmem at defaults, each half alone and naive RRF, plus calibration (with "
+            "--locomo FILE, LoCoMo is one of the families)"
+        ),
+    )
+    add_suite_arguments(p)
     # default=SUPPRESS keeps a global `agentmem --json eval ...` working as well.
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
@@ -104,6 +118,10 @@ def register(sub: Any) -> None:
 
 @command
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "suite", False):
+        return run_suite_cli(args)
+    if all(getattr(args, f, None) is None for f in ("dataset", "extraction", "locomo")):
+        raise CliError("one of --dataset, --extraction, --locomo or --suite is required")
     if getattr(args, "extraction", None) is not None:
         return derived_cli.run_cli(args)
     if getattr(args, "locomo", None) is not None:

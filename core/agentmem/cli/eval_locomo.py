@@ -45,7 +45,10 @@ def add_locomo_arguments(parser: Any) -> None:
         metavar="DIR",
         type=Path,
         default=None,
-        help="keep embeddings in DIR across runs (repeat runs skip the model for known texts)",
+        help=(
+            "keep embeddings in DIR across runs (repeat runs skip the model for known texts); "
+            "with --locomo or --suite"
+        ),
     )
     group.add_argument(
         "--captions",

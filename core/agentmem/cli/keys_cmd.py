@@ -49,12 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument(
         "--admin",
         action="store_true",
-        help="the key may also read the store-wide stats and doctor report",
+        help="the key may also read its tenant's stats and doctor report, export the tenant "
+        "and erase in it",
     )
     c.add_argument(
         "--operator",
         action="store_true",
-        help="the key may also read the server-wide metrics (GET /metrics)",
+        help="the key may also read the server-wide views: the whole store's stats and "
+        "doctor report, the metrics (GET /metrics)",
     )
     c.add_argument("--json", dest="key_json", action="store_true", help="JSON output")
     c.set_defaults(func=cmd_create)

@@ -10,8 +10,11 @@ from typing import Any
 from rich.table import Table
 
 from .. import validation as v
-from ..maintenance.transfer import default_memory_scope
+from ..client import Client
+from ..config import MemoryConfig
+from ..memory import AgentMemory
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, ROLES, RecallResult
+from ..scopes import default_memory_scope
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -21,7 +24,7 @@ from ._common import (
     command,
     hit_to_dict,
     markup,
-    open_memory,
+    open_store,
     parse_json_arg,
     read_text_arg,
     require_scope,
@@ -45,7 +48,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--scope",
         choices=REMEMBER_SCOPES,
         default=None,
-        help="default: user if --user is bound, else agent if --agent, else tenant",
+        help="who sees it; default: user if --user is bound (only that user), else agent "
+        "if --agent (every user of the agent), else session; tenant (every user of the "
+        "tenant) only when given",
     )
     p.add_argument("--importance", type=float, default=None, help="0..1")
     p.add_argument("--topic-key", default=None, help="a later memory with this key supersedes")
@@ -104,9 +109,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser(
         "forget",
-        help="soft-delete records by id (as the bound identity)",
-        description="Soft-delete records visible to the bound identity. Exits 1 if any id "
-        "is not found.",
+        help="forget records by id, irreversibly (as the bound identity)",
+        description="Forget records visible to the bound identity, irreversibly: a tombstone "
+        "(ids, kind, scope and times; no content) stays, while the content, its keyword and "
+        "vector entries and what was derived from it are deleted. Exits 1 if any id is not "
+        "found.",
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(func=cmd_forget)
@@ -119,8 +126,14 @@ def cmd_remember(args: argparse.Namespace) -> int:
     metadata = parse_json_arg(args.metadata, "--metadata")
     identity = resolve_identity(args)
     scope = args.scope or default_memory_scope(identity)
+    if scope is None:
+        raise CliError(
+            "remember: no --user, --agent or --session is bound, so every user of tenant "
+            f"{identity.tenant_id!r} would see this memory: bind an owner, or pass --scope "
+            "tenant to mean that"
+        )
     require_scope(identity, scope, f"a {scope}-scope memory")
-    with open_memory(args) as mem:
+    with open_store(args) as mem:
         m = bind(mem, args)
         res = m.remember(
             content,
@@ -145,7 +158,7 @@ def cmd_add_message(args: argparse.Namespace) -> int:
     content = read_text_arg(args.content, "content")
     metadata = parse_json_arg(args.metadata, "--metadata")
     require_scope(resolve_identity(args), "session", "add-message")
-    with open_memory(args) as mem:
+    with open_store(args) as mem:
         m = bind(mem, args)
         item = m.add_message(args.role, content, metadata=metadata, event_time=args.event_time)
         mem.flush()
@@ -164,7 +177,7 @@ def cmd_add_message(args: argparse.Namespace) -> int:
 @command
 def cmd_read_tool_output(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, background=False) as mem:
+    with open_store(args, create=False, background=False) as mem:
         text = bind(mem, args).read_tool_output(args.key)
     if out.json:
         out.result({"key": args.key, "content": text})
@@ -192,9 +205,9 @@ def _parse_filters(raw: list[str] | None) -> dict[str, Any] | None:
 def cmd_recall(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     filters = _parse_filters(args.filter)
-    with open_memory(args) as mem:
+    v.query(args.query)  # a bad query is the error, even where there is no data dir
+    with open_store(args, create=False) as mem:
         m = bind(mem, args)
-        v.query(args.query)
         if args.wait > 0:
             mem.flush(timeout=args.wait)
         # Load the model and the vector store first, so the latency shown is the recall's.
@@ -212,7 +225,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
             include_superseded=args.include_superseded,
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        below = _below_threshold(m, args, filters, result, mem.config.min_score)
+        below = _below_threshold(m, args, filters, result, _min_score(mem))
     if out.json:
         out.result(
             {
@@ -257,6 +270,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _min_score(store: AgentMemory | Client) -> float:
+    """The min_score a recall uses by default (a server's own setting is not sent to its
+    clients: there, the default configuration's)."""
+    return store.config.min_score if isinstance(store, AgentMemory) else MemoryConfig().min_score
+
+
 def _below_threshold(
     m: Any, args: argparse.Namespace, filters: Any, result: RecallResult, default: float
 ) -> str | None:
@@ -288,7 +307,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     forgotten: list[str] = []
     missing: list[str] = []
-    with open_memory(args) as mem:
+    with open_store(args, create=False) as mem:
         m = bind(mem, args)
         for id_ in args.ids:
             (forgotten if m.forget(id_) else missing).append(id_)

@@ -1,20 +1,29 @@
-"""``agentmem --url URL --api-key KEY stats|doctor|export|erase|mcp``: the same commands against a
-running server instead of a data dir.
+"""``agentmem --url URL --api-key KEY COMMAND``: the commands against a running server
+instead of a data dir, wherever the server has the operation.
 
-With ``--url`` (or ``$AGENTMEM_URL``) these commands talk to ``agentmem serve`` with the key of
-``--api-key`` (or ``$AGENTMEM_API_KEY``):
+With ``--url`` (or ``$AGENTMEM_URL``, unless ``--home`` is given) these commands talk to
+``agentmem serve`` with the key of ``--api-key`` (or ``$AGENTMEM_API_KEY``):
+
+- the memory commands, which run unchanged on a connected client (:func:`open_store`):
+  remember, recall, add-message, read-tool-output, forget, import, ingest, history, answer,
+  close-session, session-detail and knowledge, as the key's tenant (and pinned user/agent);
+- and these, the server's own:
 
 =======  ===================================================================================
-stats    the served store's counts plus the server's background jobs (last run, outcome)
-doctor   the served store's doctor report (exit 1 on drift, as on a data dir)
+stats    the key's tenant's counts (an admin key); the whole store's plus the server's
+         background jobs (last run, outcome) with an operator key
+doctor   the doctor report of the key's tenant, or of the store with an operator key (exit 1
+         on drift, as on a data dir)
 export   the key's tenant as import-ready JSON Lines (``-o FILE`` or stdout)
 erase    erase the key's tenant, or a user/agent of it (``--tenant`` must be the key's)
 mcp      serve the MCP tools over stdio for an identity of the key's tenant
 =======  ===================================================================================
 
-``stats``, ``doctor``, ``export`` and ``erase`` need an admin key (``agentmem keys create --admin``);
-``mcp`` takes any key (a pinned key gives its user/agent). Other commands work on a data dir
-only; given ``--url`` they stop with a message saying so.
+``stats``, ``doctor``, ``export``, ``import`` and ``erase`` need an admin key (``agentmem keys
+create --admin``; ``stats`` and ``doctor`` of the whole store an operator key,
+``--operator``). The others (reindex, judge, retention, working, keys, serve, demo, eval,
+bench) work on a data dir only (the server runs its own jobs); given ``--url`` they stop
+with a message saying so.
 """
 
 from __future__ import annotations
@@ -28,16 +37,20 @@ from typing import Any
 import anyio
 from rich.table import Table
 
-from ..client import Client, connect
+from ..client import Client
 from ..maintenance.stats import Stats
 from ..tools.mcp import serve_stdio
 from ._common import (
+    API_KEY_ENV,
     EXIT_OK,
+    URL_ENV,
     CliError,
     Output,
     command,
     markup,
+    remote_client,
     to_jsonable,
+    url_of,
 )
 from .admin_cmd import stats_table
 from .doctor_cmd import render as render_doctor
@@ -45,28 +58,22 @@ from .erase_cmd import describe_receipt, erase_identity
 from .mcp_cmd import merge_identity_flags, tools_of
 from .transfer_cmd import write_export
 
-#: Environment variables of the global ``--url`` and ``--api-key`` flags.
-URL_ENV = "AGENTMEM_URL"
-API_KEY_ENV = "AGENTMEM_API_KEY"
-
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The global ``--url`` and ``--api-key`` flags."""
     parser.add_argument(
         "--url",
         default=None,
-        help=f"a running `agentmem serve` to use instead of --home (${URL_ENV}); for stats, "
-        "doctor, export and mcp",
+        help=f"a running `agentmem serve` to use instead of --home (${URL_ENV}, unless "
+        "--home is given); for the memory commands, import, export, stats, doctor, erase and "
+        "mcp",
     )
     parser.add_argument(
         "--api-key",
         default=None,
-        help=f"API key for --url (${API_KEY_ENV}); stats, doctor and export need an admin key",
+        help=f"API key for --url (${API_KEY_ENV}); stats, doctor, export, import and erase "
+        "need an admin key",
     )
-
-
-def url_of(args: argparse.Namespace) -> str | None:
-    return getattr(args, "url", None) or os.environ.get(URL_ENV) or None
 
 
 def remote_command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
@@ -77,23 +84,23 @@ def remote_command(args: argparse.Namespace) -> Callable[[argparse.Namespace], i
     """
     if url_of(args) is None:
         return None
-    name = getattr(args, "command", None)
-    found = REMOTE_COMMANDS.get(str(name))
+    name = str(getattr(args, "command", None))
+    if name in STORE_COMMANDS:
+        return args.func  # type: ignore[no-any-return]
+    found = REMOTE_COMMANDS.get(name)
     if found is None:
+        served = sorted({*REMOTE_COMMANDS, *STORE_COMMANDS})
         raise CliError(
-            f"`agentmem {name}` works on a data dir (--home); with --url (or ${URL_ENV}) only "
-            f"{', '.join(sorted(REMOTE_COMMANDS))} run against a server"
+            f"`agentmem {name}` works on a data dir (--home); with --url (or ${URL_ENV}) "
+            f"these run against a server: {', '.join(served)}"
         )
     return found
 
 
 def _client(args: argparse.Namespace) -> Client:
-    url = url_of(args)
-    assert url is not None
-    key = getattr(args, "api_key", None) or os.environ.get(API_KEY_ENV)
-    if not key:
-        raise CliError(f"--url needs --api-key (or ${API_KEY_ENV})")
-    return connect(url, api_key=key)
+    client = remote_client(args)
+    assert client is not None  # remote_command checked the URL
+    return client
 
 
 # -- stats ------------------------------------------------------------------------------------
@@ -106,14 +113,18 @@ def remote_stats(args: argparse.Namespace) -> int:
     if out.json:
         out.result({**to_jsonable(data), "url": client.options.url})
         return EXIT_OK
+    if "tenant_id" in data:  # an admin key: its tenant's figures only
+        out.print(stats_table(f"{client.options.url} (tenant {data['tenant_id']})", stats))
+        return EXIT_OK
     table = stats_table(f"{client.options.url} ({data['home']})", stats)
     server = data.get("server", {})
     table.add_row("server version", markup(str(server.get("version", "?"))))
     table.add_row("server uptime (s)", str(server.get("uptime_seconds", "?")))
     out.print(table)
     jobs = Table(title="background jobs", title_justify="left")
-    for column in ("job", "last run", "ok", "outcome", "runs", "failures", "next run"):
-        jobs.add_column(column)
+    jobs.add_column("job", no_wrap=True)  # a name is never cut: the outcome folds instead
+    for column in ("last run", "ok", "outcome", "runs", "failures", "next run"):
+        jobs.add_column(column, overflow="fold")
     for job in data.get("jobs", []):
         jobs.add_row(
             job["name"],
@@ -176,6 +187,24 @@ def remote_erase(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: Commands written on :func:`open_store`: the same function runs on a server.
+STORE_COMMANDS = frozenset(
+    {
+        "remember",
+        "recall",
+        "add-message",
+        "read-tool-output",
+        "forget",
+        "import",
+        "ingest",
+        "history",
+        "answer",
+        "close-session",
+        "session-detail",
+        "knowledge",
+    }
+)
+#: The server's own commands, in their remote form.
 REMOTE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "erase": remote_erase,
     "stats": remote_stats,
@@ -184,4 +213,11 @@ REMOTE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "mcp": remote_mcp,
 }
 
-__all__ = ["API_KEY_ENV", "REMOTE_COMMANDS", "URL_ENV", "add_flags", "remote_command"]
+__all__ = [
+    "API_KEY_ENV",
+    "REMOTE_COMMANDS",
+    "STORE_COMMANDS",
+    "URL_ENV",
+    "add_flags",
+    "remote_command",
+]

@@ -28,6 +28,7 @@ from ._common import (
     hit_to_dict,
     markup,
     open_memory,
+    open_store,
     parse_json_arg,
     read_text_arg,
     require_scope,
@@ -74,7 +75,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("knowledge", help="the agent's knowledge base (upsert/get/delete/list)")
     ks = p.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
-    q = ks.add_parser("upsert", help="add an entry, or replace the entry under --key")
+    q = ks.add_parser(
+        "upsert",
+        help="add an entry, or replace the entry under --key (every user and agent of the "
+        "tenant can read it)",
+    )
     q.add_argument("content", help="the entry ('-' reads stdin)")
     q.add_argument("--key", default=None, help="dedup key: replaces this agent's entry with it")
     q.add_argument("--type", dest="memory_type", default="note", help="memory type (note)")
@@ -110,7 +115,7 @@ def _agent(args: argparse.Namespace, purpose: str) -> None:
 def cmd_close_session(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     _session(args, "close-session")
-    with open_memory(args) as mem:
+    with open_store(args, create=False) as mem:
         result = bind(mem, args).close_session(summary_timeout=args.summary_timeout)
         mem.flush(timeout=120)
     if result.already_closed:
@@ -133,8 +138,9 @@ def cmd_close_session(args: argparse.Namespace) -> int:
 def cmd_working(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     _session(args, "working")
-    with open_memory(args, background=False) as mem:
-        m = bind(mem, args)
+    with open_memory(args, create=False, background=False) as mem:
+        i = resolve_identity(args)
+        m = mem.bind(i.tenant_id, i.user_id, i.agent_id, i.session_id)  # .working: embedded
         compaction = m.compact(keep=args.keep) if args.compact else None
         context = (
             m.context_messages(model_window=args.model_window, budget_ratio=args.budget_ratio)
@@ -190,7 +196,7 @@ def _brief(item: Any) -> dict[str, Any]:
 @command
 def cmd_session_detail(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, background=False) as mem:
+    with open_store(args, create=False, background=False) as mem:
         detail = bind(mem, args).session_detail(args.session_id)
     out.result(detail)
     out.print(
@@ -214,7 +220,7 @@ def cmd_knowledge_upsert(args: argparse.Namespace) -> int:
     _agent(args, "knowledge upsert")
     content = read_text_arg(args.content, "content")
     meta = parse_json_arg(args.metadata, "--metadata")
-    with open_memory(args) as mem:
+    with open_store(args) as mem:
         result = bind(mem, args).knowledge.upsert(
             content,
             key=args.key,
@@ -236,7 +242,7 @@ def cmd_knowledge_get(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     if args.target_agent is None:
         _agent(args, "knowledge get without --target-agent")
-    with open_memory(args, background=False) as mem:
+    with open_store(args, create=False, background=False) as mem:
         entry = bind(mem, args).knowledge.get(args.key, agent_id=args.target_agent)
     if entry is None:
         out.error(f"no knowledge entry under key {args.key!r}", status=EXIT_FAILED)
@@ -249,7 +255,7 @@ def cmd_knowledge_get(args: argparse.Namespace) -> int:
 def cmd_knowledge_delete(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     _agent(args, "knowledge delete")
-    with open_memory(args) as mem:
+    with open_store(args, create=False) as mem:
         done = bind(mem, args).knowledge.delete(args.key_or_id)
         mem.flush(timeout=60)
     if not done:  # one JSON document on stdout: the error's
@@ -262,7 +268,7 @@ def cmd_knowledge_delete(args: argparse.Namespace) -> int:
 @command
 def cmd_knowledge_list(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args, background=False) as mem:
+    with open_store(args, create=False, background=False) as mem:
         entries = bind(mem, args).knowledge.list(
             agent_id=args.target_agent, all_agents=args.all_agents
         )
@@ -278,7 +284,7 @@ def cmd_knowledge_list(args: argparse.Namespace) -> int:
 def cmd_knowledge_search(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     query = read_text_arg(args.query, "query")
-    with open_memory(args) as mem:
+    with open_store(args, create=False) as mem:
         mem.flush(timeout=60)
         result = bind(mem, args).knowledge.search(query, top_k=args.top_k)
     out.result({"items": [hit_to_dict(h) for h in result.items]})

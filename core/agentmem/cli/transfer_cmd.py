@@ -8,25 +8,32 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from .. import validation as v
+from ..client import Client
 from ..maintenance import transfer
 from ..memory import AgentMemory
-from ..models import KINDS
+from ..models import KINDS, Identity
 from ._common import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     CliError,
     Output,
+    bind,
     command,
     dumps,
     markup,
     open_memory,
+    open_store,
     resolve_identity,
 )
 
@@ -88,16 +95,112 @@ def _read_lines(path: str) -> list[str]:
         raise CliError(f"{path}: {exc.strerror or exc}", EXIT_FAILED) from exc
 
 
-def _flush_with_progress(mem: AgentMemory, out: Output) -> None:
+def _flush_with_progress(mem: AgentMemory, out: Output, stop: threading.Event) -> bool:
+    """Wait for the indexes to catch up; False when interrupted first."""
     kw, vec, _ = mem.records.index.pending_counts()
     total = max(kw, vec)
     if total == 0:
-        return
+        return True
     with out.progress("indexing", total) as update:
         while not mem.flush(timeout=0.5):
+            if stop.is_set():
+                return False
             kw, vec, _ = mem.records.index.pending_counts()
             update(total - min(max(kw, vec), total), total)
         update(total, total)
+    return True
+
+
+@contextmanager
+def _interruptible(out: Output) -> Iterator[threading.Event]:
+    """A first Ctrl-C (SIGINT) sets the event, so the import stops after the batch it is
+    writing and says what it stored; a second one stops at once."""
+    stop = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        out.note("interrupted: stopping after the current batch (Ctrl-C again stops at once)")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signals reach the main thread only (an in-process caller's worker)
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _describe(counts: transfer.ImportCounts) -> str:
+    parts = [
+        f"{counts.restored} record(s) restored ({counts.already_present} already present)",
+        f"{counts.messages} messages ({counts.messages_new} new)",
+        f"{counts.tool_outputs} tool outputs",
+        f"{counts.documents} documents ({counts.document_chunks} chunks)",
+        f"{counts.memories} memories ({counts.memories_new} new)",
+        f"{counts.sessions} sessions",
+        f"{counts.agent_state} agent-state entries",
+    ]
+    text = ", ".join(parts)
+    if counts.superseded_skipped:
+        text += (
+            f"; skipped {counts.superseded_skipped} superseded memories that no later line "
+            "supersedes again"
+        )
+    return text
+
+
+#: Lines and bytes of one import request to a server (its body limit is 32 MiB by default).
+REMOTE_PART_LINES = 2000
+REMOTE_PART_BYTES = 8 * 1024 * 1024
+
+
+def _parts(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """(number of the first line, lines) of consecutive parts of a file."""
+    first, size = 1, 0
+    part: list[str] = []
+    for n, line in enumerate(lines, 1):
+        if part and (len(part) >= REMOTE_PART_LINES or size + len(line) > REMOTE_PART_BYTES):
+            yield first, part
+            first, part, size = n, [], 0
+        part.append(line)
+        size += len(line.encode("utf-8")) + 8
+    if part:
+        yield first, part
+
+
+def _import_remote(
+    client: Client,
+    base: Identity,
+    lines: list[str],
+    plan: transfer.ImportPlan,
+    batch_size: int,
+    out: Output,
+    stop: threading.Event,
+) -> transfer.ImportCounts:
+    """Send the file to the server in parts (numbered as in the file, so running it again
+    stores nothing twice); stop between parts when asked."""
+    total = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
+    with out.progress("importing", len(lines), unit="lines") as update:
+        for first, part in _parts(lines):
+            if stop.is_set():
+                total.interrupted = True
+                break
+            counts = client.import_lines(
+                part,
+                first_line=first,
+                user_id=base.user_id,
+                agent_id=base.agent_id,
+                session_id=base.session_id,
+                batch_size=batch_size,
+            )
+            for name, value in vars(counts).items():
+                if type(value) is int and name not in ("lines", "planned"):
+                    setattr(total, name, getattr(total, name) + value)
+            update(first + len(part) - 1, len(lines))
+    return total
 
 
 @command
@@ -107,35 +210,49 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError("--batch-size: must be a positive integer")
     lines = _read_lines(args.file)
     started = time.perf_counter()
-    try:
-        plan = transfer.parse_lines(lines, resolve_identity(args))
-    except transfer.ImportFileError as exc:
-        raise CliError(f"{args.file}: {exc.reason}") from exc
-    with open_memory(args) as mem:
-        with out.progress("importing", len(plan.ops)) as update:
-            counts = transfer.apply_plan(
-                mem.context, plan, batch_size=args.batch_size, progress=update
-            )
-        _flush_with_progress(mem, out)
+    with _interruptible(out) as stop, open_store(args) as store:
+        base = bind(store, args).identity  # on a server: the key's tenant
+        try:
+            plan = transfer.parse_lines(lines, base)  # every line, before anything is written
+        except transfer.ImportFileError as exc:
+            raise CliError(f"{args.file}: {exc.reason}") from exc
+        counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
+        indexed = True
+        if stop.is_set():
+            counts.interrupted = True
+        elif isinstance(store, Client):
+            counts = _import_remote(store, base, lines, plan, args.batch_size, out, stop)
+            while not counts.interrupted and not (indexed := store.flush(timeout=5)):
+                if stop.is_set():
+                    break
+        else:
+            with out.progress("importing", len(plan.ops), unit="lines") as update:
+                counts = transfer.apply_plan(
+                    store.context,
+                    plan,
+                    batch_size=args.batch_size,
+                    progress=update,
+                    should_stop=stop.is_set,
+                )
+            if not counts.interrupted:
+                indexed = _flush_with_progress(store, out, stop)
     seconds = time.perf_counter() - started
-    data = {**counts.__dict__, "seconds": round(seconds, 3)}
-    parts = [
-        f"{counts.restored} record(s) restored ({counts.already_present} already present)",
-        f"{counts.messages} messages",
-        f"{counts.tool_outputs} tool outputs",
-        f"{counts.documents} documents ({counts.document_chunks} chunks)",
-        f"{counts.memories} memories ({counts.memories_new} new)",
-        f"{counts.sessions} sessions",
-        f"{counts.agent_state} agent-state entries",
-    ]
-    text = f"imported {counts.lines} line(s) in {seconds:.1f} s: " + ", ".join(parts)
-    if counts.superseded_skipped:
-        text += (
-            f"; skipped {counts.superseded_skipped} superseded memories that no later line "
-            "supersedes again"
+    data = {**counts.__dict__, "indexed": indexed, "seconds": round(seconds, 3)}
+    if counts.interrupted:
+        text = (
+            f"interrupted after {counts.applied} of {counts.planned} line(s) in {seconds:.1f} "
+            f"s; stored before the interruption: {_describe(counts)}. Run the same import "
+            "again to store the rest: nothing already stored is stored twice"
         )
+    else:
+        text = f"imported {counts.lines} line(s) in {seconds:.1f} s: {_describe(counts)}"
+        if not indexed:
+            text += (
+                "; stopped waiting for the indexes (indexing goes on in the background, or "
+                "at the next open)"
+            )
     out.result(data, text=text)
-    return EXIT_OK
+    return EXIT_INTERRUPTED if counts.interrupted or not indexed else EXIT_OK
 
 
 @command

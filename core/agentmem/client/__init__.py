@@ -4,7 +4,8 @@
   ``client.bind(user_id=..., agent_id=..., session_id=...)`` returns a
   :class:`RemoteBoundMemory` with every operation of :class:`~agentmem.BoundMemory`,
   returning the same types and raising the same errors.
-- :func:`connect_async` is the asyncio twin (``httpx.AsyncClient``): an
+- :func:`connect_async` is the asyncio twin (``httpx.AsyncClient``): ``async with
+  connect_async(...) as client`` (or ``await connect_async(...)``) gives an
   :class:`AsyncClient` whose bound memory's operations are coroutines.
 
 Both need only ``httpx`` (a core dependency), not the server extra.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from .aio import (
     AsyncClient,
+    AsyncConnection,
     AsyncRemoteBoundMemory,
     AsyncRemoteKnowledge,
     AsyncRemoteState,
@@ -23,6 +25,7 @@ from .sync import Client, RemoteBoundMemory, RemoteKnowledge, RemoteState, conne
 
 __all__ = [
     "AsyncClient",
+    "AsyncConnection",
     "AsyncRemoteBoundMemory",
     "AsyncRemoteKnowledge",
     "AsyncRemoteState",

@@ -7,7 +7,7 @@ Everything here is transport-free, so :mod:`.sync` (``httpx.Client``) and :mod:`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,7 +54,10 @@ def options(url: str, api_key: str, timeout: float, max_retries: int) -> ClientO
     if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
         raise ValidationError("url", f"must be an http:// or https:// URL, got {url!r}")
     if not isinstance(api_key, str) or not api_key.strip():
-        raise ValidationError("api_key", "is required (create one with `agentmem keys create`)")
+        raise AuthError(
+            "an API key is required (api_key=...; create one with `agentmem keys create`)",
+            reason="missing",
+        )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ValidationError("timeout", "must be a positive number of seconds")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
@@ -99,8 +102,32 @@ def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str |
 JSON_VALUES = ("metadata", "filters")
 
 
+def import_body(
+    lines: Sequence[str],
+    first_line: int,
+    user_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+    batch_size: int,
+) -> bytes:
+    """The body of an import (the tenant is the key's, so it is not sent)."""
+    if isinstance(lines, str) or not all(isinstance(line, str) for line in lines):
+        raise ValidationError("lines", "must be a list of JSON text lines")
+    who = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id}
+    body = {"lines": list(lines), "first_line": first_line, "identity": who}
+    return orjson.dumps({**body, "batch_size": batch_size})
+
+
 def _check_json_values(value: Any, path: str) -> None:
-    if isinstance(value, Mapping):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # JSON cannot carry it: name the argument, as
+            # the embedded API does, not the whole body
+            raise ValidationError(
+                path or "arguments", "contains a lone surrogate (not valid Unicode)"
+            ) from exc
+    elif isinstance(value, Mapping):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
             if key in JSON_VALUES and item is not None:

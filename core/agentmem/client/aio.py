@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -29,6 +29,7 @@ from ..errors import AgentMemError, RemoteError
 from ..llm.base import ChatTurn
 from ..maintenance.doctor import DoctorReport
 from ..maintenance.stats import Stats
+from ..maintenance.transfer import ImportCounts
 from ..models import (
     AnswerResult,
     ErasureReceipt,
@@ -177,13 +178,15 @@ class AsyncClient:
             return False
 
     async def stats(self) -> dict[str, Any]:
-        """Store stats, background jobs and server info (an admin key)."""
+        """Stats of the key's tenant (an admin key), or of the whole store with its
+        background jobs and server info (an operator key); see :meth:`Client.stats`."""
         data = w.payload(await self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     async def doctor(self) -> DoctorReport:
-        """The ``agentmem doctor`` report of the served data dir (an admin key)."""
+        """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
+        served store (an operator key)."""
         data = w.payload(await self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
@@ -197,6 +200,27 @@ class AsyncClient:
         data = w.payload(await self.request("POST", "/v1/admin/erase", content=body))
         receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
         return receipt
+
+    async def import_lines(
+        self,
+        lines: Sequence[str],
+        *,
+        first_line: int = 1,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        batch_size: int = 500,
+    ) -> ImportCounts:
+        """Import lines of ``agentmem export`` output or hand-written JSON Lines into the
+        key's tenant (an admin key), as ``agentmem import`` does on a data dir: every line
+        is validated before anything is written, and running the same lines again stores
+        nothing twice. ``first_line`` numbers the first line, so a large file sent in parts
+        keeps its numbers; identity arguments are what lines without their own write as.
+        Returns the counts (:class:`~agentmem.maintenance.transfer.ImportCounts`)."""
+        body = w.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
+        data = w.payload(await self.request("POST", "/v1/admin/import", content=body))
+        counts: ImportCounts = decode(ImportCounts, data["counts"])
+        return counts
 
     async def export(self, *, kinds: Iterable[str] | None = None) -> AsyncIterator[dict[str, Any]]:
         """The key's tenant as import-ready records, streamed (an admin key)."""
@@ -554,35 +578,63 @@ class AsyncRemoteBoundMemory:
         return AsyncRemoteState(self)
 
 
-async def connect_async(
+class AsyncConnection:
+    """What :func:`connect_async` returns: await it for the client, or enter it with
+    ``async with`` (the client is closed on exit). Either way the key is checked first."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def _open(self) -> AsyncClient:
+        try:
+            await self._client.whoami()
+        except AgentMemError:
+            await self._client.close()
+            raise
+        return self._client
+
+    def __await__(self) -> Generator[Any, None, AsyncClient]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self._open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._client.close()
+
+
+def connect_async(
     url: str,
     *,
     api_key: str,
     timeout: float = w.DEFAULT_TIMEOUT,
     max_retries: int = w.DEFAULT_MAX_RETRIES,
-) -> AsyncClient:
-    """Connect to an agentmem server from asyncio code and check the key (a coroutine).
+) -> AsyncConnection:
+    """Connect to an agentmem server from asyncio code and check the key: ``async with
+    connect_async(...) as client`` (closed on exit), or ``client = await connect_async(...)``.
 
     Raises:
         AuthError: the key is missing, wrong or revoked.
         RemoteError: the server cannot be reached.
 
     Example:
-        >>> client = await connect_async("http://127.0.0.1:8720", api_key=key)  # doctest: +SKIP
-        >>> m = client.bind(user_id="u1", session_id="s1")  # doctest: +SKIP
-        >>> await m.add_message("user", "hello")  # doctest: +SKIP
+        >>> async with connect_async("http://127.0.0.1:8720", api_key=key) as client:  # doctest: +SKIP
+        ...     m = client.bind(user_id="u1", session_id="s1")
+        ...     await m.add_message("user", "hello")
     """
-    client = AsyncClient(url, api_key=api_key, timeout=timeout, max_retries=max_retries)
-    try:
-        await client.whoami()
-    except AgentMemError:
-        await client.close()
-        raise
-    return client
+    return AsyncConnection(
+        AsyncClient(url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    )
 
 
 __all__ = [
     "AsyncClient",
+    "AsyncConnection",
     "AsyncRemoteBoundMemory",
     "AsyncRemoteKnowledge",
     "AsyncRemoteState",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -25,6 +25,7 @@ from ..errors import AgentMemError, RemoteError
 from ..llm.base import ChatTurn
 from ..maintenance.doctor import DoctorReport
 from ..maintenance.stats import Stats
+from ..maintenance.transfer import ImportCounts
 from ..models import (
     AnswerResult,
     ErasureReceipt,
@@ -167,14 +168,16 @@ class Client:
             return False
 
     def stats(self) -> dict[str, Any]:
-        """Store stats, background jobs and server info (an admin key):
-        ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``."""
+        """Stats of the key's tenant (an admin key: ``{"tenant_id", "stats": Stats}``), or
+        of the whole store with its background jobs and server info (an operator key:
+        ``{"home", "stats": Stats, "jobs": [...], "server": {...}}``)."""
         data = w.payload(self.request("GET", "/v1/admin/stats"))
         data["stats"] = decode(Stats, data["stats"])
         return dict(data)
 
     def doctor(self) -> DoctorReport:
-        """The ``agentmem doctor`` report of the served data dir (an admin key)."""
+        """The ``agentmem doctor`` report of the key's tenant (an admin key), or of the whole
+        served store (an operator key)."""
         data = w.payload(self.request("GET", "/v1/admin/doctor"))
         report: DoctorReport = decode(DoctorReport, data["report"])
         return report
@@ -188,6 +191,27 @@ class Client:
         data = w.payload(self.request("POST", "/v1/admin/erase", content=body))
         receipt: ErasureReceipt = decode(ErasureReceipt, data["receipt"])
         return receipt
+
+    def import_lines(
+        self,
+        lines: Sequence[str],
+        *,
+        first_line: int = 1,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        batch_size: int = 500,
+    ) -> ImportCounts:
+        """Import lines of ``agentmem export`` output or hand-written JSON Lines into the
+        key's tenant (an admin key), as ``agentmem import`` does on a data dir: every line
+        is validated before anything is written, and running the same lines again stores
+        nothing twice. ``first_line`` numbers the first line, so a large file sent in parts
+        keeps its numbers; identity arguments are what lines without their own write as.
+        Returns the counts (:class:`~agentmem.maintenance.transfer.ImportCounts`)."""
+        body = w.import_body(lines, first_line, user_id, agent_id, session_id, batch_size)
+        data = w.payload(self.request("POST", "/v1/admin/import", content=body))
+        counts: ImportCounts = decode(ImportCounts, data["counts"])
+        return counts
 
     def export(self, *, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """The key's tenant as import-ready records (the lines of ``agentmem export``; an

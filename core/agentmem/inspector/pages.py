@@ -95,15 +95,20 @@ class Pages:
         viewer = self.ui.viewer(request)
         ctx = self.ctx
         tenants = browse.tenants(ctx, viewer)
-        store_wide = viewer.tenant_id is None or viewer.admin or viewer.operator
-        observed = ctx.recalls.recent(tenant_id=None if viewer.operator else viewer.tenant_id)
+        # as the API answers: the store's health to its owner and an operator key, the
+        # tenant's to its admin key
+        store_wide = viewer.tenant_id is None or viewer.operator
+        state = None
+        if store_wide or viewer.admin:
+            state = health(ctx, tenant_id=None if store_wide else viewer.tenant_id)
+        observed = ctx.recalls.recent(tenant_id=None if store_wide else viewer.tenant_id)
         jobs = self.ui.jobs() if self.ui.jobs is not None and store_wide else None
         return self.ui.page(
             request,
             "start.html",
             viewer,
             tenants=tenants,
-            health=health(ctx) if store_wide else None,
+            health=state,
             jobs=jobs,
             latency=latency_plot(observed),
             scores=score_plot(observed, ctx.settings.memory.min_score),

@@ -17,7 +17,12 @@ derived from it. :func:`diagnose` reads all three and reports, per tenant and pa
   interrupted is reported until it is finished (at the next open, or by erasing again);
 - **leftover files**: segment directories of the embedded Chroma store that no collection
   uses (Chroma leaves them behind when a collection is dropped; ``reindex`` and ``erase``
-  delete them), and payloads or source links of rows that no longer exist.
+  delete them), payloads or source links of rows that no longer exist, and copies of
+  unreadable indexes an earlier version kept (``keywords.broken-<time>``: they may hold
+  content that was forgotten or erased since; a writing open or ``erase`` deletes them);
+- **lost vectors**: a vector index that lost vectors the records say it holds (see
+  :mod:`agentmem.storage.vector_check`): a writing open queues those rows again and says so
+  in ``recovered``; a read-only open reports it here.
 
 The report also checks the default embedder's model files (``model_files``: presence, size
 and sha256; a problem names the ``pip`` command that fixes it and makes the report not ``ok``)
@@ -47,6 +52,7 @@ from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
 from ..embeddings import model_files_status
 from ..errors import StorageError
+from ..storage.datadir import quarantined
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.fingerprint import read_switch
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
@@ -106,30 +112,41 @@ class DoctorReport:
     orphan_vector_files: list[str] = field(default_factory=list)
     #: Entries about rows that no longer exist, per table (payloads, source links).
     orphan_rows: dict[str, int] = field(default_factory=dict)
+    #: Copies of unreadable indexes an earlier version kept in the data dir.
+    quarantined: list[str] = field(default_factory=list)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:
     return sorted(ids)[:SAMPLE_SIZE]
 
 
-def diagnose(ctx: StoreContext) -> DoctorReport:
+def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport:
     """Compare a store's records with its keyword index and vector collections.
 
     Never raises for a broken index: an index that cannot be read is listed in ``problems``
     (and its rows counted as missing).
+
+    With ``tenant_id``, the report is that tenant's alone (its admin's view on a server):
+    its rows, index entries, collections, samples and erasures; nothing of another tenant
+    and no path. What belongs to the store as a whole (orphan collections and files, kept
+    copies of indexes, model files) is left out, and its problems are counted, not shown,
+    so that the report is not ok while the store has one.
     """
     ctx.check_open()
     records = ctx.records
     problems = [f"recovered at open: {note}" for note in ctx.recovered]
+    if ctx.vector_loss is not None:
+        problems.append(ctx.vector_loss.describe())
+    whole = tenant_id is None
     # (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live)
-    rows = records.index.state()
+    rows = records.index.state(tenant_id)
     live_ids = {r[0] for r in rows}
     where: dict[str, tuple[str, str]] = {r[0]: (r[1], r[2]) for r in rows}
 
     # -- keyword index -----------------------------------------------------------------------
     keyword_ids: set[str] = set()
     try:
-        keyword_ids = ctx.keywords.all_ids()
+        keyword_ids = ctx.keywords.all_ids(tenant_id)
     except Exception as exc:  # an unreadable index is a finding, not a crash
         problems.append(f"keyword index unreadable: {exc}")
     missing_kw = {r[0] for r in rows if r[3] == 0 and r[0] not in keyword_ids}
@@ -148,7 +165,7 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
                 stale_vec_candidates.add(id_)
     # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
     queued_vec = records.index.queued_vector_ids()
-    partitions = records.partitions()
+    partitions = [p for p in records.partitions() if whole or p[0] == tenant_id]
     known = {c for _, _, c in partitions}
     collections: list[str] = []
     vectors_readable = True
@@ -157,6 +174,8 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
     except Exception as exc:
         vectors_readable = False
         problems.append(f"vector index unreadable: {exc}")
+    if not whole:  # the tenant's collections only
+        collections = [c for c in collections if c in known or c in expected]
     orphans = sorted(set(collections) - known)
     present: dict[str, set[str]] = {}
     for name in sorted(set(expected) | known | set(collections)):
@@ -203,7 +222,7 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         if not status.ok:
             problems.append(f"{status.problem}; fix: {status.fix}")
 
-    kw_pending, vec_pending, failed = records.index.pending_counts()
+    kw_pending, vec_pending, failed = records.index.pending_counts(tenant_id)
     recorded = read_fingerprint(records)
     notes: list[str] = []
     if recorded is not None and recorded.origin == "assumed":
@@ -233,17 +252,25 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         if ids
     }
     if failed:
-        samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE)
-    checks = leftovers(ctx, set(collections))
+        samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE, tenant_id)
+    checks = leftovers(ctx, set(collections), tenant_id=tenant_id)
     erasures = [c for c in checks if not c.ok]
     orphan_files: list[str] = []
     try:
-        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()]
+        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()] if whole else []
     except StorageError as exc:
         problems.append(f"vector index files unreadable: {exc}")
-    orphan_rows = records.erasure.orphans()
+    orphan_rows = records.erasure.orphans() if whole else {}
+    copies = [p.name for p in quarantined(ctx.home)] if whole else []
+    if not whole and problems:  # they name paths, and other tenants' rows may be in them
+        problems = [
+            f"the store has {len(problems)} problem(s) of its own (an index recovered or "
+            "unreadable, model files): its operator sees them (`agentmem doctor` on the data "
+            "dir, or `GET /v1/admin/doctor` with an operator key)"
+        ]
     ok = not (
         problems
+        or copies
         or missing_kw
         or extra_kw
         or missing_vec
@@ -274,11 +301,12 @@ def diagnose(ctx: StoreContext) -> DoctorReport:
         samples=samples,
         embedder=None if recorded is None else recorded.to_dict(),
         notes=notes,
-        model_files=None if files is None else [dataclasses.asdict(s) for s in files],
+        model_files=None if files is None or not whole else [dataclasses.asdict(s) for s in files],
         erasures_checked=len(checks),
         erasures=erasures,
         orphan_vector_files=orphan_files,
         orphan_rows=orphan_rows,
+        quarantined=copies,
     )
 
 

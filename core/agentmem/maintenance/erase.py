@@ -21,6 +21,10 @@ whole tenant, or the rows of a tenant owned by a user, an agent, or one user wit
    deleted.
 5. **Records files**: the SQLite file is rewritten (``VACUUM``) and its WAL emptied. (Deleted
    content is zeroed at delete time too, ``secure_delete``.)
+6. **Quarantined copies**: a copy of an unreadable index that an earlier version kept in the
+   data dir (``keywords.broken-<time>``) is deleted whole: nothing can be erased from inside
+   an index nobody can read, and the index was rebuilt from the records. (Unreadable indexes
+   are no longer kept; see :mod:`agentmem.storage.datadir`.)
 
 The erasure is logged (ids and counts, no content) before step 1 and marked done after step
 5: an erasure interrupted by a crash is finished when the data dir is next opened
@@ -44,6 +48,7 @@ from ..context import StoreContext
 from ..derived.forget import followers, plan
 from ..errors import StorageError
 from ..models import ErasureReceipt
+from ..storage.datadir import quarantined, remove_quarantined
 from ..storage.erasure import ErasureRecord, ErasureSubject
 from ..storage.rows import now_utc
 from ..storage.vector_index import collection_name
@@ -157,6 +162,9 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
     if any(counts.values()) or resumed:
         ctx.records.reclaim()
         done.compacted.append("records")
+    # 6. copies of unreadable indexes an earlier version kept (no erasure reaches into them)
+    if remove_quarantined(ctx.home):
+        done.compacted.append("quarantine")
     removed = {f"records.{t}": n for t, n in counts.items() if n}
     removed.update(
         keyword_entries=done.keyword_entries,
@@ -243,6 +251,9 @@ class ErasureCheck:
     keyword_entries: int = 0
     #: Vector collections of the identity's own partitions that still exist.
     collections: list[str] = field(default_factory=list)
+    #: Copies of unreadable indexes in the data dir (unreadable, so they may hold anything
+    #: of the identity).
+    quarantined: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -251,15 +262,24 @@ class ErasureCheck:
             and not self.records
             and not self.keyword_entries
             and not self.collections
+            and not self.quarantined
         )
 
 
-def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
+def leftovers(
+    ctx: StoreContext, collections: set[str], *, tenant_id: str | None = None
+) -> list[ErasureCheck]:
     """Check every logged erasure: nothing of the identity in the records, the keyword index
-    or the vector collections of its own partitions (``agentmem doctor``, which passes the
-    names of the vector collections it found)."""
+    or the vector collections of its own partitions, and no copy of an unreadable index in
+    the data dir (``agentmem doctor``, which passes the names of the vector collections it
+    found); with ``tenant_id``, the erasures of that tenant only."""
     out: list[ErasureCheck] = []
-    records = ctx.records.erasure.all()
+    copies = [p.name for p in quarantined(ctx.home)]
+    records = [
+        rec
+        for rec in ctx.records.erasure.all()
+        if tenant_id is None or rec.subject.tenant_id == tenant_id
+    ]
     found = ctx.records.erasure.leftovers([rec.subject for rec in records])
     for rec, rows in zip(records, found, strict=True):
         subject = rec.subject
@@ -286,6 +306,7 @@ def leftovers(ctx: StoreContext, collections: set[str]) -> list[ErasureCheck]:
                 collections=sorted(
                     c for p in owned if (c := collection_name(subject.tenant_id, p)) in collections
                 ),
+                quarantined=copies,
             )
         )
     return out

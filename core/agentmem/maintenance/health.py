@@ -40,20 +40,25 @@ class Health:
     problems: tuple[str, ...]
 
 
-def health(ctx: StoreContext) -> Health:
-    """The :class:`Health` of the store."""
-    counts = stats(ctx)
+def health(ctx: StoreContext, *, tenant_id: str | None = None) -> Health:
+    """The :class:`Health` of the store, or of one tenant's rows (a tenant's admin on a
+    server: its counts and backlog, nothing of the others, no disk use of the shared files,
+    no notes naming the store's files)."""
+    counts = stats(ctx, tenant_id=tenant_id)
     problems: list[str] = []
     if ctx.indexer.unavailable is not None:
         problems.append(f"the embedder cannot embed: {ctx.indexer.unavailable}")
+    if ctx.engine.vectors_lost:
+        problems.append("the vector index lost vectors the records say it holds")
     if counts.vector_failed:
         problems.append(
             f"{counts.vector_failed} row(s) failed to embed; `agentmem reindex` retries them"
         )
-    problems.extend(f"rebuilt at open: {note}" for note in ctx.recovered)
+    if tenant_id is None:
+        problems.extend(f"rebuilt at open: {note}" for note in ctx.recovered)
     return Health(
         stats=counts,
-        oldest_unembedded=ctx.records.browse.oldest_unembedded(),
+        oldest_unembedded=ctx.records.browse.oldest_unembedded(tenant_id),
         indexing=ctx.indexer.running,
         read_only=ctx.read_only,
         problems=tuple(problems),

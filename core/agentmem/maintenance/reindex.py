@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ..calibration import store as calibration_store
 from ..context import StoreContext
 from ..errors import EmbeddingError
-from ..storage import fingerprint
+from ..storage import fingerprint, vector_check
 from ..storage.fingerprint import EmbedderFingerprint
 
 
@@ -28,6 +28,7 @@ def reindex(
         ctx.keywords.commit()
         ctx.drop_vectors()
         ctx.vectors.compact_files()  # Chroma leaves a dropped collection's files on disk
+        vector_check.mark(ctx.records, ctx.vectors)  # a store removed as unreadable took its marker
         ctx.records.index.mark_all_pending()
         # after the old vectors are gone: a crash from here on leaves only vectors of
         # this embedder (and rows queued for it), never old vectors under a new name
@@ -71,6 +72,7 @@ def reindex_embeddings(
             same = recorded is None or recorded.matches(current)
             ctx.drop_vectors()
             ctx.vectors.compact_files()
+            vector_check.mark(ctx.records, ctx.vectors)
             forget = () if same else (calibration_store.META_KEY,)
             switch = fingerprint.start_switch(ctx.records, recorded, current, forget=forget)
         else:

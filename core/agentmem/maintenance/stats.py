@@ -33,12 +33,15 @@ class Stats:
     calibration: dict[str, Any] | None = None
 
 
-def stats(ctx: StoreContext) -> Stats:
-    """Counts of the whole data dir (every tenant)."""
+def stats(ctx: StoreContext, *, tenant_id: str | None = None) -> Stats:
+    """Counts of the whole data dir (every tenant), or of one tenant's rows (its admin's view
+    on a server: nothing of other tenants, no disk use of the shared files)."""
     ctx.check_open()
-    counts = ctx.records.counts(KINDS)
-    kw, vec, failed = ctx.records.index.pending_counts()
+    counts = ctx.records.counts(KINDS, tenant_id)
+    kw, vec, failed = ctx.records.index.pending_counts(tenant_id)
     recorded = fingerprint.read(ctx.records)
+    files = {"records": RECORDS_FILE, "keywords": KEYWORDS_DIR, "vectors": VECTORS_DIR}
+    shared = tenant_id is not None  # the files hold every tenant: not a tenant's figure
     return Stats(
         live=counts.live,
         deleted=counts.deleted,
@@ -48,14 +51,7 @@ def stats(ctx: StoreContext) -> Stats:
         vector_failed=failed,
         by_kind=counts.by_kind,
         tenants=counts.tenants,
-        disk_bytes={
-            name: dir_size(ctx.home / sub)
-            for name, sub in (
-                ("records", RECORDS_FILE),
-                ("keywords", KEYWORDS_DIR),
-                ("vectors", VECTORS_DIR),
-            )
-        },
+        disk_bytes={} if shared else {name: dir_size(ctx.home / f) for name, f in files.items()},
         embedder=None if recorded is None else recorded.to_dict(),
         calibration=_calibration(ctx),
     )

@@ -16,7 +16,9 @@ tier) and ``{"type": "agent_state", ...}`` lines; both restore too. The working-
 of open sessions is not exported (their transcript is; the next compaction rebuilds it).
 
 **Writes** (lines you write by hand; no ``id``): stored through the normal write path, so
-they are validated, deduplicated and indexed like any API call. By ``type``:
+they are validated, deduplicated and indexed like any API call; a message is also keyed by
+its line's number, so importing the same file again (after an interruption, say) stores
+none of its lines twice. By ``type``:
 
 ``message`` (or no ``type``, with ``role`` and ``content``)
     ``role`` (user|assistant|system|tool), ``content``; optional ``event_time`` (ISO-8601),
@@ -25,11 +27,12 @@ they are validated, deduplicated and indexed like any API call. By ``type``:
     ``tool_call_id``, ``content`` (the full output); optional ``tool_name``, ``metadata``.
     Needs a session.
 ``document``
-    ``content`` (or ``text``): the whole document, chunked on import; optional
-    ``source_ref``, ``metadata``.
+    ``content`` (or ``text``): the whole document, chunked on import into tenant-scope
+    chunks, which every user of the tenant can recall; optional ``source_ref``, ``metadata``.
 ``memory``
     ``content``; optional ``memory_type`` (default fact), ``scope`` (user|agent|tenant|session;
-    default: user when a user is bound, else agent, else tenant), ``importance``,
+    default: user when a user is bound, else agent, else session; tenant only when the line
+    says so), ``importance``,
     ``topic_key``, ``metadata``. A memory line with ``superseded_by`` is written only when a
     later line with its ``topic_key`` supersedes it again (it is history otherwise).
 
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -69,6 +72,8 @@ from ..models import (
 from ..storage.rows import Row, StoredRecord
 from ..storage.sessions import SessionInfo
 from ..write import conversation, documents, memories
+from ..write.commit import commit
+from ..write.records import memory_record, message_record, sha
 
 #: ``type`` of a record line, by kind (a chat message with a tier is a session chunk).
 RECORD_TYPES = ("message", "tool_output", "document_chunk", "memory", "summary", "session_chunk")
@@ -183,8 +188,9 @@ class ImportPlan:
     superseded_skipped: int = 0
 
 
-def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
-    """Validate every line (JSON text) and plan the import.
+def parse_lines(lines: Iterable[str], base: Identity, *, first_line: int = 1) -> ImportPlan:
+    """Validate every line (JSON text) and plan the import; ``first_line`` is the number of
+    the first (a part of a file keeps the file's numbers, which messages are keyed by).
 
     Raises:
         ImportFileError: naming every bad line (up to :data:`MAX_REPORTED_ERRORS`) by number.
@@ -193,7 +199,7 @@ def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
     errors: list[str] = []
     bad = 0
     count = 0
-    for n, raw in enumerate(lines, 1):
+    for n, raw in enumerate(lines, first_line):
         if not raw.strip():
             continue
         count += 1
@@ -215,8 +221,41 @@ def parse_lines(lines: Iterable[str], base: Identity) -> ImportPlan:
         raise ImportFileError(
             "lines", f"{bad} bad line(s); nothing was imported:\n" + "\n".join(errors) + more
         )
+    _key_messages(ops)
     kept = _drop_stale_history(ops)
     return ImportPlan(kept, count, len(ops) - len(kept))
+
+
+def _key_messages(ops: list[Op]) -> None:
+    """Give each message line a dedup key, so importing a file again (after an interrupted
+    run, say) stores none of its messages twice: the line's identity, role, text, time,
+    metadata and number in the file (a conversation may say "ok" twice; a file imported in
+    parts, as over HTTP, keeps its numbers)."""
+    for op in ops:
+        if op.type != "message":
+            continue
+        i, a = op.identity, op.args
+        when = a["event_time"].isoformat() if a["event_time"] is not None else ""
+        a["dedup_key"] = sha(
+            "import-message",
+            i.tenant_id,
+            scopes.home_partition(i, "session"),
+            i.session_id,
+            a["role"],
+            a["content"],
+            when,
+            json.dumps(a["metadata"], sort_keys=True, ensure_ascii=False),
+            str(op.line),
+        )
+
+
+def tenant_of(op: Op) -> str:
+    """The tenant a planned line writes to."""
+    if op.type == "record":
+        return str(op.args["record"].row.item.tenant_id)
+    if op.type in ("session", "agent_state"):
+        return str(op.args["tenant_id"])
+    return op.identity.tenant_id
 
 
 class _LineError(Exception):
@@ -265,15 +304,6 @@ def _line_identity(obj: Mapping[str, Any], base: Identity) -> Identity:
     )
 
 
-def default_memory_scope(identity: Identity) -> str:
-    """The narrowest scope the identity can own: user, else agent, else tenant."""
-    if identity.user_id is not None:
-        return "user"
-    if identity.agent_id is not None:
-        return "agent"
-    return "tenant"
-
-
 def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> Op:
     metadata = v.metadata(obj.get("metadata"))
     content = obj.get("content")
@@ -304,7 +334,14 @@ def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> O
             "metadata": metadata,
         }
         return Op(typ, line, identity, args)
-    scope = v.choice(obj.get("scope") or default_memory_scope(identity), "scope", REMEMBER_SCOPES)
+    scope = obj.get("scope") or scopes.default_memory_scope(identity)
+    if scope is None:
+        raise _LineError(
+            "a memory line with no user_id, agent_id or session_id would be seen by every "
+            'user of the tenant: name its owner (on the line or with --user), or say "scope": '
+            '"tenant" to mean that'
+        )
+    scope = v.choice(scope, "scope", REMEMBER_SCOPES)
     needs = {"user": "user_id", "agent": "agent_id", "session": "session_id"}.get(scope)
     if needs is not None and getattr(identity, needs) is None:
         flag = "--" + needs.removesuffix("_id")
@@ -484,12 +521,17 @@ def _int(obj: Mapping[str, Any], name: str) -> int:
 # -- applying ---------------------------------------------------------------------------------
 @dataclass
 class ImportCounts:
-    """What an import did."""
+    """What an import did (``applied`` of the plan's ``planned`` writes; fewer when it was
+    interrupted)."""
 
     lines: int = 0
+    planned: int = 0
+    applied: int = 0
+    interrupted: bool = False
     restored: int = 0
     already_present: int = 0
     messages: int = 0
+    messages_new: int = 0
     tool_outputs: int = 0
     documents: int = 0
     document_chunks: int = 0
@@ -506,21 +548,31 @@ def apply_plan(
     *,
     batch_size: int = 500,
     progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ImportCounts:
     """Apply a validated plan in order, in batches; ``progress(done, total)`` after each.
+
+    Every kind of line is idempotent (records by id, sessions and agent state by key and
+    time, messages by their import key, tool outputs by call id, documents by revision,
+    memories by text), so applying a plan again, whole or after an interruption, stores
+    nothing twice. ``should_stop()`` is asked between batches: when it says so, the import
+    stops there with ``interrupted`` set and the counts of what was stored.
 
     Raises:
         ValidationError: ``batch_size`` is not a positive integer.
     """
     v.positive_int(batch_size, "batch_size", allow_none=False)
-    counts = ImportCounts(lines=plan.lines, superseded_skipped=plan.superseded_skipped)
-    done = 0
-    total = len(plan.ops)
+    counts = ImportCounts(
+        lines=plan.lines, planned=len(plan.ops), superseded_skipped=plan.superseded_skipped
+    )
     for batch in _batches(plan.ops, batch_size):
+        if should_stop is not None and should_stop():
+            counts.interrupted = True
+            break
         _apply(ctx, batch, counts)
-        done += len(batch)
+        counts.applied += len(batch)
         if progress is not None:
-            progress(done, total)
+            progress(counts.applied, counts.planned)
     if counts.restored:
         ctx.indexer.notify()
     return counts
@@ -563,11 +615,20 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
             a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"], only_if_newer=True
         )
     elif first.type == "message":
-        conversation.add_messages(ctx, i, [op.args for op in batch])
+        records = [
+            replace(
+                message_record(i, a["role"], a["content"], a["metadata"], a["event_time"]),
+                dedup_key=a["dedup_key"],
+            )
+            for a in (op.args for op in batch)
+        ]
+        stored = commit(ctx, records, "import")
         counts.messages += len(batch)
+        counts.messages_new += sum(1 for _, new in stored if new)
     elif first.type == "memory":
-        results = memories.remember_many(ctx, i, [op.args for op in batch])
-        counts.memories += len(results)
+        fresh = _not_stored_before(ctx, i, [op.args for op in batch])
+        results = memories.remember_many(ctx, i, fresh)
+        counts.memories += len(batch)
         counts.memories_new += sum(1 for r in results if r.was_new)
     elif first.type == "tool_output":
         conversation.add_tool_output(
@@ -585,3 +646,36 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
         )
         counts.documents += 1
         counts.document_chunks += len(items)
+
+
+def _not_stored_before(
+    ctx: StoreContext, identity: Identity, batch: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The memories of ``batch`` whose text is not already stored and superseded (a later
+    line of the same file superseded it the first time; remembering it again would make it
+    current once more and store it twice)."""
+    records = [
+        memory_record(
+            identity,
+            a["content"],
+            a["memory_type"],
+            a["scope"],
+            a["importance"],
+            a["topic_key"],
+            a["metadata"],
+        )
+        for a in batch
+    ]
+    owners: dict[tuple[str, str | None], list[str]] = {}
+    for rec in records:
+        owners.setdefault((rec.partition, rec.session_id), []).append(rec.content_hash)
+    stored = {
+        (partition, session, *found)
+        for (partition, session), hashes in owners.items()
+        for found in ctx.records.superseded_hashes(identity.tenant_id, partition, session, hashes)
+    }
+    return [
+        a
+        for a, rec in zip(batch, records, strict=True)
+        if (rec.partition, rec.session_id, rec.memory_type, rec.content_hash) not in stored
+    ]

@@ -113,6 +113,9 @@ class RecallEngine:
         self.config = config
         #: Counts hits in memory (no write per hit); set by ``AgentMemory``.
         self.access: AccessTracker | None = None
+        #: The vector index lost vectors the records say it holds, and nothing re-embeds
+        #: them here (a read-only open): every answer is ``degraded``.
+        self.vectors_lost = False
         self._vector_pool: ThreadPoolExecutor | None = None
         self._pending_pool: ThreadPoolExecutor | None = None
         self._pending_job: Future[list[tuple[str, float]]] | None = None
@@ -138,7 +141,7 @@ class RecallEngine:
             self.access.record([h.id for h in hits])
         if prof is not None:
             prof.lap("access")
-        degraded = is_degraded(notes)
+        degraded = self.degraded(notes)
         result = RecallResult(
             items=hits,
             total=len(hits),
@@ -198,6 +201,14 @@ class RecallEngine:
         for c, score in zip(head, new_scores, strict=True):
             c.score = score
         return sorted(head, key=lambda c: c.score, reverse=True), True
+
+    def degraded(self, notes: Mapping[str, bool]) -> bool:
+        """Whether a recall with these notes (see :meth:`candidates`) is degraded."""
+        return (
+            self.vectors_lost
+            or notes.get("vector_skipped", False)
+            or notes.get("pending_overflow", False)
+        )
 
     @staticmethod
     def score_gap(scoring: Scoring, rerank_used: bool) -> float | None:
@@ -530,7 +541,7 @@ class RecallEngine:
                         c.kw_rank = len(per_scope[scope])
                     else:
                         c.in_vector = True
-                        c.cos = value
+                        c.cos = c.vec_cos = value
                         c.vec_rank = len(per_scope[scope])
                         floor_cos[scope] = min(floor_cos.get(scope, value), value)
                 fusion_lists.extend(per_scope.items())
@@ -564,11 +575,6 @@ class RecallEngine:
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()), scoring)
         return cands
-
-
-def is_degraded(notes: Mapping[str, bool]) -> bool:
-    """Whether a recall with these notes (see :meth:`RecallEngine.candidates`) is degraded."""
-    return notes.get("vector_skipped", False) or notes.get("pending_overflow", False)
 
 
 def _context_features(

@@ -37,7 +37,7 @@ from ..models import (
 )
 from ..storage.rows import Brief
 from . import ranking
-from .engine import RecallEngine, budget, is_degraded
+from .engine import RecallEngine, budget
 from .ranking import Candidate, Scoring, kept
 from .request import RecallRequest, recall_request
 
@@ -68,14 +68,14 @@ class _Run:
     hits: list[RecallHit]
     token_count: int
     truncated: bool
-    notes: dict[str, bool] = field(default_factory=dict)
+    degraded: bool
     refused: set[str] = field(default_factory=set)
 
     def result(self) -> RecallResult:
         return RecallResult(
             items=self.hits,
             total=len(self.hits),
-            degraded=is_degraded(self.notes),
+            degraded=self.degraded,
             rerank_used=self.rerank_used,
             truncated=self.truncated,
             token_count=self.token_count,
@@ -126,7 +126,7 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest, scoring: 
         hits,
         token_count,
         truncated,
-        notes,
+        engine.degraded(notes),
         refused,
     )
 

@@ -149,6 +149,9 @@ class Candidate:
     bm25: float = 0.0
     kw_rank: int = 0
     vec_rank: int = 0
+    #: The cosine the vector index returned (None: not found by it); ``cos`` is what ranking
+    #: uses, which differs for a keyword-only candidate and one naming another identifier.
+    vec_cos: float | None = None
     speaker_match: bool = False
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None

@@ -13,14 +13,17 @@ route                          does
 ``POST /v1/ops/<operation>``   one operation of the bound memory (:mod:`.routes`)
 ``GET /v1/whoami``             the presented key (tenant, pins, admin), never its secret
 ``POST /v1/flush``             wait until both indexes caught up (``{"timeout": s}``)
-``GET /v1/admin/stats``        store stats, background jobs, server info (admin key)
-``GET /v1/admin/doctor``       the ``agentmem doctor`` report (admin key)
+``GET /v1/admin/stats``        the key's tenant's stats (admin key); the store's, background
+                               jobs and server info (operator key)
+``GET /v1/admin/doctor``       the doctor report of the key's tenant (admin key), of the
+                               store (operator key)
 ``GET /v1/admin/export``       the key's tenant as import-ready JSON Lines (admin key)
+``POST /v1/admin/import``      import JSON Lines into the key's tenant (admin key)
 ``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
 ``/mcp``                       MCP over streamable HTTP (:mod:`.mcp_http`)
 ``/ui``                        the inspector's pages (:mod:`agentmem.inspector`), behind the
                                key too (a login form keeps it in an HttpOnly cookie)
-``GET /docs``, ``/openapi.json``  the API documentation (with a key, like every route)
+``GET /docs``, ``/openapi.json``  the API documentation, served offline (:mod:`.docs`)
 =============================  ==========================================================
 
 Example:
@@ -39,7 +42,6 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -52,17 +54,20 @@ from ..errors import AgentMemError, ValidationError
 from ..inspector.access import KeyAccess
 from ..inspector.app import ui_router
 from ..maintenance.doctor import diagnose
+from ..maintenance.stats import stats as stats_op
 from ..maintenance.transfer import export_lines
 from ..memory import AgentMemory
 from ..models import KINDS
 from ..wire.ops import OPS
 from .auth import require_admin, require_operator
+from .docs import docs_router
 from .instrument import Instrumented
 from .mcp_http import McpGateway
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .responses import dumps, error_response, json_response, send_error
 from .routes import ops_router
 from .state import Principal, ServerState
+from .transfer_routes import import_router
 
 log = logging.getLogger("agentmem.server")
 
@@ -125,10 +130,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         **_no_native_telemetry(),
         title="agentmem",
         version=__version__,
-        description="A shared agentmem memory over HTTP. Every route but /health needs an "
-        "API key (`Authorization: Bearer <key>`); the key's tenant is the only one reachable.",
+        description="A shared agentmem memory over HTTP. Every route but /health and this "
+        "documentation needs an API key (`Authorization: Bearer <key>`; the Authorize button "
+        "takes it for the calls made from this page); the key's tenant is the only one "
+        "reachable.",
         lifespan=lifespan,
-        docs_url=None,  # served below, behind the key like every route but /health
+        docs_url=None,  # served by .docs, with Swagger UI's files from the package
         openapi_url=None,
     )
     app.state.agentmem = state
@@ -141,19 +148,7 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         return error_response(_validation_error(exc))
 
-    @app.get("/openapi.json", include_in_schema=False)
-    async def openapi(key: Principal) -> Response:
-        return json_response(app.openapi())
-
-    @app.get("/docs", include_in_schema=False)
-    async def docs(key: Principal) -> Response:
-        # the spec travels inside the page: the browser's fetch of /openapi.json would carry
-        # no key
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="agentmem API",
-            swagger_ui_parameters={"spec": app.openapi()},
-        )
+    app.include_router(docs_router(app.openapi))
 
     @app.get("/health", tags=["server"], summary="Readiness (no key needed)")
     async def health() -> Response:
@@ -180,9 +175,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         done = await run_in_threadpool(store.flush, timeout)
         return json_response({"result": done})
 
-    @app.get("/v1/admin/stats", tags=["admin"], summary="Store stats and background jobs")
+    @app.get("/v1/admin/stats", tags=["admin"], summary="Stats of the tenant, or of the store")
     async def stats(key: Principal) -> Response:
-        require_admin(key)
+        if not key.operator:  # a tenant's admin: its own rows, nothing of the others
+            require_admin(key)
+            counts = await run_in_threadpool(stats_op, store.context, tenant_id=key.tenant_id)
+            return json_response({"tenant_id": key.tenant_id, "stats": counts})
         counts = await run_in_threadpool(store.stats)
         return json_response(
             {
@@ -193,9 +191,12 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
             }
         )
 
-    @app.get("/v1/admin/doctor", tags=["admin"], summary="The agentmem doctor report")
+    @app.get("/v1/admin/doctor", tags=["admin"], summary="The doctor report of the tenant/store")
     async def doctor(key: Principal) -> Response:
-        require_admin(key)
+        if not key.operator:
+            require_admin(key)
+            report = await run_in_threadpool(diagnose, store.context, tenant_id=key.tenant_id)
+            return json_response({"tenant_id": key.tenant_id, "report": report})
         report = await run_in_threadpool(diagnose, store.context)
         return json_response({"home": str(store.home), "report": report})
 
@@ -206,6 +207,8 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return StreamingResponse(
             _jsonl(store, key.tenant_id, kinds), media_type="application/x-ndjson"
         )
+
+    app.include_router(import_router(store))
 
     @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
     async def erase(key: Principal, target: EraseRequest | None = None) -> Response:

@@ -6,10 +6,11 @@ created. A 256-bit random secret needs no salt or slow hash (there is no diction
 and the stored hash is compared with :func:`hmac.compare_digest` (constant time).
 
 A key belongs to one tenant and may be pinned to a user and/or an agent: requests made with it
-act for that tenant only, and for the pinned user/agent only. An ``admin`` key also reads the
-store-wide maintenance reports (stats, doctor); it still reaches only its own tenant's data.
-An ``operator`` key (the server's operator, e.g. its monitoring) also reads the server-wide
-views that belong to no tenant (``GET /metrics``); it too reaches only its own tenant's data.
+act for that tenant only, and for the pinned user/agent only. An ``admin`` key also reads its
+tenant's maintenance reports (stats, doctor: nothing of another tenant, no server path),
+exports the tenant and erases in it. An ``operator`` key (the server's operator, e.g. its
+monitoring) also reads the server-wide views that belong to no tenant (the whole store's
+stats and doctor report, ``GET /metrics``); it too reaches only its own tenant's data.
 
 The functions take the :class:`~agentmem.storage.records.RecordStore`; the server checks keys
 against the table on every request, so keys created or revoked by ``agentmem keys`` (another
@@ -51,9 +52,11 @@ class ApiKey:
         tenant_id: The only tenant the key reaches.
         user_id: When set, the key acts for this user only.
         agent_id: When set, the key acts for this agent only.
-        admin: The key may also read the store-wide stats and doctor report.
+        admin: The key may also read its tenant's stats and doctor report, export the tenant
+            and erase in it.
         revoked_at: When the key was revoked (None while it is live).
-        operator: The key may also read the server-wide metrics.
+        operator: The key may also read the server-wide views (the whole store's stats and
+            doctor report, the metrics).
     """
 
     id: str

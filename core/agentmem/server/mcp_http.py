@@ -34,6 +34,12 @@ log = logging.getLogger("agentmem.server.mcp")
 
 #: MCP servers (one per key and identity) kept running at most.
 MAX_IDENTITIES = 256
+#: Added to a tool call that failed for want of an identity: over HTTP, none of the
+#: in-process ways (``AgentMemory.bind``, ``agentmem mcp --user``) applies.
+IDENTITY_HINT = (
+    "Over HTTP the identity comes from the MCP URL: connect to /mcp?user_id=USER (with "
+    "&agent_id=AGENT and &session_id=SESSION as needed), or use an API key pinned to the user."
+)
 
 ErrorResponder = Callable[[AgentMemError, Scope, Receive, Send], Awaitable[None]]
 
@@ -81,7 +87,7 @@ class McpGateway:
             bound = self.store.bind(
                 identity.tenant_id, identity.user_id, identity.agent_id, identity.session_id
             )
-            manager = StreamableHTTPSessionManager(build_server(bound))
+            manager = StreamableHTTPSessionManager(build_server(bound, identity_hint=IDENTITY_HINT))
             stop = anyio.Event()
             await self._tg.start(_run_manager, manager, stop)
             self._managers[slot] = (manager, stop)
@@ -117,4 +123,4 @@ def _identity_params(scope: Scope) -> dict[str, str | None]:
     return out
 
 
-__all__ = ["MAX_IDENTITIES", "McpGateway"]
+__all__ = ["IDENTITY_HINT", "MAX_IDENTITIES", "McpGateway"]

@@ -216,12 +216,15 @@ class BrowseReads:
             for r in rows
         ]
 
-    def oldest_unembedded(self) -> datetime | None:
-        """When the oldest row still waiting for (or failed) its vector was written."""
-        rows = self._db.read(
-            f"SELECT created_at FROM memories WHERE vec_pending IN ({VEC_PENDING}, "
-            f"{VEC_FAILED}) ORDER BY seq LIMIT 1"
-        )
+    def oldest_unembedded(self, tenant_id: str | None = None) -> datetime | None:
+        """When the oldest row (of ``tenant_id``) still waiting for (or failed) its vector was
+        written."""
+        sql = f"SELECT created_at FROM memories WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED})"
+        params: tuple[Any, ...] = ()
+        if tenant_id is not None:
+            sql += " AND tenant_id = ?"
+            params = (tenant_id,)
+        rows = self._db.read(sql + " ORDER BY seq LIMIT 1", params)
         return datetime.fromisoformat(str(rows[0][0])) if rows else None
 
 

@@ -22,8 +22,10 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from ..errors import StorageError
+from .datadir import writable
 
 #: SQLite page cache per connection, in KiB: recall reads ~150 rows by id at random places.
 CACHE_KIB = 32768
@@ -93,7 +95,7 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         if self.read_only:
             conn = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
+                read_only_uri(self.path),
                 uri=True,
                 timeout=30.0,
                 isolation_level=None,
@@ -103,7 +105,7 @@ class Database:
             conn = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self._sync}")
             # deleted and overwritten content is zeroed in the file, not left in free space
             # (forget and erase promise that no byte of it stays behind)
@@ -178,21 +180,33 @@ class Database:
             return
         conn = self._writer
         try:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            current = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
-            if current > len(migrations):
-                raise _too_new(self.path, current, len(migrations))
-            for version in range(current + 1, len(migrations) + 1):
+            while True:
+                # the version is read inside the write transaction: processes opening a new
+                # file at once each wait for the one migrating, then see its version (read
+                # before BEGIN, two of them applied the same migration: "duplicate column")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for statement in migrations[version - 1].split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+                    conn.execute(
+                        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+                    )
+                    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+                    current = int(row[0] or 0)
+                    if current > len(migrations):
+                        raise _too_new(self.path, current, len(migrations))
+                    if current < len(migrations):
+                        for statement in migrations[current].split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
+                        conn.execute(
+                            "INSERT INTO schema_version (version) VALUES (?)", (current + 1,)
+                        )
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     raise
+                if current >= len(migrations):
+                    return
         except sqlite3.Error as exc:
             raise StorageError(
                 f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
@@ -237,6 +251,39 @@ class Database:
                     with suppress(sqlite3.Error):
                         conn.close()
                 self._all_conns.clear()
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens a SQLite file for reading only, without writing a byte beside it.
+
+    ``mode=ro`` still needs the WAL's shared-memory file, which it creates when missing: on
+    read-only media (or in another user's dir) the open then fails. There, a file without a
+    ``-wal`` beside it is opened ``immutable`` (no lock, no shared memory; nothing else can
+    change it, since nobody writes the dir, and no WAL holds commits it would miss). A WAL
+    left beside it keeps ``mode=ro``: SQLite reads it when its ``-shm`` exists too.
+    """
+    wal = path.with_name(path.name + "-wal")
+    if not writable(path.parent) and not wal.exists():
+        return f"file:{quote(str(path))}?immutable=1"
+    return f"file:{quote(str(path))}?mode=ro"
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch a connection's file to WAL, waiting for other processes opening it too.
+
+    The switch needs an exclusive lock, and SQLite answers "database is locked" at once,
+    without its busy timeout, to a process that cannot get it while another one holds the
+    write lock (processes opening a new file at once, one of them migrating it).
+    """
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _too_new(path: Path | str, version: int, known: int) -> StorageError:

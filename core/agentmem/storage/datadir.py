@@ -8,7 +8,12 @@ Layout of a data dir::
                        progress (stands for the keyword index beside it)
     keywords/          Tantivy index (derived)
     chroma/            embedded Chroma store (derived; absent with a Chroma server)
-    keywords.broken-*  an unreadable index set aside at open (kept for inspection)
+
+An index found unreadable at open is removed and rebuilt from the records; none is kept
+"for inspection" (as ``keywords.broken-<time>`` once was): no forget, retention or erasure
+can reach into an index nobody can read, so a kept copy would hold content after it was
+forgotten. Such copies left by an earlier version are removed at the next writing open
+(and by an erasure); ``doctor`` reports any it finds.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import IO
@@ -54,14 +60,19 @@ class DataDirLock:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
+            handle.seek(0)
+            holder = handle.read().strip()  # the holder wrote its pid once it had the lock
             handle.close()
+            pid = int(holder) if holder.isdigit() else None
+            who = f"another process (pid {pid})" if pid is not None else "another process"
             raise DataDirLockedError(
-                f"data dir {home} is open for writing in another process; a data dir has one "
+                f"data dir {home} is open for writing in {who}; a data dir has one "
                 "writing process at a time. Share one memory between processes with a server "
                 "(`agentmem --home DIR serve`, then `agentmem.connect(url, api_key=...)`), or "
                 "run the work as threads of one process. Read-only commands (`agentmem stats`, "
                 "`doctor`, `export`) work beside the writer.",
                 path=str(home),
+                pid=pid,
             ) from exc
         handle.seek(0)
         handle.truncate()
@@ -80,13 +91,54 @@ class DataDirLock:
             handle.close()
 
 
-def set_aside(path: Path, what: str, reason: BaseException | str | None = None) -> str:
-    """Rename an unreadable index dir to ``<name>.broken-<time>``; returns a note saying so."""
-    aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d%H%M%S')}")
+#: Marks the name of an index dir that was found unreadable (``keywords.broken-<time>``).
+QUARANTINE_MARK = ".broken-"
+
+
+def discard_unreadable(path: Path, what: str, reason: BaseException | str | None = None) -> str:
+    """Remove an unreadable index dir (to be rebuilt from the records); returns a note.
+
+    It is renamed to ``<name>.broken-<time>`` first, so an index is never half gone under its
+    own name, and a removal a crash interrupts is finished at the next open
+    (:func:`remove_quarantined`).
+    """
+    aside = path.with_name(f"{path.name}{QUARANTINE_MARK}{time.strftime('%Y%m%d%H%M%S')}")
     path.rename(aside)
-    note = f"{what} at {path} was unreadable ({reason}); moved to {aside.name}, rebuilt"
+    _remove(aside)
+    note = f"{what} at {path} was unreadable ({reason}); removed, rebuilt from the records"
     log.error(note)
     return note
+
+
+def quarantined(home: Path) -> list[Path]:
+    """Copies of unreadable indexes in ``home`` (``keywords.broken-<time>``,
+    ``chroma.broken-<time>``)."""
+    if not home.is_dir():
+        return []
+    names = tuple(f"{index}{QUARANTINE_MARK}" for index in (KEYWORDS_DIR, VECTORS_DIR))
+    return sorted(p for p in home.iterdir() if p.name.startswith(names))
+
+
+def remove_quarantined(home: Path) -> list[str]:
+    """Remove the copies :func:`quarantined` finds; returns their names."""
+    removed = []
+    for path in quarantined(home):
+        _remove(path)
+        removed.append(path.name)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def writable(path: Path) -> bool:
+    """True if this process may create and change files in ``path`` (False on read-only
+    media, or in a dir of another user)."""
+    return os.access(path, os.W_OK)
 
 
 def dir_size(path: Path) -> int:

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..embeddings import Embedder, FloatArray
+from ..embeddings import CachedEmbedder, Embedder, FloatArray, default_embedder
 
-__all__ = ["DiskEmbeddingCache"]
+__all__ = ["DiskEmbeddingCache", "cached_on_disk"]
 
 
 class DiskEmbeddingCache:
@@ -108,3 +108,18 @@ class DiskEmbeddingCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def cached_on_disk(
+    embedder: Embedder | None, path: str | os.PathLike[str]
+) -> tuple[CachedEmbedder, DiskEmbeddingCache]:
+    """``embedder`` (default: the packaged one) with its vectors kept in ``path``: the
+    embedder to use (behind the usual query cache) and the disk cache, to close afterwards.
+
+    An embedder that is already a :class:`~agentmem.embeddings.CachedEmbedder` is unwrapped
+    first, so queries are cached once.
+    """
+    base = embedder if embedder is not None else default_embedder()
+    inner = base.inner if isinstance(base, CachedEmbedder) else base
+    disk = DiskEmbeddingCache(inner, path)
+    return CachedEmbedder(disk), disk

@@ -328,6 +328,31 @@ class IndexQueue:
         )
         return {r[0] for r in rows}
 
+    def embedded_partitions(self) -> list[tuple[str, str]]:
+        """(tenant, partition) of every partition with a row whose vector the index holds
+        (by the records: embedded, live, nothing queued), so whose collection must exist."""
+        return [
+            (str(r[0]), str(r[1]))
+            for r in self._db.read(
+                "SELECT p.tenant_id, p.partition FROM partitions p WHERE EXISTS (SELECT 1 "
+                "FROM memories m WHERE m.tenant_id = p.tenant_id AND m.partition = p.partition "
+                f"AND m.embedded = 1 AND m.vec_pending = {VEC_SYNCED} AND {VECTOR_LIVE})"
+            )
+        ]
+
+    def requeue_embedded(self, partitions: Sequence[tuple[str, str]]) -> int:
+        """Queue again every embedded row of these (tenant, partition) pairs (their vectors
+        were lost); returns how many rows were queued."""
+        n = 0
+        with self._db.write() as tx:
+            for tenant_id, partition in partitions:
+                n += tx.execute(
+                    f"UPDATE memories SET vec_pending = {VEC_PENDING}, embedded = 0 "
+                    f"WHERE tenant_id = ? AND partition = ? AND embedded = 1",
+                    (tenant_id, partition),
+                ).rowcount
+        return n
+
     def requeue(self, ids: Sequence[str], *, vectors: bool) -> None:
         """Flag live rows among ``ids`` for the keyword index (and, with ``vectors``, for the
         vector index): their indexed text changes (e.g. a message they carry as context was
@@ -485,12 +510,18 @@ class IndexQueue:
                 f"UPDATE memories SET vec_pending = {VEC_PENDING} WHERE vec_pending = {VEC_FAILED}"
             )
 
-    def pending_counts(self) -> tuple[int, int, int]:
-        """(keyword pending, vector pending, vector failed)."""
-        kw = int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}")[0][0])
+    def pending_counts(self, tenant_id: str | None = None) -> tuple[int, int, int]:
+        """(keyword pending, vector pending, vector failed), of ``tenant_id`` or of all."""
+        where, params = _of_tenant(tenant_id)
+        kw = int(
+            self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}{where}", params)[
+                0
+            ][0]
+        )
         rows = self._db.read(
             f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
-            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}) GROUP BY vec_pending"
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} GROUP BY vec_pending",
+            params,
         )
         counts = dict(rows)
         return kw, int(counts.get(VEC_PENDING, 0)), int(counts.get(VEC_FAILED, 0))
@@ -507,15 +538,19 @@ class IndexQueue:
         )
         return bool(rows)
 
-    def state(self) -> list[tuple[str, str, str, int, int, int, int, int]]:
+    def state(
+        self, tenant_id: str | None = None
+    ) -> list[tuple[str, str, str, int, int, int, int, int]]:
         """(id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded,
-        belongs in the vector index) of every live row (``agentmem doctor``)."""
+        belongs in the vector index) of every live row (of ``tenant_id``; ``doctor``)."""
         indexed = f"NOT ({self._kw_stale()})" if self.follows_changes else "keyword_indexed"
+        where, params = _of_tenant(tenant_id)
         return [
             tuple(r)
             for r in self._db.read(
                 f"SELECT id, tenant_id, partition, {self._kw_stale()}, {indexed}, "
-                f"vec_pending, embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}"
+                f"vec_pending, embedded, ({VECTOR_LIVE}) FROM memories WHERE {LIVE}{where}",
+                params,
             )
         ]
 
@@ -537,13 +572,15 @@ class IndexQueue:
             )
         }
 
-    def failed_vector_ids(self, limit: int) -> list[str]:
-        """The oldest rows whose embedding failed."""
+    def failed_vector_ids(self, limit: int, tenant_id: str | None = None) -> list[str]:
+        """The oldest rows (of ``tenant_id``) whose embedding failed."""
+        where, params = _of_tenant(tenant_id)
         return [
             r[0]
             for r in self._db.read(
-                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED} ORDER BY seq LIMIT ?",
-                (limit,),
+                f"SELECT id FROM memories WHERE vec_pending = {VEC_FAILED}{where} "
+                "ORDER BY seq LIMIT ?",
+                (*params, limit),
             )
         ]
 
@@ -553,6 +590,11 @@ class IndexQueue:
     def _unclaim(self) -> str:
         """Clears a row's embedding claim (Postgres; SQLite has one embedding process)."""
         return ", vec_claim_node = NULL, vec_claim_until = NULL" if self.follows_changes else ""
+
+
+def _of_tenant(tenant_id: str | None) -> tuple[str, tuple[str, ...]]:
+    """An ``AND tenant_id = ?`` condition and its parameter (nothing for every tenant)."""
+    return ("", ()) if tenant_id is None else (" AND tenant_id = ?", (tenant_id,))
 
 
 def _feature_values(f: TextFeatures | None) -> tuple[str | None, int | None, int | None]:

@@ -19,6 +19,8 @@ so searchers see new documents.
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from pathlib import Path
 import tantivy
 
 from ..errors import StorageError
+from .datadir import writable
 from .language import cjk_bigrams, language
 
 ANALYZER = "agentmem_en"
@@ -130,8 +133,10 @@ class KeywordIndex:
         >>> idx.add([KeywordDoc(...)]); idx.commit()  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        #: Opened for searching only: no writer, nothing created or changed in ``path``.
+        self.read_only = read_only
         self.analyzer = build_analyzer()
         self.intl_analyzer = build_intl_analyzer()
         self._schema = _schema()
@@ -139,18 +144,38 @@ class KeywordIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False  # writes not yet committed
         self._closed = False
+        #: A private dir standing in for an unwritable ``path`` (see :func:`_read_only_view`).
+        self._view: Path | None = None
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            if read_only:
+                if not tantivy.Index.exists(str(path)):
+                    raise StorageError(f"there is no keyword index at {path}")
+                if not writable(path):
+                    self._view = _read_only_view(path)
+                where = self._view or path
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                where = path
+            self._index = tantivy.Index(self._schema, path=str(where), reuse=True)
             self._index.register_tokenizer(ANALYZER, build_analyzer())
             self._index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
-        except (ValueError, OSError) as exc:
+            if self._view is not None:
+                self._index.config_reader("Manual")  # the view's meta.json never changes
+        except BaseException as exc:
+            self._remove_view()
+            if not isinstance(exc, ValueError | OSError):
+                raise
             if "schema does not match" in str(exc):
                 raise KeywordIndexFormatError(
                     f"keyword index at {path} was written by another version of agentmem "
                     f"(another schema): {exc}"
                 ) from exc
             raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
+
+    def _remove_view(self) -> None:
+        view, self._view = self._view, None
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
 
     def analyze(self, text: str) -> list[str]:
         """The terms of ``text`` as its language's analyzer makes them (see the module
@@ -163,6 +188,8 @@ class KeywordIndex:
     def _w(self) -> tantivy.IndexWriter:
         if self._closed:
             raise StorageError(f"keyword index at {self.path} is closed")
+        if self.read_only:
+            raise StorageError(f"keyword index at {self.path} is open read-only")
         self._dirty = True
         if self._writer is None:
             try:
@@ -279,17 +306,24 @@ class KeywordIndex:
                     pass
                 self._writer = None
             self._index.config_reader("Manual")
+            self._remove_view()
 
     # -- reading -----------------------------------------------------------------------------
     def num_docs(self) -> int:
         return int(self._index.searcher().num_docs)
 
-    def all_ids(self) -> set[str]:
+    def all_ids(self, tenant: str | None = None) -> set[str]:
+        """Ids of every live entry (of ``tenant``, or of every tenant)."""
         searcher = self._index.searcher()
         n = searcher.num_docs
         if n == 0:
             return set()
-        result = searcher.search(tantivy.Query.all_query(), limit=n)
+        query = (
+            tantivy.Query.all_query()
+            if tenant is None
+            else tantivy.Query.term_query(self._schema, "tenant", tenant)
+        )
+        result = searcher.search(query, limit=n)
         return {searcher.doc(addr)["id"][0] for _, addr in result.hits}
 
     def query_terms(self, text: str) -> list[str]:
@@ -369,6 +403,29 @@ class KeywordIndex:
         except ValueError as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+
+def _read_only_view(path: Path) -> Path:
+    """A private dir through which Tantivy reads the index in an unwritable ``path``.
+
+    Opening an index takes a lock file beside its ``meta.json`` (created when missing, opened
+    for writing when present), which read-only media refuse. The view holds copies of the
+    small metadata files and links to the segment files, so no content is copied; Tantivy's
+    lock files are made in the view.
+    """
+    view = Path(tempfile.mkdtemp(prefix="agentmem-keywords-"))
+    try:
+        for entry in path.iterdir():
+            if entry.name.endswith(".lock"):
+                continue
+            if entry.name in ("meta.json", ".managed.json"):
+                shutil.copyfile(entry, view / entry.name)  # one consistent list of segments
+            else:
+                (view / entry.name).symlink_to(entry)
+    except BaseException:
+        shutil.rmtree(view, ignore_errors=True)
+        raise
+    return view
 
 
 def _document(doc: KeywordDoc) -> tantivy.Document:

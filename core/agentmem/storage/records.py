@@ -485,6 +485,25 @@ class RecordStore:
         )
         return [r[0] for r in rows]
 
+    def superseded_hashes(
+        self, tenant_id: str, partition: str, session_id: str | None, hashes: Sequence[str]
+    ) -> set[tuple[str, str]]:
+        """(memory_type, content_hash) of the live memories of a partition (of one session
+        for a session's memories) that a newer one superseded, among ``hashes``. Superseding
+        clears a row's dedup key, so only this finds that its text was stored before."""
+        if not hashes:
+            return set()
+        marks = ",".join("?" for _ in hashes)
+        session = "session_id IS NULL" if session_id is None else "session_id = ?"
+        params: list[Any] = [tenant_id, partition, *([session_id] if session_id else []), *hashes]
+        rows = self.db.read(
+            f"SELECT memory_type, content_hash FROM memories WHERE tenant_id = ? AND "
+            f"partition = ? AND {session} AND kind = 'memory' AND superseded_by IS NOT NULL "
+            f"AND {LIVE} AND content_hash IN ({marks})",
+            params,
+        )
+        return {(str(r[0]), str(r[1])) for r in rows}
+
     def current_ids(
         self, tenant_id: str, partition: str, scope: str, *, agent_id: str | None = None
     ) -> list[str]:
@@ -682,24 +701,40 @@ class RecordStore:
                 out.append(True)
         return out
 
-    def counts(self, kinds: Sequence[str]) -> RecordCounts:
-        """Live, deleted and superseded rows, tenants, and live rows per kind."""
+    def counts(self, kinds: Sequence[str], tenant_id: str | None = None) -> RecordCounts:
+        """Live, deleted and superseded rows, tenants, and live rows per kind (of one tenant,
+        or of all)."""
+        mine, params = ("", ()) if tenant_id is None else (" AND tenant_id = ?", (tenant_id,))
         by_kind = {
             k: int(n)
             for k, n in self.db.read(
-                f"SELECT kind, COUNT(*) FROM memories WHERE {LIVE} GROUP BY kind"
+                f"SELECT kind, COUNT(*) FROM memories WHERE {LIVE}{mine} GROUP BY kind", params
             )
         }
         return RecordCounts(
-            live=self.count(LIVE),
-            deleted=self.count("deleted_at IS NOT NULL"),
-            superseded=self.count("superseded_by IS NOT NULL"),
-            tenants=int(self.db.read("SELECT COUNT(DISTINCT tenant_id) FROM memories")[0][0]),
+            live=self.count(f"{LIVE}{mine}", params),
+            deleted=self.count(f"deleted_at IS NOT NULL{mine}", params),
+            superseded=self.count(f"superseded_by IS NOT NULL{mine}", params),
+            tenants=int(
+                self.db.read(
+                    f"SELECT COUNT(DISTINCT tenant_id) FROM memories WHERE 1=1{mine}", params
+                )[0][0]
+            ),
             by_kind={k: by_kind.get(k, 0) for k in kinds},
         )
 
     def count_live(self) -> int:
         return self.count(LIVE)
+
+    def holds_history(self) -> bool:
+        """True once anything was stored here: a row (live or not) or a logged erasure.
+
+        A store without either is new (or a lost one's empty replacement).
+        """
+        rows = self.db.read(
+            "SELECT EXISTS (SELECT 1 FROM memories) OR EXISTS (SELECT 1 FROM erasures)"
+        )
+        return bool(rows[0][0])
 
     def requeue_vectors(self, *, meta: Mapping[str, str | None] | None = None) -> None:
         """Flag every embeddable row for the vector index (its vectors were dropped), and

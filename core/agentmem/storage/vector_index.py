@@ -19,6 +19,7 @@ import re
 import shutil
 import sqlite3
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -30,9 +31,14 @@ import numpy as np
 
 from ..config import ChromaAddress
 from ..errors import StorageError
+from .database import read_only_uri
+from .datadir import writable
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
 
 _PREFIX = "am_"
+#: The collection (holding no vector) whose metadata names the records store the vectors
+#: belong to; outside the prefix of the partitions' collections.
+MARKER_COLLECTION = "agentmem-store"
 #: Past this many vectors, a query with a metadata filter asks Chroma unfiltered for
 #: :data:`POST_FILTER_FACTOR` times the results and filters them here.
 POST_FILTER_MIN = 5_000
@@ -99,6 +105,8 @@ class VectorIndex:
         #: When this index first opened its embedded client (segment files written since
         #: are scrubbed at close).
         self._opened_at: float | None = None
+        #: The private dir Chroma reads an unwritable embedded store through (read-only).
+        self._view: Path | None = None
         budget = exact_search_bytes if self._owns_client and not read_only else 0
         self.exact = ExactVectors(budget, self._snapshot)
         self._fanout: ThreadPoolExecutor | None = None
@@ -138,10 +146,14 @@ class VectorIndex:
                 assert self.path is not None
                 settings = Settings(anonymized_telemetry=False, allow_reset=True)
                 try:
-                    self.path.mkdir(parents=True, exist_ok=True)
+                    where = self.path
+                    if self.read_only and not _can_write(self.path):
+                        where = self._view = _read_only_view(self.path)
+                    else:
+                        self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+                    self._client = chromadb.PersistentClient(path=str(where), settings=settings)
                 except Exception as exc:
                     # A failed open leaves Chroma half set up for this path: the next attempt
                     # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
@@ -149,7 +161,7 @@ class VectorIndex:
                     # of this index a fresh one, whichever thread made the failed attempt.
                     with contextlib.suppress(Exception):
                         self._client = chromadb.PersistentClient(
-                            path=str(self.path), settings=settings
+                            path=str(self._view or self.path), settings=settings
                         )
                     if self._client is None:
                         raise StorageError(
@@ -402,6 +414,33 @@ class VectorIndex:
     def collections(self) -> list[str]:
         return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
 
+    def store_marker(self) -> str | None:
+        """The id of the records store whose vectors this index holds (written by
+        :meth:`mark_store`), or None: a new (or lost and recreated) vector store."""
+        try:
+            col = self.client.get_collection(MARKER_COLLECTION, embedding_function=None)
+        except StorageError:
+            raise
+        except Exception as exc:
+            if _gone(exc):
+                return None
+            raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
+        value = (col.metadata or {}).get("store_id")
+        return None if value is None else str(value)
+
+    def mark_store(self, store_id: str) -> str:
+        """Mark this index as holding the vectors of records store ``store_id``; returns the
+        id it is marked with (another one when it was marked before)."""
+        try:
+            col = self.client.get_or_create_collection(
+                MARKER_COLLECTION, metadata={"store_id": store_id}, embedding_function=None
+            )
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"cannot mark vector index at {self.location}: {exc}") from exc
+        return str((col.metadata or {}).get("store_id", ""))
+
     def drop(self, collection: str) -> None:
         self.exact.forget(collection)
         self._collections.pop(collection, None)
@@ -516,6 +555,21 @@ class VectorIndex:
             if entry.is_dir() and _UUID.fullmatch(entry.name) and scrub_hnsw_files(entry, dry=True)
         ]
 
+    def vectors_on_disk(self) -> int:
+        """Vectors the embedded store's files hold, read without opening Chroma (which
+        writes to its files whenever it opens them); 0 without files or a path."""
+        db = None if self.path is None else self.path / CHROMA_DB_FILE
+        if db is None or not db.is_file():
+            return 0
+        try:
+            conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+            try:
+                return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StorageError(f"vector index at {self.path} unreadable: {exc}") from exc
+
     def orphan_segment_dirs(self, segments: set[str] | None = None) -> list[Path]:
         """Segment directories of the embedded store that no segment refers to (left behind
         by dropped collections)."""
@@ -526,7 +580,7 @@ class VectorIndex:
             if not db.is_file():
                 return []
             try:
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30.0)
+                conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
                 try:
                     segments = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
                 finally:
@@ -553,6 +607,9 @@ class VectorIndex:
                 self._client.close()
         if self._owns_client or self.server is not None:
             self._client = None  # a caller's client stays theirs, reusable after close
+        view, self._view = self._view, None
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
         if (
             self._owns_client
             and not self.read_only
@@ -564,6 +621,44 @@ class VectorIndex:
                 for entry in self.path.iterdir():
                     if _UUID.fullmatch(entry.name) and _written_since(entry, since):
                         scrub_hnsw_files(entry)
+
+
+def _can_write(path: Path) -> bool:
+    """Whether Chroma could write the embedded store at ``path`` (or create it there)."""
+    db = path / CHROMA_DB_FILE
+    if db.exists():
+        return writable(db) and writable(path)
+    return writable(path) if path.exists() else writable(path.parent)
+
+
+def _read_only_view(path: Path) -> Path:
+    """A private dir through which Chroma reads the embedded store in an unwritable ``path``.
+
+    Chroma writes to its SQLite file whenever it opens it, which read-only media refuse. The
+    view holds a consistent copy of that file (ids, metadata and the log of recent writes; no
+    content: agentmem gives Chroma none) and links to the segment directories, which Chroma
+    only reads; it is removed at :meth:`VectorIndex.close`. Without a store in ``path`` the
+    view is empty, and Chroma starts an empty store in it.
+    """
+    view = Path(tempfile.mkdtemp(prefix="agentmem-vectors-"))
+    try:
+        db = path / CHROMA_DB_FILE
+        if db.is_file():
+            source = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+            copy = sqlite3.connect(view / CHROMA_DB_FILE)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
+                source.close()
+        if path.is_dir():
+            for entry in path.iterdir():
+                if entry.is_dir():
+                    (view / entry.name).symlink_to(entry)
+    except BaseException:
+        shutil.rmtree(view, ignore_errors=True)
+        raise
+    return view
 
 
 #: The header of a Chroma HNSW segment (``header.bin``, format version 1): hnswlib's index

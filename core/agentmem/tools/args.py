@@ -64,9 +64,9 @@ class RememberFactArgs(ToolArgs):
     )
     scope: Literal["user", "agent"] | None = Field(
         None,
-        description="user: a fact about this user, recalled in all of their conversations "
-        "(the default when a user is known); agent: something this agent learned that helps "
-        "with every user, so never personal details.",
+        description="Who will see it. user (the default when a user is known): only this "
+        "user, in all of their conversations; agent: every user this agent serves, so never "
+        "personal details.",
     )
     metadata: dict[str, Any] | None = Field(
         None, description="Optional small JSON object stored with the fact (e.g. a source)."
@@ -100,8 +100,9 @@ class StoreMemoryArgs(ToolArgs):
     )
     scope: Literal["agent", "user", "session"] | None = Field(
         None,
-        description="agent: this agent's memory across sessions (the default when an agent "
-        "is known); user: this user's memory; session: this conversation only.",
+        description="Who will see it. user (the default when a user is known): only this "
+        "user, in all of their conversations; agent: every user this agent serves, so never "
+        "personal details; session: only this conversation.",
     )
 
 

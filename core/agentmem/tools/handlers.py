@@ -10,7 +10,6 @@ framework's error result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from ..config import MAX_TOP_K, TOOL_OUTPUT_PREVIEW_CHARS
 from ..errors import NotFoundError, ScopeError, ValidationError
 from ..models import MemoryItem, RecallHit
 from ..protocols import BoundMemoryProtocol
+from ..scopes import MEMORY_DEFAULT_SCOPES, default_memory_scope
 from ..tiers.knowledge import KnowledgeEntry
 from . import args as a
 from .render import NO_MEMORIES, Entry, format_block, format_hits, json_text
@@ -76,41 +76,68 @@ def hit_data(hit: RecallHit) -> dict[str, Any]:
     }
 
 
-def _default_scope(memory: BoundMemoryProtocol, order: Sequence[str], tool: str) -> str:
-    """The first scope of ``order`` whose identity is bound."""
-    bound = {"user": memory.user_id, "agent": memory.agent_id, "session": memory.session_id}
-    for scope in order:
-        if bound[scope] is not None:
-            return scope
+def _default_scope(memory: BoundMemoryProtocol, order: tuple[str, ...], tool: str) -> str:
+    """The narrowest scope of ``order`` whose identity is bound (see
+    :data:`agentmem.scopes.MEMORY_DEFAULT_SCOPES`): a model widens it only by naming one."""
+    scope = default_memory_scope(memory.identity, order)
+    if scope is not None:
+        return scope
     needs = " or ".join(f"{s}_id" for s in order)
     flags = "/".join(f"--{s}" for s in order)
     raise ScopeError(
         "scope",
         f"{tool} needs a bound {needs} to store under (bind one with AgentMemory.bind(...), "
-        f"or start agentmem mcp with {flags})",
+        f"start agentmem mcp with {flags}, or over HTTP add ?user_id=... to the MCP URL)",
     )
 
 
 # -- recall and explicit memories -------------------------------------------------------------
+#: How many of the session's latest rows are searched for the question being answered (a
+#: turn with many tool calls puts rows after it).
+QUESTION_LOOKBACK = 50
+
+
+def _question(memory: BoundMemoryProtocol) -> MemoryItem | None:
+    """The message being answered: the session's latest user message (None without one)."""
+    if memory.session_id is None:
+        return None
+    for item in reversed(memory.messages(limit=QUESTION_LOOKBACK)):
+        if item.kind == "chat_message" and item.role == "user":
+            return item
+    return None
+
+
 def recall(memory: BoundMemoryProtocol, args: a.RecallArgs, options: ToolOptions) -> ToolResult:
+    # The model already has the question it is answering; handing it back as a memory (it
+    # matches its own words best) crowds out an answer. Its earlier copies (the same words
+    # asked again) go too.
+    question = _question(memory)
     result = memory.recall(
         args.query,
-        top_k=args.top_k,
+        top_k=min(args.top_k + 1, MAX_TOP_K) if question is not None else args.top_k,
         kinds=args.source_kinds,
         scope=args.scope,
         rerank=args.enable_rerank,
         min_score=options.min_score,
         token_budget=options.token_budget,
     )
+    items = list(result.items)
+    if question is not None:
+        asked = question.content.strip()
+        items = [
+            h
+            for h in items
+            if h.id != question.id and not (h.kind == "chat_message" and h.content.strip() == asked)
+        ][: args.top_k]
     data = {
-        "items": [hit_data(h) for h in result.items],
-        "total": result.total,
+        "items": [hit_data(h) for h in items],
+        "total": len(items),
         "degraded": result.degraded,
         "rerank_used": result.rerank_used,
         "truncated": result.truncated,
     }
-    text = format_hits(result.items, degraded=result.degraded)
-    return ToolResult(text, data, hits=tuple(result.items))
+    text = format_hits(items, degraded=result.degraded)
+    return ToolResult(text, data, hits=tuple(items))
 
 
 def remember_fact(
@@ -133,7 +160,7 @@ def read_tool_output(
 def store_memory(
     memory: BoundMemoryProtocol, args: a.StoreMemoryArgs, options: ToolOptions
 ) -> ToolResult:
-    scope = args.scope or _default_scope(memory, ("agent", "user", "session"), "store_memory")
+    scope = args.scope or _default_scope(memory, MEMORY_DEFAULT_SCOPES, "store_memory")
     out = memory.remember(
         args.content,
         memory_type=args.memory_type,

@@ -41,17 +41,21 @@ SERVER_NAME = "agentmem"
 
 
 # -- MCP binding (imports the SDK) ------------------------------------------------------------
-def build_server(memory: BoundMemoryProtocol, include: Include = "all") -> Server[Any]:
+def build_server(
+    memory: BoundMemoryProtocol, include: Include = "all", *, identity_hint: str | None = None
+) -> Server[Any]:
     """An MCP low-level ``Server`` exposing the tools ``include`` selects for ``memory``.
 
-    Needs the ``mcp`` SDK (``pip install 'agentmem[mcp]'``), version 2.
+    ``identity_hint`` says how a client of this server chooses its identity; a call that
+    fails for want of a bound user, agent or session ends with it. Needs the ``mcp`` SDK
+    (``pip install 'agentmem[mcp]'``), version 2.
     """
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    box = MemoryToolbox(memory, include)
+    box = MemoryToolbox(memory, include, identity_hint=identity_hint)
     tools = [
         types.Tool(
             name=spec.name,

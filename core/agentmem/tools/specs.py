@@ -92,7 +92,9 @@ _SPECS = (
         "Remember a fact",
         "Remember one durable fact for future conversations: a stable preference, a decision, "
         "a name, a constraint or a lesson learned. Phrase it as one self-contained sentence; "
-        "do not store secrets or passwords. Remembering the same fact again is harmless: it "
+        "do not store secrets or passwords. Only this user sees it (scope user, the default "
+        "when a user is known); scope agent shares it with every user this agent serves, so "
+        "never use it for personal details. Remembering the same fact again is harmless: it "
         "returns the existing id with was_new false. Returns the id, was_new and the scope "
         "the fact was saved in.",
         a.RememberFactArgs,
@@ -113,9 +115,12 @@ _SPECS = (
         "store_memory",
         "Store a memory",
         "Store a typed memory (fact, preference, decision, note, event, instruction or task) "
-        "with optional tags and an importance from 0.0 to 1.0. Returns its memory_id; storing "
-        "the same content and type again returns the same id. It is searchable by keyword at "
-        "once and by meaning once embedded (usually within a second).",
+        "with optional tags and an importance from 0.0 to 1.0. Only this user sees it (scope "
+        "user, the default when a user is known); scope agent shares it with every user this "
+        "agent serves, so never use it for personal details; scope session keeps it to this "
+        "conversation. Returns its memory_id and scope; storing the same content and type "
+        "again returns the same id. It is searchable by keyword at once and by meaning once "
+        "embedded (usually within a second).",
         a.StoreMemoryArgs,
         h.store_memory,
         idempotent=True,
@@ -146,7 +151,9 @@ _SPECS = (
         "Set agent state",
         "Set one of this agent's named state values (e.g. key current_task, value "
         "'Drafting the Q4 report'), replacing any previous value. The value is any JSON. Use "
-        "it to keep track of work across sessions.",
+        "it to keep track of work across sessions. Every user this agent serves can read "
+        "it, so never put personal details there (remember_fact is for facts about the "
+        "user).",
         a.SetAgentStateArgs,
         h.set_agent_state,
         idempotent=True,

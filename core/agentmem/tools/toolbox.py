@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AgentMemError
+from ..errors import AgentMemError, ScopeError
 from ..protocols import BoundMemoryProtocol
 from .calls import error_message, run_tool
 from .handlers import DEFAULT_OPTIONS, ToolOptions, ToolResult
@@ -42,6 +42,9 @@ class MemoryToolbox:
         memory: The bound memory every call acts for.
         include: ``"all"`` (default), ``"core"`` or a list of tool names.
         options: Developer settings of the tools (never chosen by the model).
+        identity_hint: How this surface's identity is chosen, added to the message of a
+            call that failed for want of a bound user, agent or session (the core's own
+            advice names ``AgentMemory.bind``, which a client of a server cannot call).
 
     Example:
         >>> box = MemoryToolbox(mem.bind("acme", user_id="u1", session_id="s1"))  # doctest: +SKIP
@@ -51,6 +54,7 @@ class MemoryToolbox:
     memory: BoundMemoryProtocol
     include: Include = "all"
     options: ToolOptions = DEFAULT_OPTIONS
+    identity_hint: str | None = None
     specs: dict[str, ToolSpec] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,7 +75,10 @@ class MemoryToolbox:
         try:
             return run_tool(spec, self.memory, arguments, self.options)
         except AgentMemError as exc:
-            raise ToolCallError(error_message(name, exc)) from exc
+            message = error_message(name, exc)
+            if isinstance(exc, ScopeError) and self.identity_hint:
+                message = f"{message}. {self.identity_hint}"
+            raise ToolCallError(message) from exc
 
 
 __all__ = ["MemoryToolbox", "ToolCallError", "UnknownToolError"]

@@ -12,12 +12,19 @@ A dataset is a JSON document ``{"version", "description", "cases": [...]}``. Eac
 
 plus these optional keys:
 
+- top level: ``family`` (the task family the cases belong to, a label of the evaluation
+  suite, :mod:`agentmem.evaluation.suite`) and ``distractors`` (setup memories written into
+  every case's store before the case's own: a shared pool of plausible neighbours; an
+  expected content may name one);
 - per case: ``types`` (memory_types filter), ``kinds`` (kinds filter), ``scope`` (recall
   scope, default ``any``), ``forbidden`` (contents that must never come back),
-  ``expect_empty`` (the query must return nothing), ``tags`` (free labels; the first is
-  usually the category, used for the per-tag breakdown), ``token_budget``, and the querying
-  identity ``tenant_id``/``user_id``/``agent_id``/``session_id`` (defaults ``acme``,
-  ``alice``, ``assistant``, ``s-current``);
+  ``expect_empty`` (the query must return nothing), ``expected_passages`` (verbatim passages
+  of a ``document_chunk`` setup memory: a hit is expected when its chunk contains one,
+  whichever chunk of the document that is; instead of, or besides,
+  ``expected_retrievals``), ``tags`` (free labels; the first is usually the category, used
+  for the per-tag breakdown), ``token_budget``, and the querying identity
+  ``tenant_id``/``user_id``/``agent_id``/``session_id`` (defaults ``acme``, ``alice``,
+  ``assistant``, ``s-current``);
 - per setup memory: ``kind`` (``memory`` default, ``chat_message``, ``tool_output``,
   ``document_chunk``), ``type`` (memory type of a ``memory``, default ``fact``), ``scope``
   (of a ``memory``: user/agent/tenant/session, default user), ``role`` (chat messages,
@@ -27,16 +34,16 @@ plus these optional keys:
 
 How a case runs: every case gets its own tenant and user ids (prefixed with the case
 number) inside one :class:`~agentmem.AgentMemory` on a temporary directory, with one shared
-embedder. Setup memories are written in order with the API call of their kind (so a later
-memory with the same ``topic_key`` supersedes an earlier one), the indexes are flushed, and
-the query is recalled with ``top_k=5``. Hits are matched to setup memories by record id
-(a document's content matches any of its chunks; an oversized tool output matches its
-elided preview).
+embedder. The distractors, then the case's setup memories are written in order with the API
+call of their kind (so a later memory with the same ``topic_key`` supersedes an earlier one),
+the indexes are flushed, and the query is recalled with ``top_k=5``. Hits are matched to
+setup memories by record id (a document's content matches any of its chunks; an oversized
+tool output matches its elided preview).
 
 Metrics:
 
-- **Recall@5**: share of a case's expected contents among its hits, averaged over the
-  cases that expect something.
+- **Recall@5**: share of a case's expected contents (and passages) among its hits, averaged
+  over the cases that expect something.
 - **Precision@5**: share of a case's hits that are expected, averaged over the cases that
   returned anything (an ``expect_empty`` case that returns anything scores 0).
 - **Latency** p50/p95 of the recall calls (warn above 200 ms p95, not blocking).

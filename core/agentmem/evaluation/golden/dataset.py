@@ -34,6 +34,7 @@ _CASE_KEYS = frozenset(
         "query",
         "expected_retrievals",
         "rubric",
+        "expected_passages",
         "types",
         "kinds",
         "scope",
@@ -144,6 +145,9 @@ class GoldenCase:
     query: str
     setup: tuple[SetupMemory, ...]
     expected: tuple[str, ...] = ()
+    expected_passages: tuple[str, ...] = ()
+    """Passages of documents (``document_chunk`` setup memories) that must come back: a
+    chunk containing one is expected, whichever chunk of its document that is."""
     forbidden: tuple[str, ...] = ()
     expect_empty: bool = False
     rubric: str = ""
@@ -177,6 +181,10 @@ class GoldenDataset:
     source: str = "<memory>"
     warnings: tuple[str, ...] = ()
     """What the parser accepted but ignored (e.g. top-level keys it does not know)."""
+    family: str = ""
+    """The task family the cases belong to (a label of the evaluation suite), if any."""
+    distractors: tuple[SetupMemory, ...] = ()
+    """Setup memories written into every case's store before the case's own."""
 
 
 def load_dataset(path: str | Path) -> GoldenDataset:
@@ -206,7 +214,7 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
     # The format grows (a newer file may carry a field this version does not read): a key
     # beside the cases is ignored with a warning, while an unknown key inside a case or a
     # memory is still refused, since there it is most likely a misspelt field.
-    unknown = set(data) - {"version", "description", "cases"}
+    unknown = set(data) - {"version", "description", "family", "distractors", "cases"}
     if unknown:
         warnings.append(f"{source}: ignoring unknown top-level keys {sorted(unknown)}")
         log.warning("%s", warnings[-1])
@@ -218,6 +226,19 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
     if not isinstance(description, str):
         problems.append(("description", f"must be a string, got {_jtype(description)}"))
         description = ""
+    family = data.get("family", "")
+    if not isinstance(family, str):
+        problems.append(("family", f"must be a string, got {_jtype(family)}"))
+        family = ""
+    distractors: list[SetupMemory] = []
+    raw_distractors = data.get("distractors", [])
+    if not isinstance(raw_distractors, list):
+        problems.append(("distractors", f"must be a list, got {_jtype(raw_distractors)}"))
+    else:
+        for n, m in enumerate(raw_distractors):
+            parsed = _parse_memory(m, f"distractors[{n}]", problems)
+            if parsed is not None:
+                distractors.append(parsed)
     raw_cases = data.get("cases")
     cases: list[GoldenCase] = []
     if raw_cases is None:
@@ -229,7 +250,7 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
     else:
         seen: dict[str, int] = {}
         for n, raw in enumerate(raw_cases):
-            case = _parse_case(raw, f"cases[{n}]", problems)
+            case = _parse_case(raw, f"cases[{n}]", problems, distractors)
             if case is None:
                 continue
             if case.id in seen:
@@ -246,6 +267,8 @@ def parse_dataset(data: Any, *, source: str = "<memory>") -> GoldenDataset:
         description=description,
         source=source,
         warnings=tuple(warnings),
+        family=family,
+        distractors=tuple(distractors),
     )
 
 
@@ -303,7 +326,12 @@ def _content_list(
     return tuple(value)
 
 
-def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> GoldenCase | None:
+def _parse_case(
+    raw: Any,
+    where: str,
+    problems: list[tuple[str, str]],
+    distractors: Sequence[SetupMemory] = (),
+) -> GoldenCase | None:
     if not isinstance(raw, Mapping):
         problems.append((where, f"must be an object, got {_jtype(raw)}"))
         return None
@@ -332,11 +360,19 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
                 setup.append(parsed)
 
     # ``expect_empty: true`` says there is nothing to retrieve: it implies an empty list.
-    if "expected_retrievals" not in raw and raw.get("expect_empty") is not True:
+    if (
+        "expected_retrievals" not in raw
+        and "expected_passages" not in raw
+        and raw.get("expect_empty") is not True
+    ):
         problems.append(
-            (f"{label}.expected_retrievals", "is required (or set expect_empty to true)")
+            (
+                f"{label}.expected_retrievals",
+                "is required (or expected_passages, or set expect_empty to true)",
+            )
         )
     expected = _content_list(raw, "expected_retrievals", label, problems)
+    passages = _content_list(raw, "expected_passages", label, problems)
     forbidden = _content_list(raw, "forbidden", label, problems)
     expect_empty = raw.get("expect_empty", False)
     if not isinstance(expect_empty, bool):
@@ -344,7 +380,9 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
         expect_empty = False
     if expect_empty and expected:
         problems.append((f"{label}.expected_retrievals", "must be empty when expect_empty is true"))
-    if not expect_empty and not expected and "expected_retrievals" in raw:
+    if expect_empty and passages:
+        problems.append((f"{label}.expected_passages", "must be empty when expect_empty is true"))
+    if not expect_empty and not expected and not passages and "expected_retrievals" in raw:
         problems.append(
             (
                 f"{label}.expected_retrievals",
@@ -373,8 +411,10 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
         budget = None
     ident = {key: _text(raw, key, label, problems) for key in _IDENTITY_KEYS}
 
-    # Expected and forbidden contents must name setup memories the case can reason about.
-    contents = {m.content for m in setup}
+    # Expected and forbidden contents must name setup memories the case can reason about
+    # (its own, or the distractors every case's store holds).
+    pool = [*distractors, *setup]
+    contents = {m.content for m in pool}
     case_tenant = ident["tenant_id"] or DEFAULT_TENANT
     for key, values in (("expected_retrievals", expected), ("forbidden", forbidden)):
         for n, content in enumerate(values):
@@ -389,12 +429,23 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
         if content in forbidden:
             problems.append((f"{label}.expected_retrievals[{n}]", "is also listed in forbidden"))
         elif content in contents and not any(
-            m.content == content and (m.tenant_id or case_tenant) == case_tenant for m in setup
+            m.content == content and (m.tenant_id or case_tenant) == case_tenant for m in pool
         ):
             problems.append(
                 (
                     f"{label}.expected_retrievals[{n}]",
                     "belongs only to another tenant's memory, which the query can never see",
+                )
+            )
+    documents = [m.content for m in pool if m.kind == "document_chunk"]
+    for n, passage in enumerate(passages):
+        if not passage.strip():
+            problems.append((f"{label}.expected_passages[{n}]", "must not be blank"))
+        elif not any(passage in doc for doc in documents):
+            problems.append(
+                (
+                    f"{label}.expected_passages[{n}]",
+                    f"{short(passage)!r} is not a passage of any document_chunk setup memory",
                 )
             )
     if len(problems) > before:
@@ -404,6 +455,7 @@ def _parse_case(raw: Any, where: str, problems: list[tuple[str, str]]) -> Golden
         query=query,
         setup=tuple(setup),
         expected=tuple(dict.fromkeys(expected)),
+        expected_passages=tuple(dict.fromkeys(passages)),
         forbidden=tuple(dict.fromkeys(forbidden)),
         expect_empty=expect_empty,
         rubric=rubric,

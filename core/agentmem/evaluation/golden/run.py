@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,15 +50,28 @@ def case_prefix(n: int) -> str:
     return f"g{n:04d}"
 
 
-def write_case(mem: AgentMemory, n: int, case: GoldenCase) -> dict[str, SetupMemory]:
-    """Write case ``n``'s setup memories in order; returns record id -> the memory that wrote
-    it (a document maps each of its chunks)."""
-    prefix = case_prefix(n)
+def write_case(
+    mem: AgentMemory,
+    n: int,
+    case: GoldenCase,
+    distractors: Sequence[SetupMemory] = (),
+    *,
+    prefix: str | None = None,
+    first_call: int = 0,
+) -> dict[str, SetupMemory]:
+    """Write the ``distractors`` (a dataset's, see :attr:`GoldenDataset.distractors`), then
+    case ``n``'s setup memories, in order; returns record id -> the memory that wrote it (a
+    document maps each of its chunks).
+
+    ``prefix`` replaces :func:`case_prefix` (cases written with one prefix share one store);
+    the ``i``-th memory written without a ``tool_call_id`` gets ``call-<first_call + i>``.
+    """
+    prefix = case_prefix(n) if prefix is None else prefix
     owners: dict[str, SetupMemory] = {}
-    for n, m in enumerate(case.setup):
+    for i, m in enumerate((*distractors, *case.setup)):
         tenant, user, agent, session = case.owner(m)
         bound = mem.bind(f"{prefix}.{tenant}", f"{prefix}.{user}", agent, session)
-        for id_ in _write_memory(bound, m, n):
+        for id_ in _write_memory(bound, m, first_call + i):
             owners.setdefault(id_, m)
     return owners
 
@@ -118,31 +131,35 @@ def score_case(
     found: set[str] = set()
     for hit in result.items:
         owner = owners.get(hit.id)
+        passages = passages_in(case, owner, hit.content)
         if owner is None:
             verdict = "unknown"
         elif (rel := relation(case, owner)) != "own":
             verdict = rel
-        elif owner.content in expected:
+        elif owner.content in expected or passages:
             verdict = "expected"
-            found.add(owner.content)
+            if owner.content in expected:
+                found.add(owner.content)
+            found.update(passages)
         elif owner.content in forbidden:
             verdict = "forbidden"
         else:
             verdict = "unexpected"
         returned.append(ReturnedItem(hit.content, hit.kind, hit.score, verdict))
+    wanted = (*case.expected, *case.expected_passages)
     relevant = sum(1 for r in returned if r.verdict == "expected")
-    recall = len(found) / len(expected) if expected else None
+    recall = len(found) / len(wanted) if wanted else None
     precision = relevant / len(returned) if returned else None
     return CaseResult(
         id=case.id,
         tags=case.tags,
         query=case.query,
         rubric=case.rubric,
-        expected=case.expected,
+        expected=wanted,
         expect_empty=case.expect_empty,
         returned=tuple(returned),
-        found=tuple(c for c in case.expected if c in found),
-        missing=tuple(c for c in case.expected if c not in found),
+        found=tuple(c for c in wanted if c in found),
+        missing=tuple(c for c in wanted if c not in found),
         recall=recall,
         precision=precision,
         latency_ms=latency_ms,
@@ -150,10 +167,21 @@ def score_case(
         counted_tokens=sum(count_tokens(h.content) for h in result.items),
         token_budget=token_budget,
         degraded=result.degraded,
-        expected_kinds=tuple(
-            next((m.kind for m in case.setup if m.content == c), "memory") for c in case.expected
+        expected_kinds=(
+            *(
+                next((m.kind for m in case.setup if m.content == c), "memory")
+                for c in case.expected
+            ),
+            *("document_chunk" for _ in case.expected_passages),
         ),
     )
+
+
+def passages_in(case: GoldenCase, owner: SetupMemory | None, content: str) -> tuple[str, ...]:
+    """The case's expected passages a hit's ``content`` holds (a chunk of a document)."""
+    if owner is None or owner.kind != "document_chunk":
+        return ()
+    return tuple(p for p in case.expected_passages if p in content)
 
 
 def run_golden(
@@ -192,7 +220,7 @@ def run_golden(
             total = len(dataset.cases)
             written: list[dict[str, SetupMemory]] = []
             for n, case in enumerate(dataset.cases):
-                written.append(write_case(mem, n, case))
+                written.append(write_case(mem, n, case, dataset.distractors))
                 if progress is not None:
                     progress("write", n + 1, total)
             # A throwaway tenant warms the embedder, tokenizer and both indexes, so the timed
@@ -231,9 +259,11 @@ def run_golden(
     )
 
 
-def bind_case(mem: AgentMemory, n: int, case: GoldenCase) -> BoundMemory:
+def bind_case(
+    mem: AgentMemory, n: int, case: GoldenCase, *, prefix: str | None = None
+) -> BoundMemory:
     """Case ``n``'s querying identity, bound (see :func:`write_case`)."""
-    prefix = case_prefix(n)
+    prefix = case_prefix(n) if prefix is None else prefix
     return mem.bind(
         f"{prefix}.{case.tenant_id}", f"{prefix}.{case.user_id}", case.agent_id, case.session_id
     )

@@ -18,7 +18,8 @@ from typing import Any
 from ...config import MAX_TOP_K
 from ...memory import AgentMemory, BoundMemory
 from ...models import Identity
-from ...recall.request import RETRIEVERS, RecallRequest
+from ...recall.request import RETRIEVERS
+from ..halves import retriever_rows
 
 #: agentmem's own modes.
 MODES: tuple[str, ...] = ("hybrid", "defaults", *RETRIEVERS)
@@ -43,27 +44,6 @@ def at_defaults(m: BoundMemory, query: str) -> list[dict[str, Any]]:
 def single_retriever(
     mem: AgentMemory, identity: Identity, query: str, retriever: str
 ) -> list[dict[str, Any]]:
-    """The metadata of the candidates one retriever finds (read-only), by its own score.
-
-    Ties keep the retriever's order (each candidate's rank in its list).
-    """
-    if retriever not in RETRIEVERS:
-        raise ValueError(f"retriever must be one of {RETRIEVERS}, not {retriever!r}")
-    req = RecallRequest(
-        query=query,
-        top_k=TOP_K,
-        scope="any",
-        kinds=None,
-        memory_types=None,
-        rerank=False,
-        min_score=0.0,
-        token_budget=TOKEN_BUDGET,
-        filters={},
-        retrievers=(retriever,),
-    )
-    ranked, visible, _ = mem.engine.candidates(identity, req)
-    if retriever == "keyword":
-        ranked.sort(key=lambda c: (-c.bm25, c.kw_rank))
-    else:
-        ranked.sort(key=lambda c: (-(c.cos or 0.0), c.vec_rank))
-    return [dict(visible[c.id][1].metadata) for c in ranked]
+    """The metadata of the candidates one retriever finds (read-only), by its own score
+    (see :func:`agentmem.evaluation.halves.retriever_rows`)."""
+    return [dict(row.metadata) for row in retriever_rows(mem, identity, query, retriever)]

@@ -14,11 +14,11 @@ from typing import Any
 
 from ...bench.stats import percentile
 from ...config import MemoryConfig
-from ...embeddings import CachedEmbedder, Embedder, default_embedder
+from ...embeddings import Embedder
 from ...errors import ValidationError
 from ...memory import AgentMemory
 from ...rerank import Reranker
-from ...storage.embedding_cache import DiskEmbeddingCache
+from ...storage.embedding_cache import DiskEmbeddingCache, cached_on_disk
 from .data import CATEGORIES, Conversation, Question, load_locomo
 from .ingest import TENANT, ingest_conversation
 from .metrics import KS, METRICS, hit_dia_ids, ranked_turns, score
@@ -124,10 +124,7 @@ def run_locomo(
 
     disk_cache: DiskEmbeddingCache | None = None
     if embed_cache is not None:
-        base = embedder if embedder is not None else default_embedder()
-        inner = base.inner if isinstance(base, CachedEmbedder) else base
-        disk_cache = DiskEmbeddingCache(inner, embed_cache)
-        embedder = CachedEmbedder(disk_cache)
+        embedder, disk_cache = cached_on_disk(embedder, embed_cache)
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if home is None:
         tmp = tempfile.TemporaryDirectory(prefix="agentmem-locomo-")

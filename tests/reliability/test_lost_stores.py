@@ -1,0 +1,235 @@
+"""A store that lost one of its parts is repaired, or refused; never silently degraded.
+
+- **Vector index lost** (``chroma/chroma.sqlite3`` deleted, the whole ``chroma/`` dir
+  deleted, one collection dropped, a Chroma server's database wiped): the next open finds it
+  (the index's marker of the records store, and the collections the records need), queues
+  the rows whose vectors are gone, says so in ``recovered`` (and so in ``doctor``), and
+  recall answers ``degraded=True`` while the backlog is larger than it scores on the spot;
+  the background indexer embeds them again and paraphrase recall works as before. Opened
+  read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
+  A Chroma database marked by another records store is refused before a vector goes in.
+- **Records store missing or new** (a SQLite file, or the Postgres database under a node's
+  home) beside indexes that hold entries: the open is refused
+  with :class:`~agentmem.RecordsMissingError` naming the file and the way out, nothing is
+  created or changed, in read-only opens too; ``agentmem doctor`` and ``agentmem reindex``
+  report that error instead of advising or running a rebuild that would delete the indexes.
+  A new data dir, and one whose every record was erased, still open.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentmem import AgentMemory, ConfigError, MemoryConfig, RecordsMissingError, Settings
+from agentmem.cli import _common, main
+from agentmem.maintenance.doctor import diagnose
+from agentmem.storage.records import RecordStore
+from agentmem.storage.vector_index import collection_name
+
+IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
+ALLERGY = "The user is allergic to peanuts"
+FACTS = [ALLERGY] + [
+    f"Project note {n}: the build of module M{n} takes {n} minutes" for n in range(11)
+]
+PARAPHRASE = "which food could make them ill?"
+#: Rows recall scores on the spot: pending_scan // 4 (here 2, fewer than FACTS)
+SMALL_SCAN = MemoryConfig(pending_scan=8)
+
+
+def _filled(make_memory: Any, **kw: Any) -> tuple[AgentMemory, list[str]]:
+    mem = make_memory(background=False, config=SMALL_SCAN, **kw)
+    m = mem.bind(**IDENT)
+    ids = [r.id for r in m.remember_many(FACTS)]
+    bot = mem.bind(tenant_id="acme", agent_id="bot")
+    ids.append(bot.remember("Replies stay short", scope="agent").id)
+    mem.flush()
+    found = m.recall(PARAPHRASE)
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    return mem, ids
+
+
+def _user_collection() -> str:
+    return collection_name("acme", "user:u1")
+
+
+def _delete_chroma_sqlite(home: Path, mem: AgentMemory) -> None:
+    (home / "chroma" / "chroma.sqlite3").unlink()
+
+
+def _delete_chroma_dir(home: Path, mem: AgentMemory) -> None:
+    shutil.rmtree(home / "chroma")
+
+
+BREAKS = {"chroma.sqlite3 deleted": _delete_chroma_sqlite, "chroma dir deleted": _delete_chroma_dir}
+
+
+@pytest.mark.parametrize("how", list(BREAKS))
+def test_lost_vector_index_is_found_at_open_and_embedded_again(make_memory, how: str) -> None:
+    mem, ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    BREAKS[how](home, mem)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    assert len(mem.recovered) == 1 and "every vector was lost" in mem.recovered[0]
+    assert f"{len(ids)} row(s) queued" in mem.recovered[0]
+    assert mem.stats().vector_pending == len(ids)
+    assert mem.bind(**IDENT).recall(PARAPHRASE).degraded is True  # 12 pending, 2 scored
+    report = diagnose(mem.context)
+    assert not report.ok
+    assert any(p.startswith("recovered at open: vector index") for p in report.problems)
+    assert report.missing_vectors == 0 and report.pending_vectors == len(ids)
+    assert report.orphan_vector_files == []  # the lost store's segment files are gone too
+
+    mem.flush()
+    found = mem.bind(**IDENT).recall(PARAPHRASE)
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    mem.close()
+    again = make_memory(path=home, background=False)
+    assert again.recovered == []
+    assert diagnose(again.context).ok
+
+
+def test_a_dropped_collection_is_found_at_open_and_its_rows_embedded_again(make_memory) -> None:
+    mem, _ids = _filled(make_memory)
+    mem.vectors.drop(_user_collection())
+    home = mem.home
+    mem.close()
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    assert "lost the collections of 1 partition(s)" in mem.recovered[0]
+    assert mem.stats().vector_pending == len(FACTS)  # the agent's fact kept its vector
+    assert mem.bind(**IDENT).recall(PARAPHRASE).degraded is True
+    mem.flush()
+    assert mem.bind(**IDENT).recall(PARAPHRASE).items[0].content == ALLERGY
+    assert mem.vectors.count(_user_collection()) == len(FACTS)
+
+
+def test_read_only_open_of_a_lost_vector_index_says_degraded(make_memory) -> None:
+    mem, _ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    _delete_chroma_sqlite(home, mem)
+    with AgentMemory(home, embedder=mem.embedder, read_only=True) as ro:
+        result = ro.bind(**IDENT).recall("peanuts")
+        assert result.items[0].content == ALLERGY  # the keyword half still answers
+        assert result.degraded is True
+        report = diagnose(ro.context)
+        assert not report.ok
+        (problem,) = [p for p in report.problems if "vector index" in p]
+        assert "every vector was lost" in problem and "Open the data dir for writing" in problem
+        assert ro.stats().vector_pending == 0  # nothing changed by a read-only open
+
+
+def test_wiped_chroma_server_database_is_found_and_embedded_again(
+    make_memory, chroma_url: str, chroma_client: Any
+) -> None:
+    mem, ids = _filled(make_memory, settings=Settings(chroma_url=chroma_url))
+    home = mem.home
+    mem.close()
+    for col in chroma_client.list_collections():  # the database is wiped
+        chroma_client.delete_collection(col.name)
+
+    mem = make_memory(
+        path=home, background=False, config=SMALL_SCAN, settings=Settings(chroma_url=chroma_url)
+    )
+    assert "every vector was lost" in mem.recovered[0]
+    assert mem.stats().vector_pending == len(ids)
+    mem.flush()
+    assert mem.bind(**IDENT).recall(PARAPHRASE).items[0].content == ALLERGY
+
+
+def test_chroma_database_of_another_store_is_refused(
+    make_memory, chroma_url: str, chroma_client: Any
+) -> None:
+    settings = Settings(chroma_url=chroma_url)
+    first, _ = _filled(make_memory, settings=settings)
+    other = make_memory(background=False, settings=settings)  # new records, same database
+    other.bind(**IDENT).remember("Another store's fact")
+    with pytest.raises(ConfigError, match="holds the vectors of another agentmem records store"):
+        other.flush()
+    assert other.stats().vector_pending == 1  # nothing written into the first store's vectors
+    assert first.vectors.count(_user_collection()) == len(FACTS)
+
+
+# -- the records store ---------------------------------------------------------------------
+def _fresh_records(home: Path) -> None:
+    """What an open (or `agentmem keys`) made of a deleted records file: a new, empty one."""
+    (home / "records.sqlite3").unlink()
+    RecordStore(home / "records.sqlite3").close()
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, shared_embedder: Any, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
+
+    def run(home: Path, *argv: str) -> tuple[int, str]:
+        capsys.readouterr()
+        status = main(["--home", str(home), *argv])
+        captured = capsys.readouterr()
+        return status, captured.out + captured.err
+
+    return run
+
+
+@pytest.mark.parametrize("state", ["missing", "new"])
+def test_lost_records_store_is_refused_and_nothing_changes(
+    make_memory, cli, shared_embedder, state: str
+) -> None:
+    mem, _ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    if state == "missing":
+        (home / "records.sqlite3").unlink()
+    else:
+        _fresh_records(home)
+    before = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+
+    for read_only in (False, True):
+        with pytest.raises(RecordsMissingError) as err:
+            AgentMemory(home, embedder=shared_embedder, read_only=read_only)
+        message = str(err.value)
+        assert str(home / "records.sqlite3") in message or "holds no record" in message
+        assert "keyword index" in message and "vector index" in message
+        assert "from a backup" in message and "move keywords/ and chroma/ out of" in message
+        assert err.value.context["path"] == str(home)
+    for command in ("doctor", "reindex"):
+        status, out = cli(home, command)
+        assert status != 0 and "from a backup" in out and "run `agentmem reindex`" not in out
+    after = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    assert {k: v for k, v in after.items() if k.name != "LOCK"} == {
+        k: v for k, v in before.items() if k.name != "LOCK"
+    }
+    assert (home / "records.sqlite3").exists() is (state == "new")
+
+
+def test_new_and_fully_erased_stores_still_open(make_memory, shared_embedder) -> None:
+    mem, _ids = _filled(make_memory)
+    mem.erase(tenant_id="acme")
+    home = mem.home
+    mem.close()
+    with AgentMemory(home, embedder=shared_embedder) as reopened:  # the erasure is history
+        assert reopened.stats().live == 0
+    assert make_memory().stats().live == 0
+
+
+def test_a_node_home_over_an_empty_postgres_store_is_refused(
+    postgres_server: Any, shared_embedder: Any, tmp_path: Path
+) -> None:
+    """A node's keyword index beside a records database that is new (recreated, or the wrong
+    URL): refused, as for SQLite."""
+    home = tmp_path / "node"
+    with AgentMemory(
+        home, embedder=shared_embedder, records_url=postgres_server.new_schema()
+    ) as mem:
+        mem.bind(**IDENT).remember(ALLERGY)
+        mem.flush()
+    with pytest.raises(RecordsMissingError) as err:
+        AgentMemory(home, embedder=shared_embedder, records_url=postgres_server.new_schema())
+    message = str(err.value)
+    assert "holds no record" in message and "the keyword index" in message
+    assert "Restore the records database from a backup" in message
