@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# the project was once installed here as `agentmem` (now agentmem-layer: PyPI's agentmem is
+	# another project); drop that copy first, or both would claim the packages and the command
+	$(BIN)/python -m pip uninstall --quiet --yes agentmem 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	touch $(STAMP)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agentmem.distribution import pip_install
 from agentmem.tools.render import ADVISORY_HEADER, format_hits
 
 from .chat_history import AgentMemChatMessageHistory
@@ -78,7 +79,7 @@ def __getattr__(name: str) -> Any:
     try:
         value = getattr(importlib.import_module(module, __name__), name)
     except ImportError as exc:
-        raise ImportError(f"{name} needs {dependency}: pip install 'agentmem[{extra}]'") from exc
+        raise ImportError(f"{name} needs {dependency}: {pip_install(extra)}") from exc
     globals()[name] = value
     return value
 

@@ -1,10 +1,11 @@
-"""``pip install agentmem`` alone gives a working memory: build the wheel, install it into a
+"""``pip install agentmem-layer`` alone gives a working memory: build the wheel, install it into a
 fresh virtualenv (no extras, nothing added by hand) and run the README's core example there.
 
 This is what a new user does; it catches anything the wheel lacks (the MiniLM tokenizer, the
 golden dataset) or a dependency that pulls in PyTorch. pip reaches the package index (or its
-mirror) for the dependencies; the wheel is installed by its path, since another project owns
-the name ``agentmem`` on PyPI.
+mirror) for the dependencies; the wheel is installed by its path. The distribution is
+``agentmem-layer`` (another project owns ``agentmem`` on PyPI); it installs the ``agentmem``
+import package and command.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from _readme import core_example
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "core", "langchain_agentmem", "llamaindex_agentmem")
 CHECK = """
-import importlib.util, json, sys
+import importlib.metadata, importlib.util, json, sys
 from agentmem.embeddings import default_embedder, model_files_problem
 from agentmem.evaluation import golden_dataset_path, load_dataset
 from agentmem.evaluation.suite import load_family, load_locomo_empty, plan
@@ -30,6 +31,10 @@ print(json.dumps({
     "torch": importlib.util.find_spec("torch") is not None,
     "agentmem": importlib.util.find_spec("agentmem").origin,
     "golden_cases": len(load_dataset(golden_dataset_path()).cases),
+    "distributions": sorted(
+        d.metadata["Name"] for d in importlib.metadata.distributions()
+        if d.metadata["Name"].startswith("agentmem")
+    ),
     "suite": {name: len(load_family(name).cases) for name in plan(None)[0]},
     "locomo_empty": len(load_locomo_empty()),
 }))
@@ -60,7 +65,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copyfile(path, src / name)
     dist = root / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)], root)
-    (wheel,) = dist.glob("agentmem-*.whl")
+    (wheel,) = dist.glob("agentmem_layer-*.whl")
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], root)
     bin_dir = venv / "bin"
@@ -89,6 +94,8 @@ def test_fresh_install_has_the_model_files_the_golden_set_and_the_suite_and_no_t
     assert found["torch"] is False
     assert str(installed.parent) in found["agentmem"]  # the installed copy, not the checkout
     assert found["golden_cases"] > 100
+    assert found["distributions"] == ["agentmem-layer"]
+    assert (installed / "agentmem").is_file()  # the command keeps its name
     # the evaluation suite's families are package data too (calibrate() fits on them)
     assert set(found["suite"]) >= {
         "paraphrase",

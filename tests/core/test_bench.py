@@ -211,7 +211,7 @@ def test_bench_cli_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None
 def test_bench_with_peers(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
     status = peer_status()
     if any(why is not None for why in status.values()):
-        pytest.skip(f"peers not installed (pip install 'agentmem[bench]'): {status}")
+        pytest.skip(f"peers not installed (pip install 'agentmem-layer[bench]'): {status}")
     result = run_bench(
         BenchSettings(memories=200, queries=10, ack_samples=4, peer_memories=150, workdir=tmp_path),
         embedder=shared_embedder,
@@ -262,7 +262,7 @@ def test_store_peers_find_what_they_stored_offline(
 ) -> None:
     why = peer_status()[name]
     if why is not None:
-        pytest.skip(f"{name} not installed (pip install 'agentmem[bench]'): {why}")
+        pytest.skip(f"{name} not installed (pip install 'agentmem-layer[bench]'): {why}")
     monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))  # where mem0 keeps its files
     texts = [m.text for m in iter_memories(40, seed=5)]
     inner = shared_embedder.inner
@@ -283,7 +283,7 @@ def test_mem0_imported_with_telemetry_on_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if peer_status()["mem0"] is not None:
-        pytest.skip("mem0 not installed (pip install 'agentmem[bench]')")
+        pytest.skip("mem0 not installed (pip install 'agentmem-layer[bench]')")
     monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))
     monkeypatch.setenv("MEM0_TELEMETRY", "False")
     import mem0.memory.telemetry

@@ -202,7 +202,7 @@ def test_check_files_reports_presence_size_and_checksums() -> None:
 def test_missing_tokenizer_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     missing = tmp_path / "tokenizer.json"
     monkeypatch.setattr(embeddings, "_TOKENIZER_FILE", missing)
-    fix = "pip install --force-reinstall --no-deps agentmem=="
+    fix = "pip install --force-reinstall --no-deps agentmem-layer=="
     model, tokenizer = OnnxMiniLMEmbedder().check_files()
     assert model.ok and not tokenizer.ok
     assert tokenizer.problem == f"tokenizer file {missing} is missing"
@@ -233,7 +233,7 @@ def test_corrupt_tokenizer_fails_its_checksum_once_and_the_failure_is_remembered
     with pytest.raises(ModelFilesError) as info:
         broken.embed_documents(["hello"])
     assert f"checksum mismatch for {corrupt}" in str(info.value)
-    assert "pip install --force-reinstall --no-deps agentmem" in str(info.value)
+    assert "pip install --force-reinstall --no-deps agentmem-layer" in str(info.value)
     assert info.value.context["expected_sha256"] == MINILM_TOKENIZER_SHA256
     calls = len(hashed)
     with pytest.raises(ModelFilesError):

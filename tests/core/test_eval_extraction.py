@@ -7,6 +7,7 @@ load.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from agentmem.evaluation.derived import (
     session_turns,
 )
 from agentmem.evaluation.derived.measure import judge_answer
+from agentmem.evaluation.derived.retrieval import session_messages
 from agentmem.llm import OfflineLLM
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,6 +245,32 @@ def test_cli_text_output_without_retrieval(tiny: Path, capsys: pytest.CaptureFix
     assert status == 0
     assert "extraction: recall" in out and "leave one conversation out" in out
     assert "retrieval" not in out
+
+
+def test_speakers_named_in_content_score_as_in_metadata(
+    tiny: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    friends = dataclasses.replace(load_gold(tiny)[0], speaker_in="content")
+    turns = session_turns(friends, friends.sessions[0])
+    assert [(t.role, t.speaker, t.content[:9]) for t in turns[:2]] == [
+        ("user", None, "Ada: Hi B"),
+        ("assistant", None, "Ben: Wow,"),
+    ]
+    [message, *_] = session_messages(friends, 0)
+    assert message["content"].startswith("Ada: Hi Ben!") and "speaker" not in message["metadata"]
+    figures = {}
+    for form in ("metadata", "content"):
+        args = ["--json", "eval", "--extraction", str(tiny), "--no-retrieval"]
+        assert main([*args, "--speaker-in", form]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["speaker_in"] == form
+        figures[form] = (
+            report["extraction"]["recall"],
+            report["extraction"]["precision"],
+            report["summaries"]["coverage"],
+        )
+    assert figures["content"] == figures["metadata"]
+    assert figures["content"][0] >= 0.75
 
 
 def test_cli_rejects_a_file_that_is_not_locomo(

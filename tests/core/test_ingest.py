@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +329,19 @@ def test_chat_turns_are_accepted(make_memory: MakeMemory) -> None:
     result = m.ingest([ChatTurn("user", "I live in Berlin.", id="t1")])
     assert result.memories_created == 1
     assert m.messages()[0].metadata == {"message_id": "t1"}
+
+
+def test_chat_turns_keep_their_speaker_and_time(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    turn = ChatTurn("assistant", "I moved to Rome yesterday.", id="t1", speaker="Gina", time=when)
+    result = m.ingest([turn])
+    [message] = m.messages()
+    assert message.metadata == {"speaker": "Gina", "message_id": "t1"}
+    assert message.event_time == when
+    [memory] = [m.get(i).content for i in result.memory_ids]
+    assert memory.startswith("Gina lives in Rome") and "7 May 2023" in memory
 
 
 def test_tenant_only_identity_cannot_ingest_into_nothing(make_memory: MakeMemory) -> None:

@@ -12,7 +12,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -510,6 +510,15 @@ def test_extract_request_names_speakers_and_times(api: Loopback) -> None:
         "Mia went to a pottery class on 1 May 2024.",
         "Leo adopted a cat in the week before 2 May 2024.",
     ]
+
+
+def test_extract_request_reads_a_speaker_named_in_content(api: Loopback) -> None:
+    api.script(tool_reply("record_memories", CLAUDE_FRIENDS))
+    inline = [replace(t, content=f"{t.speaker}: {t.content}", speaker=None) for t in FRIENDS]
+    api.llm().extract(inline)
+    prompt = api.state.requests[0]["messages"][0]["content"]
+    assert "[D1:1] 2024-05-02 09:30 UTC Mia (user): I went to a pottery class" in prompt
+    assert "[D1:2] 2024-05-02 09:30 UTC Leo (assistant): Oh fun!" in prompt
 
 
 def test_realistic_extraction_has_the_offline_shapes(api: Loopback) -> None:

@@ -274,7 +274,7 @@ def test_peer_that_fails_to_build_is_dropped_and_reported(
 def test_real_peers_on_the_synthetic_file(shared_embedder: CachedEmbedder, tmp_path: Path) -> None:
     status = peer_lib.peer_status()
     if any(status[name] is not None for name in locomo.PEER_MODES):
-        pytest.skip(f"peers not installed (pip install 'agentmem[bench]'): {status}")
+        pytest.skip(f"peers not installed (pip install 'agentmem-layer[bench]'): {status}")
     report = run_locomo(DATA, modes=["hybrid", "langchain", "llamaindex"], embedder=shared_embedder)
     s = report.summary
     assert list(s["modes"]) == ["hybrid", "langchain", "llamaindex"]

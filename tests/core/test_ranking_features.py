@@ -14,7 +14,8 @@ from agentmem.recall.ranking import (
     features,
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
-from agentmem.recall.text import identifier_terms, name_phrases, speaker_in_content
+from agentmem.recall.text import identifier_terms, name_phrases
+from agentmem.speakers import speaker_prefix
 from agentmem.storage.keyword_index import KeywordFilter
 
 SPEAKER = FEATURE_NAMES.index("speaker_match")
@@ -293,9 +294,12 @@ def test_an_answer_carries_how_well_its_question_matched(make_memory: Any) -> No
 
 
 def test_speaker_named_inline_counts_like_metadata(make_memory: Any) -> None:
-    assert speaker_in_content("Caroline: I went to the support group") == "Caroline"
-    assert speaker_in_content("Mary Ann Smith: ok") == "Mary Ann Smith"
-    assert speaker_in_content("hello: world") is None
+    assert speaker_prefix("Caroline: I went to the support group") == (
+        "Caroline",
+        "I went to the support group",
+    )
+    assert speaker_prefix("Mary Ann Smith: ok") == ("Mary Ann Smith", "ok")
+    assert speaker_prefix("hello: world") is None
     mem = make_memory()
     m = mem.bind("t", user_id="u", session_id="s1")
     m.add_messages(
@@ -308,3 +312,15 @@ def test_speaker_named_inline_counts_like_metadata(make_memory: Any) -> None:
     feats = _candidates((mem, mem.bind("t", user_id="u", session_id="s2")), "What did Alice adopt?")
     assert feats["Alice: I adopted a grey kitten from the shelter."][SPEAKER] == 1.0
     assert feats["Bob: A kitten, Alice! I adopted one too."][SPEAKER] == 0.0
+
+
+def test_labels_and_tool_fields_are_no_speakers_for_ranking(make_memory: Any) -> None:
+    mem = make_memory()
+    m = mem.bind("t", user_id="u", session_id="s1")
+    m.add_messages([{"role": "user", "content": "Update: the parcel is with the courier."}])
+    m.add_tool_output("call-1", "Courier: parcel delivered to the front door", tool_name="track")
+    mem.flush()
+    bound = mem.bind("t", user_id="u", session_id="s2")
+    feats = _candidates((mem, bound), "any update from the courier on the parcel?")
+    assert feats["Update: the parcel is with the courier."][SPEAKER] == 0.0
+    assert feats["Courier: parcel delivered to the front door"][SPEAKER] == 0.0

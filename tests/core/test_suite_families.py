@@ -27,7 +27,7 @@ from agentmem.write.keys import restatement
 
 #: The families written for this suite (``implicit`` comes from its own file when bundled).
 OWN = ("paraphrase", "identifiers", "tool_outputs", "documents", "temporal")
-BUNDLED = tuple(f for f in (*OWN, "implicit") if family_path(f).exists())
+BUNDLED = tuple(f for f in (*OWN, "implicit", "implicit_dialogue") if family_path(f).exists())
 MIN_EVIDENCE_CASES = 40
 MIN_EMPTY_CASES = 10
 #: Rows a case's store holds besides its evidence, at least.

@@ -20,6 +20,7 @@ from agentmem.evaluation.suite import (
     parse_conversations,
     plan,
 )
+from agentmem.evaluation.suite.conversations import session_messages
 from agentmem.evaluation.suite.golden_family import load_golden_family
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "suite"
@@ -91,6 +92,87 @@ def test_a_question_may_be_asked_in_a_new_session() -> None:
     raw["cases"][0]["session"] = "c1-s9"  # no such session: a new one, after all of them
     raw["cases"][0]["evidence"] = ["c1-s2-t1"]
     assert parse_conversations(raw).cases[0].session == "c1-s9"
+
+
+def _dialogue() -> dict[str, Any]:
+    """:func:`_conversations` between two named people, Ana (the user) and Ben."""
+    raw = _conversations()
+    conv = raw["conversations"][0]
+    conv["speakers"] = ["Ana", "Ben"]
+    for session in conv["sessions"]:
+        for turn in session["turns"]:
+            turn["speaker"] = "Ana" if turn["role"] == "user" else "Ben"
+    return raw
+
+
+def test_a_dialogue_names_its_speakers_and_stores_who_said_each_turn() -> None:
+    data = parse_conversations(_dialogue(), source="mem")
+    conv = data.conversation("c1")
+    assert conv.speakers == ("Ana", "Ben")
+    first = conv.sessions[0]
+    assert [t.speaker for t in first.turns] == ["Ana", "Ben"]
+    # what add_messages gets: the speaker as metadata, which the indexes read
+    assert [m["metadata"] for m in session_messages(first)] == [
+        {"turn_id": "c1-s1-t1", "speaker": "Ana"},
+        {"turn_id": "c1-s1-t2", "speaker": "Ben"},
+    ]
+    # user-assistant chat names nobody
+    plain = parse_conversations(_conversations()).conversation("c1")
+    assert plain.speakers == () and plain.sessions[0].turns[0].speaker is None
+    assert session_messages(plain.sessions[0])[0]["metadata"] == {"turn_id": "c1-s1-t1"}
+
+
+def _turn(raw: dict[str, Any], session: int, turn: int) -> dict[str, Any]:
+    found: dict[str, Any] = raw["conversations"][0]["sessions"][session]["turns"][turn]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("edit", "where", "what"),
+    [
+        (
+            lambda r: r["conversations"][0].update(speakers=["Ana"]),
+            "conversations[0].speakers",
+            "must be two different non-empty names",
+        ),
+        (
+            lambda r: r["conversations"][0].update(speakers=["Ana", "Ana"]),
+            "conversations[0].speakers",
+            "must be two different non-empty names",
+        ),
+        (
+            lambda r: r["conversations"][0].update(speakers=["Ben", "Ana"]),
+            "conversations[0].speakers",
+            "the first must be the user 'Ana'",
+        ),
+        (
+            lambda r: _turn(r, 1, 0).update(speaker="Cleo"),
+            "conversations[0].sessions[1].turns[0].speaker",
+            "must be one of ['Ana', 'Ben']",
+        ),
+        (
+            lambda r: _turn(r, 0, 1).pop("speaker"),
+            "conversations[0].sessions[0].turns[1].speaker",
+            "must be one of ['Ana', 'Ben']",
+        ),
+        (
+            lambda r: _turn(r, 0, 1).update(speaker="Ana"),
+            "conversations[0].sessions[0].turns[1].speaker",
+            "'Ana' does not hold the role 'assistant'",
+        ),
+        (
+            lambda r: r["conversations"][0].pop("speakers"),
+            "conversations[0].sessions[0].turns[0].speaker",
+            "only a conversation with speakers names one",
+        ),
+    ],
+)
+def test_every_problem_of_a_dialogue_is_named(edit: Any, where: str, what: str) -> None:
+    raw = _dialogue()
+    edit(raw)
+    with pytest.raises(DatasetError) as info:
+        parse_conversations(raw, source="mem")
+    assert any(w == where and what in m for w, m in info.value.problems), info.value.problems
 
 
 def _problems(edit: Any) -> list[tuple[str, str]]:

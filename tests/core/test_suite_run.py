@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,11 @@ from agentmem.evaluation.suite import (
     candidate_request,
     collect_golden,
     collect_locomo,
+    collect_suite,
+    family_store,
     load_candidates,
     load_conversations,
+    plan,
     run_suite,
     save_candidates,
 )
@@ -318,6 +322,38 @@ def test_the_locomo_family_adds_the_suites_empty_questions(shared_embedder: Cach
     only = collect_locomo(LOCOMO, embedder=shared_embedder)
     assert [q.case_id for q in only] == [c.id for c in scored]
     assert {q.tags[0] for q in only} <= {"multi-hop", "temporal", "open-domain", "single-hop"}
+
+
+def test_a_validation_family_is_reported_and_fitted_on_only_when_named(
+    tmp_path: Path, shared_embedder: CachedEmbedder
+) -> None:
+    """``implicit_dialogue`` validates what is fitted on the other families: the suite runs
+    it, a fit (``collect_suite``) leaves it out unless it is named, and its turns are stored
+    with who said them."""
+    raw = json.loads((FIXTURE / "implicit.json").read_text(encoding="utf-8"))
+    shutil.copy(FIXTURE / "implicit.json", tmp_path / "implicit.json")
+    raw["family"] = "implicit_dialogue"
+    for conv in raw["conversations"]:
+        conv["speakers"] = [conv["user"], "Ola"]
+        for session in conv["sessions"]:
+            for turn in session["turns"]:
+                turn["speaker"] = conv["user"] if turn["role"] == "user" else "Ola"
+    (tmp_path / "implicit_dialogue.json").write_text(json.dumps(raw), encoding="utf-8")
+    assert plan(None, directory=tmp_path)[0] == ["implicit", "implicit_dialogue"]
+    fitted = collect_suite(directory=tmp_path, embedder=shared_embedder)
+    assert {q.family for q in fitted} == {"implicit"}
+    named = collect_suite(["implicit_dialogue"], directory=tmp_path, embedder=shared_embedder)
+    assert [q.case_id for q in named] == [c["id"] for c in raw["cases"]]
+    with family_store("implicit_dialogue", directory=tmp_path, embedder=shared_embedder) as (
+        mem,
+        _,
+    ):
+        conv = raw["conversations"][0]
+        session = conv["sessions"][0]
+        stored = mem.bind("suite.implicit_dialogue", conv["id"], session_id=session["id"])
+        assert [m.metadata["speaker"] for m in stored.messages()] == [
+            t["speaker"] for t in session["turns"]
+        ]
 
 
 def test_collect_golden_isolates_every_case(

@@ -114,7 +114,7 @@ def test_core_adapters_need_only_langchain_core() -> None:
             try:
                 getattr(lca, name)
             except ImportError as exc:
-                assert f"agentmem[{extra}]" in str(exc), exc
+                assert f"pip install 'agentmem-layer[{extra}]'" in str(exc), exc
             else:
                 raise AssertionError(name + " imported without its dependency")
         print("ok")

@@ -183,7 +183,7 @@ def test_missing_mcp_extra_is_a_clear_error(
     status = main(["--home", str(tmp_path / "never-created"), "mcp", "--tenant", "acme"])
 
     assert status == 1
-    assert "pip install 'agentmem[mcp]'" in capsys.readouterr().err
+    assert "pip install 'agentmem-layer[mcp]'" in capsys.readouterr().err
     assert not (tmp_path / "never-created").exists()  # failed before opening the data dir
 
 

@@ -24,7 +24,7 @@ from agentmem.maintenance.doctor import diagnose
 from agentmem.storage.rows import VEC_FAILED
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "agent_id": "support", "session_id": "s1"}
-FIX = "pip install --force-reinstall --no-deps agentmem"
+FIX = "pip install --force-reinstall --no-deps agentmem-layer"
 PACKAGED_TOKENIZER = embeddings._TOKENIZER_FILE
 
 

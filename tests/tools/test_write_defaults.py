@@ -139,7 +139,7 @@ CLI_OTHERS = {
     "recall", "read-tool-output", "forget", "export", "stats", "reindex", "demo", "mcp",
     "eval", "bench", "history", "answer", "judge", "retention", "working", "session-detail",
     "knowledge get", "knowledge delete", "knowledge list", "knowledge search", "doctor",
-    "keys create", "keys list", "keys revoke", "serve", "erase",
+    "keys create", "keys list", "keys revoke", "serve", "erase", "calibrate",
 }  # fmt: skip
 
 

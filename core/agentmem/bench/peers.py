@@ -40,7 +40,7 @@ Chroma client to release with :func:`close_client` when done.
 
 The frameworks are imported only inside these functions: importing :mod:`agentmem` or
 :mod:`agentmem.bench` never imports LangChain or LlamaIndex. Install them with
-``pip install "agentmem[bench]"``.
+``pip install "agentmem-layer[bench]"``.
 """
 
 from __future__ import annotations

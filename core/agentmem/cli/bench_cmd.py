@@ -5,7 +5,7 @@
 and prints the figures; ``--out`` writes ``report.md``, ``bench.json`` and PNG plots (after
 every size), and ``partial-<N>.json`` with the figures so far while a size is running. The
 peers (LangChain, LlamaIndex) run when the ``bench`` extra is installed
-(``pip install "agentmem[bench]"``); otherwise they are reported as skipped.
+(``pip install "agentmem-layer[bench]"``); otherwise they are reported as skipped.
 """
 
 from __future__ import annotations

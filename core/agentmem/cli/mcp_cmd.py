@@ -24,6 +24,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..distribution import pip_install
 from ..errors import ValidationError
 from ..tools.specs import ALL_TOOLS, Include, tool_names
 from ._common import EXIT_FAILED, IDENTITY_ENV, CliError, bind, command, open_memory
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401 - probe for the extra before opening the data dir
     except ImportError:
         sys.stderr.write(
-            "agentmem: error: the MCP server needs the 'mcp' extra: pip install 'agentmem[mcp]'\n"
+            f"agentmem: error: the MCP server needs the 'mcp' extra: {pip_install('mcp')}\n"
         )
         return EXIT_FAILED
 

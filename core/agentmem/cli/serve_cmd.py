@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import sys
 
+from ..distribution import pip_install
 from ._common import EXIT_FAILED, command, home_of, settings_of
 
 DEFAULT_HOST = "127.0.0.1"
@@ -69,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         sys.stderr.write(
             f"agentmem: error: the server needs the 'server' extra ({exc.name} is missing): "
-            "pip install 'agentmem[server]'\n"
+            f"{pip_install('server')}\n"
         )
         return EXIT_FAILED
     settings = settings_of(args)

@@ -16,7 +16,8 @@ from .. import validation as v
 from ..context import StoreContext
 from ..models import AnswerResult, Identity
 from ..recall.api import recall
-from ..write.index_text import index_text, speaker_of
+from ..speakers import metadata_speaker
+from ..write.index_text import index_text
 
 #: Kinds offered first (derived knowledge before raw transcript).
 _PREFERRED_KINDS = ("memory", "summary")
@@ -35,7 +36,9 @@ def answer(ctx: StoreContext, identity: Identity, question: str, *, top_k: int =
         return AnswerResult(text="", answered_by=llm.name)
     hits.sort(key=lambda h: (h.kind not in _PREFERRED_KINDS, -h.score))
     # a chat message goes with its speaker ("Maria: I met Jean"), as the indexes see it
-    reply = llm.answer(q, [(h.id, index_text(h.content, speaker_of(h.metadata))) for h in hits])
+    reply = llm.answer(
+        q, [(h.id, index_text(h.content, metadata_speaker(h.metadata))) for h in hits]
+    )
     offered = {h.id for h in hits}
     used = tuple(i for i in reply.used_ids if i in offered)
     text = reply.text.strip() if used or not offered else ""

@@ -45,9 +45,9 @@ from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
 from ..models import MEMORY_TYPES, ROLES, Identity, IngestError, IngestResult
+from ..speakers import metadata_speaker
 from ..storage.rows import NewRecord, now_utc
 from ..write.commit import commit
-from ..write.index_text import speaker_of
 from ..write.records import memory_record, message_record, sha
 from .supersession import judge_rows
 
@@ -88,7 +88,14 @@ def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message
     for n, msg in enumerate(messages):
         field = f"messages[{n}]"
         if isinstance(msg, ChatTurn):
-            msg = {"role": msg.role, "content": msg.content, "id": msg.id}
+            # its speaker and time are kept as a message dict carries them
+            msg = {
+                "role": msg.role,
+                "content": msg.content,
+                "id": msg.id,
+                "event_time": msg.time,
+                "metadata": {"speaker": msg.speaker} if msg.speaker else None,
+            }
         if not isinstance(msg, Mapping):
             raise ValidationError(field, f"must be a dict or ChatTurn, got {type(msg).__name__}")
         unknown = set(msg) - _MESSAGE_KEYS
@@ -169,7 +176,7 @@ def ingest(
             role=msg.role,
             content=msg.content,
             id=mid,
-            speaker=speaker_of(msg.metadata),
+            speaker=metadata_speaker(msg.metadata),
             time=msg.event_time or received,
         )
         for msg, mid in zip(msgs, msg_ids, strict=True)

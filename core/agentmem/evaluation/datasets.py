@@ -2,7 +2,7 @@
 
 ``golden`` is the project's golden dataset (125 labelled recall cases). It is package data, so
 ``agentmem eval --dataset golden`` and :func:`golden_dataset_path` work after a plain ``pip
-install agentmem``, outside a checkout.
+install agentmem-layer``, outside a checkout.
 
 Example:
     >>> from agentmem.evaluation import golden_dataset_path, load_dataset

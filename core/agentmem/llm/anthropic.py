@@ -27,8 +27,10 @@ from datetime import UTC
 from typing import Any
 
 from ..config import LLMConfig
+from ..distribution import pip_install
 from ..errors import LLMError
 from ..models import MEMORY_TYPES
+from ..speakers import resolve_speaker
 from .base import Answer, ChatTurn, Extracted, SummaryDelta, Verdict
 
 log = logging.getLogger("agentmem.llm")
@@ -293,7 +295,7 @@ class AnthropicLLM:
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise LLMError(
                         "the Anthropic LLM needs the 'anthropic' package: "
-                        "pip install 'agentmem[anthropic]'"
+                        + pip_install("anthropic")
                     ) from exc
                 kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": self.max_retries}
                 if self._api_key is not None:
@@ -537,9 +539,10 @@ def _render(turns: Sequence[ChatTurn]) -> str:
     lines = []
     for n, t in enumerate(turns):
         ident = t.id or f"t{n}"
-        who = f"{t.speaker} ({t.role})" if t.speaker else t.role
+        speaker, text = resolve_speaker(t.role, t.content, t.speaker)
+        who = f"{speaker} ({t.role})" if speaker else t.role
         when = f"{t.time.astimezone(UTC):%Y-%m-%d %H:%M} UTC " if t.time is not None else ""
-        lines.append(f"[{ident}] {when}{who}: {t.content}")
+        lines.append(f"[{ident}] {when}{who}: {text}")
     return "\n".join(lines)
 
 

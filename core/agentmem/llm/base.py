@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from ..speakers import metadata_speaker
+
 if TYPE_CHECKING:
     from ..models import MemoryItem
 
@@ -41,12 +43,11 @@ class ChatTurn:
 def chat_turn(item: MemoryItem) -> ChatTurn:
     """The :class:`ChatTurn` of a stored message: its role, content, id, the speaker its
     metadata names (``metadata["speaker"]``) and its event time."""
-    speaker = item.metadata.get("speaker") if item.metadata else None
     return ChatTurn(
         role=item.role or "user",
         content=item.content,
         id=item.id,
-        speaker=speaker.strip() if isinstance(speaker, str) and speaker.strip() else None,
+        speaker=metadata_speaker(item.metadata),
         time=item.event_time,
     )
 

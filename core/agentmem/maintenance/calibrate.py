@@ -9,7 +9,6 @@ scores with it from the next recall on.
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from collections.abc import Sequence
 
@@ -17,13 +16,7 @@ from ..calibration import source
 from ..calibration.fit import CalibrationReport, Labelled, fit_profile
 from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("agentmem")
-    except importlib.metadata.PackageNotFoundError:  # a source tree
-        return ""
+from ..distribution import installed_version
 
 
 def calibrate(
@@ -57,7 +50,7 @@ def calibrate(
         queries,
         identity,
         fitted_on=fitted_on or "labelled cases",
-        version=_version(),
+        version=installed_version() or "",
         folds=folds,
     )
     ctx.use_profile(report.profile)

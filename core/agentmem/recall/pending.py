@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..embeddings import Embedder, FloatArray
+from ..speakers import metadata_speaker
 from ..storage.records import RecordStore
 from ..storage.rows import Brief, Row
-from ..write.index_text import index_text, keyword_text, row_key, speaker_of
+from ..write.index_text import index_text, keyword_text, row_key
 from ..write.keys import with_key
 from .text import words
 
@@ -180,7 +181,7 @@ class PendingScorer:
             missing = [r for r in rows if r.id not in self._cache]
         if missing:
             texts = [
-                with_key(index_text(r.content, speaker_of(r.metadata)), self.key(r))
+                with_key(index_text(r.content, metadata_speaker(r.metadata)), self.key(r))
                 for r in missing
             ]
             vectors = self._embedder.embed_documents(texts)

@@ -13,7 +13,7 @@
      same query on each signal (a near miss next to a clear winner is probably not relevant),
    - ``bm25_rel``: the candidate's BM25 score over the best of the query,
    - ``speaker_match``: the query names the memory's speaker (``metadata["speaker"]``, or a
-     ``"Name: text"`` prefix of the content; every analysed term of the name among the
+     ``"Name: text"`` prefix of the content, read by :mod:`agentmem.speakers`; every analysed term of the name among the
      query's terms): "what did Alice say about X" is about what Alice said,
    - ``in_keyword`` and ``in_vector``: which retrievers found the candidate (a keyword-only
      candidate's ``cos`` is only a bound, a vector-only one has no BM25 score),

@@ -14,12 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..speakers import resolve_speaker
 from ..storage.rows import Brief
 from ..write.index_text import analysed_terms
 from .ranking import coverage
 
 _DIGIT = re.compile(r"\d")
-_SPEAKER_PREFIX = re.compile(r"([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}): \S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,9 @@ class TextScorer:
                 # engine then zeroes the cosine too).
                 cov = 0.0
         speaker_match = False
-        speaker = row.speaker or speaker_in_content(row.content)
+        # a tool output speaks for no person ("Status: delivered" names nobody)
+        role = "tool" if row.kind == "tool_output" else None
+        speaker, _ = resolve_speaker(role, row.content, row.speaker)
         if self._query_terms and speaker is not None:
             named = self._named.get(speaker)
             if named is None:
@@ -116,12 +118,6 @@ def identifier_terms(terms: Iterable[str]) -> list[str]:
 #: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
 #: "21t09").
 _NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
-
-
-def speaker_in_content(content: str) -> str | None:
-    """The speaker a message names at its start (``"Caroline: I went..."``), if any."""
-    m = _SPEAKER_PREFIX.match(content)
-    return m.group(1) if m else None
 
 
 #: A word as the keyword tokenizer cuts text: a run of letters and digits.

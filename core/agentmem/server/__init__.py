@@ -5,7 +5,7 @@
 - :func:`~agentmem.server.runner.serve`: run it with uvicorn until SIGTERM/SIGINT.
 - :mod:`~agentmem.server.keys`: API keys (create, list, revoke, check).
 
-Needs the ``server`` extra (``pip install 'agentmem[server]'``) except for
+Needs the ``server`` extra (``pip install 'agentmem-layer[server]'``) except for
 :mod:`~agentmem.server.keys`, which the ``agentmem keys`` command uses without it; so this
 package imports nothing at import time. Clients use :func:`agentmem.connect`.
 """

@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
+from ..distribution import pip_install
 from .responses import json_response
 
 #: Files of Swagger UI the page loads, with their media types: the only ones served.
@@ -93,9 +94,9 @@ def docs_router(openapi: Callable[[], dict[str, Any]]) -> APIRouter:
     async def docs_page() -> Response:
         if files is None:
             return Response(
-                "The API documentation needs Swagger UI's files: pip install "
-                "'agentmem[server]' (the swagger-ui-bundle-v2 package). The OpenAPI document "
-                "is at /openapi.json.",
+                "The API documentation needs Swagger UI's files: "
+                f"{pip_install('server')} (the swagger-ui-bundle-v2 package). The OpenAPI "
+                "document is at /openapi.json.",
                 status_code=503,
                 media_type="text/plain",
             )

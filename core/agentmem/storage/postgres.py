@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..distribution import pip_install
 from ..errors import StorageError
 from .database import Database, Transaction, _too_new
 
@@ -94,7 +95,7 @@ def _driver() -> Any:
         import psycopg_pool
     except ImportError as exc:  # pragma: no cover - the postgres extra is a dependency of all
         raise StorageError(
-            "records_url needs psycopg 3 and psycopg-pool: pip install 'agentmem[postgres]'"
+            f"records_url needs psycopg 3 and psycopg-pool: {pip_install('postgres')}"
         ) from exc
     return psycopg, psycopg_pool
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..models import TIER_LONG_DETAIL, TIER_LONG_SUMMARY, MemoryItem
+from ..speakers import metadata_speaker
 
 #: Vector index state of a row (``vec_pending``): embedded, waiting, failed, never embedded.
 VEC_SYNCED, VEC_PENDING, VEC_FAILED, VEC_SKIP = 0, 1, 2, 3
@@ -133,8 +134,7 @@ class Brief:
         """The metadata's ``speaker`` (metadata without one is not parsed)."""
         if '"speaker"' not in self.metadata_json:
             return None
-        speaker = self.metadata.get("speaker")
-        return speaker if isinstance(speaker, str) and speaker.strip() else None
+        return metadata_speaker(self.metadata)
 
     @property
     def event_time(self) -> datetime:

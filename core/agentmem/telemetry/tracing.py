@@ -34,6 +34,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..distribution import pip_install
+
 __all__ = [
     "AttributeValue",
     "Attributes",
@@ -134,7 +136,7 @@ def _provider_from_env(env: Mapping[str, str]) -> Any:
     except ImportError:
         log.warning(
             "OTEL_* variables ask for traces but the OpenTelemetry SDK is not installed: "
-            "pip install 'agentmem[otel]'"
+            + pip_install("otel")
         )
         return None
     exporters = [e for e in (_exporter(name, env) for name in names) if e is not None]
@@ -174,9 +176,7 @@ def _exporter(name: str, env: Mapping[str, str]) -> Any:
 
             return OTLPSpanExporter()
     except ImportError as exc:
-        log.warning(
-            "OTEL_TRACES_EXPORTER=%s needs %s: pip install 'agentmem[otel]'", name, exc.name
-        )
+        log.warning("OTEL_TRACES_EXPORTER=%s needs %s: %s", name, exc.name, pip_install("otel"))
         return None
     log.warning("OTEL_TRACES_EXPORTER=%s is not an exporter agentmem knows; ignored", name)
     return None

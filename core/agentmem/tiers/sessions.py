@@ -78,6 +78,7 @@ from ..models import (
     Identity,
     MemoryItem,
 )
+from ..speakers import metadata_speaker, resolve_speaker
 from ..storage.rows import NewRecord
 from ..storage.sessions import SessionInfo
 from ..tokens import count_tokens
@@ -475,9 +476,10 @@ def _summarize(
 
 def _line(item: MemoryItem) -> str:
     text = elide(item.content, item.source_ref or item.id, CHUNK_MESSAGE_CHARS)
-    speaker = item.metadata.get("speaker") if item.metadata else None
-    if isinstance(speaker, str) and speaker.strip():
-        who = speaker.strip()
+    role = "tool" if item.kind == "tool_output" else item.role
+    speaker, text = resolve_speaker(role, text, metadata_speaker(item.metadata))
+    if speaker is not None:
+        who = speaker
     elif item.kind == "tool_output":
         name = item.metadata.get("tool_name")
         who = f"tool {name}" if isinstance(name, str) else "tool"

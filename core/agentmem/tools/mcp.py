@@ -11,7 +11,7 @@ an argument, and a call that passes ``tenant_id`` (or any other identity key) is
 Tool failures (bad arguments, unknown ids or keys, a scope the identity lacks) come back as
 tool results with ``isError`` set and a message a model can act on; the server keeps serving.
 
-The ``mcp`` SDK (extra ``agentmem[mcp]``, version 2) is imported only by :func:`build_server`
+The ``mcp`` SDK (extra ``agentmem-layer[mcp]``, version 2) is imported only by :func:`build_server`
 and :func:`serve_stdio`, so this module imports without it.
 
 Example:
@@ -48,7 +48,7 @@ def build_server(
 
     ``identity_hint`` says how a client of this server chooses its identity; a call that
     fails for want of a bound user, agent or session ends with it. Needs the ``mcp`` SDK
-    (``pip install 'agentmem[mcp]'``), version 2.
+    (``pip install 'agentmem-layer[mcp]'``), version 2.
     """
     import anyio
     import mcp_types as types

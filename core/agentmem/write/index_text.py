@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
+from ..speakers import metadata_speaker
 from ..storage.keyword_index import KeywordDoc
 from ..storage.rows import Row, TextFeatures
 from ..tokens import count_tokens
@@ -29,7 +29,7 @@ CONTEXT_CHARS = 300
 
 def keyword_doc(row: Row, context: str = "") -> KeywordDoc:
     item = row.item
-    text = with_key(keyword_text(item.content, speaker_of(item.metadata)), row_key(row))
+    text = with_key(keyword_text(item.content, metadata_speaker(item.metadata)), row_key(row))
     return KeywordDoc(
         id=item.id,
         tenant=item.tenant_id,
@@ -46,12 +46,6 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def speaker_of(metadata: Mapping[str, Any]) -> str | None:
-    """The ``speaker`` a chat message's metadata names, if any."""
-    speaker = metadata.get("speaker") if metadata else None
-    return speaker if isinstance(speaker, str) and speaker.strip() else None
-
-
 def index_text(content: str, speaker: str | None) -> str:
     """The text both indexes see for a row (content plus its speaker, if any)."""
     return f"{speaker}: {content}" if speaker else content
@@ -59,14 +53,14 @@ def index_text(content: str, speaker: str | None) -> str:
 
 def row_text(row: Row) -> str:
     """:func:`index_text` of a stored row."""
-    return index_text(row.item.content, speaker_of(row.item.metadata))
+    return index_text(row.item.content, metadata_speaker(row.item.metadata))
 
 
 def row_key(row: Row) -> str:
     """The restatement key of a stored row ("" for none; see :mod:`.keys`)."""
     item = row.item
     return restatement(
-        item.kind, item.role, item.content, speaker_of(item.metadata), item.event_time
+        item.kind, item.role, item.content, metadata_speaker(item.metadata), item.event_time
     )
 
 

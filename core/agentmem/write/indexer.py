@@ -36,6 +36,7 @@ import numpy as np
 
 from ..embeddings import Embedder
 from ..errors import AgentMemError, ModelFilesError
+from ..speakers import metadata_speaker
 from ..storage.index_queue import TEXT_FEATURES_DONE
 from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
@@ -46,7 +47,6 @@ from .index_text import (
     context_text,
     keyword_doc,
     on_topic,
-    speaker_of,
     text_features,
     vector_metadata,
     vector_text,
@@ -255,7 +255,7 @@ class Indexer:
             analyze = self.keywords.analyze
             self.records.index.set_text_features(
                 {
-                    seq: text_features(analyze, content, speaker_of(json.loads(meta)))
+                    seq: text_features(analyze, content, metadata_speaker(json.loads(meta)))
                     for seq, content, meta in rows
                 }
             )
@@ -465,7 +465,7 @@ class Indexer:
             self.keywords.add([keyword_doc(r, contexts.get(r.item.id, "")) for r in live])
             analyze = self.keywords.analyze
             features = {
-                seq: text_features(analyze, row.item.content, speaker_of(row.item.metadata))
+                seq: text_features(analyze, row.item.content, metadata_speaker(row.item.metadata))
                 for seq, row, is_live in pending
                 if is_live
             }

@@ -3,8 +3,10 @@
 Prints the figures of :func:`~.report.run_extraction_eval` (``--json`` for the whole report);
 ``--out DIR`` also writes every memory, miss, summary and question as JSON lines. Options of
 its own: ``--no-retrieval`` (skip the two stores and the questions: extraction and summaries
-only, seconds instead of minutes). It also reads ``--sample``, ``--limit-questions`` and
-``--embed-cache`` when the command defines them (the LoCoMo options). Exit status 0.
+only, seconds instead of minutes) and ``--speaker-in metadata|content`` (where each turn names
+its speaker: ``metadata["speaker"]``, the default, or a leading ``"Name: "`` of its text). It
+also reads ``--sample``, ``--limit-questions`` and ``--embed-cache`` when the command defines
+them (the LoCoMo options). Exit status 0.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ValidationError
+from .gold import SPEAKER_FORMS
 from .report import run_extraction_eval
 
 __all__ = ["add_arguments", "run_cli"]
@@ -25,6 +28,15 @@ def add_arguments(parser: Any) -> None:
         "--no-retrieval",
         action="store_true",
         help="skip the ingest() vs add_messages() stores and the questions",
+    )
+    group.add_argument(
+        "--speaker-in",
+        choices=SPEAKER_FORMS,
+        default="metadata",
+        help=(
+            "where each turn names its speaker: metadata (metadata['speaker'], the default) "
+            "or content (a leading 'Name: ' of the text, no speaker field)"
+        ),
     )
 
 
@@ -51,6 +63,7 @@ def run_cli(args: Any) -> int:
                 limit_questions=getattr(args, "limit_questions", None),
                 home=workdir,
                 progress=lambda _stage, done, total: update(done, total),
+                speaker_in=getattr(args, "speaker_in", "metadata"),
             )
     finally:
         if cache is not None:

@@ -16,6 +16,11 @@ annotations the turns are scored against:
   with the gold answer's words, the evidence turns, and ``none: true`` for questions
   nothing in the conversation answers).
 
+Where a turn names its speaker is a choice of the run (:attr:`GoldConversation.speaker_in`,
+``agentmem eval --extraction FILE --speaker-in content``): ``metadata`` (the speaker as a
+field, ``metadata["speaker"]``), or ``content`` (a leading ``"Name: "`` in the text and no
+speaker field, the way most people store a multi-party chat). The roles are the same in both.
+
 Example:
     >>> convs = load_gold("eval/derived_travel.json")  # doctest: +SKIP
     >>> convs[0].sessions[0].observations[0].text  # doctest: +SKIP
@@ -37,6 +42,7 @@ from ...llm.base import ChatTurn
 from ..locomo import Conversation, Session, load_locomo, normalise_dia_id
 
 __all__ = [
+    "SPEAKER_FORMS",
     "GoldAnswer",
     "GoldConversation",
     "GoldSession",
@@ -45,6 +51,10 @@ __all__ = [
     "session_turns",
     "turn_role",
 ]
+
+
+#: Where a turn names its speaker (see the module docstring).
+SPEAKER_FORMS: tuple[str, ...] = ("metadata", "content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +97,18 @@ class GoldConversation:
     sessions: tuple[GoldSession, ...]
     assistant: str | None = None
     answers: tuple[GoldAnswer, ...] = ()
+    speaker_in: str = "metadata"
+    """Where a turn names its speaker: ``metadata`` or ``content`` (:data:`SPEAKER_FORMS`)."""
 
     @property
     def sample_id(self) -> str:
         return self.conversation.sample_id
+
+    def spoken(self, text: str, speaker: str | None) -> tuple[str, str | None]:
+        """``(content, speaker field)`` of a turn by ``speaker`` in this run's form."""
+        if speaker is None or self.speaker_in == "metadata":
+            return text, speaker
+        return f"{speaker}: {text}", None
 
 
 def load_gold(source: str | os.PathLike[str] | Sequence[Any]) -> list[GoldConversation]:
@@ -147,16 +165,18 @@ def session_turns(conv: GoldConversation, session: GoldSession) -> list[ChatTurn
     Roles follow the LoCoMo convention of :mod:`agentmem.evaluation.locomo` (``user`` for
     ``speaker_a``, ``assistant`` for ``speaker_b``); a person's turn carries the speaker's name
     and the message time (session start plus one second per turn); the turns of the
-    ``assistant`` speaker carry no name. Ids are the dia ids.
+    ``assistant`` speaker carry no name. Ids are the dia ids. With ``conv.speaker_in ==
+    "content"`` the name opens the content instead (``"Caroline: I went ..."``).
     """
     turns: list[ChatTurn] = []
     start = session.session.start
     for i, t in enumerate(session.session.turns):
-        role, speaker = turn_role(conv, t.speaker)
+        role, name = turn_role(conv, t.speaker)
+        content, speaker = conv.spoken(t.text, name)
         turns.append(
             ChatTurn(
                 role=role,
-                content=t.text,
+                content=content,
                 id=t.dia_id,
                 speaker=speaker,
                 time=None if start is None else start + timedelta(seconds=i),

@@ -17,12 +17,17 @@
 - **retrieval and answers** (:mod:`.retrieval`): Recall@k with ``ingest()`` against
   ``add_messages()``, answers in both stores.
 
+Every figure is measured with the turns naming their speaker in metadata (the default) or, with
+``speaker_in="content"``, as a leading ``"Name: "`` of the text (:mod:`.gold`): the two should
+agree, since every reader of a message takes the speaker from either.
+
 Goals (from the issue this measures): extraction recall >= 0.60 at precision >= 0.65, summary
 coverage >= 0.65 within the word limit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -32,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from ...embeddings import Embedder
+from ...errors import ValidationError
 from ...llm.base import ChatTurn, Extracted
 from ...llm.offline import OfflineLLM
 from ...llm.offline.extract import MIN_SUBSTANCE
-from .gold import GoldConversation, load_gold, session_turns
+from .gold import SPEAKER_FORMS, GoldConversation, load_gold, session_turns
 from .measure import (
     MATCH_COSINE,
     SUMMARY_MAX_WORDS,
@@ -103,7 +109,8 @@ class ExtractionReport:
         e = s["extraction"]
         out = [
             f"{s['file']}: {s['conversations']} conversations, {s['sessions']} sessions, "
-            f"{s['messages']} messages, {s['observations']} gold observations",
+            f"{s['messages']} messages, {s['observations']} gold observations, speakers in "
+            f"{s['speaker_in']}",
             f"extraction: recall {e['recall']:.3f} precision {e['precision']:.3f} "
             f"({e['predicted']} memories, {e['ms_per_message']:.3f} ms/message)",
             f"  grounded (same turn): recall {e['grounded']['recall']:.3f} "
@@ -283,12 +290,17 @@ def run_extraction_eval(
     max_words: int = SUMMARY_MAX_WORDS,
     home: str | os.PathLike[str] | None = None,
     progress: ProgressFn | None = None,
+    speaker_in: str = "metadata",
 ) -> ExtractionReport:
-    """Measure everything the module docstring lists on the labelled file ``source``."""
+    """Measure everything the module docstring lists on the labelled file ``source``, with
+    each turn's speaker in ``metadata`` or ``content`` (see the module docstring)."""
+    if speaker_in not in SPEAKER_FORMS:
+        raise ValidationError("speaker_in", f"must be one of {SPEAKER_FORMS}, got {speaker_in!r}")
     convs = load_gold(source)
     if samples:
         wanted = set(samples)
         convs = [c for c in convs if c.sample_id in wanted]
+    convs = [dataclasses.replace(c, speaker_in=speaker_in) for c in convs]
     embed = TextEmbeddings(embedder)
     grid = _Grid(convs, embed)
     figures = grid.extract(MIN_SUBSTANCE)
@@ -312,6 +324,7 @@ def run_extraction_eval(
         progress("summaries", 2, 4)
     out: dict[str, Any] = {
         "file": str(source),
+        "speaker_in": speaker_in,
         "conversations": len(convs),
         "sessions": sum(len(c.sessions) for c in convs),
         "messages": figures.messages,

@@ -8,10 +8,12 @@ Built on the public API only (:class:`~agentmem.AgentMemory`, ``bind``, ``add_me
   stores the memories the store's LLM extracts, each pointing at its source messages.
 
 One user per conversation, one session per conversation session (``<sample>:s<N>``), each
-message with ``metadata = {"dia_id", "speaker", "session"}`` and the session's time plus one
-second per turn, as :mod:`agentmem.evaluation.locomo` does. Questions (LoCoMo ``qa`` of
-categories 1-4, and the labelled ``answers`` that have evidence) are asked from a new session
-of the conversation's user with ``top_k=20``, ``min_score=0`` and a large token budget.
+message with ``metadata = {"dia_id", "speaker", "session"}`` (or the speaker as a leading
+``"Name: "`` of the content: :attr:`~.gold.GoldConversation.speaker_in`) and the session's
+time plus one second per turn, as :mod:`agentmem.evaluation.locomo` does. Questions (LoCoMo
+``qa`` of categories 1-4, and the labelled ``answers`` that have evidence) are asked from a
+new session of the conversation's user with ``top_k=20``, ``min_score=0`` and a large token
+budget.
 
 **Scoring** at turn granularity, as LoCoMo does: walk the hits in order, collect the turns
 each carries (a message: its ``dia_id``; a memory: the dia ids of its source messages), cut
@@ -71,20 +73,22 @@ class RetrievalFigures:
 
 def session_messages(conv: GoldConversation, session_index: int) -> list[dict[str, Any]]:
     """The messages of one session as ``add_messages``/``ingest`` take them (role, content,
-    ``dia_id``/``speaker``/``session`` metadata, session time plus one second per turn)."""
+    ``dia_id``/``speaker``/``session`` metadata, session time plus one second per turn; the
+    speaker opens the content instead with ``conv.speaker_in == "content"``)."""
     session = conv.sessions[session_index].session
     out: list[dict[str, Any]] = []
     for i, turn in enumerate(session.turns):
         if not turn.text:
             continue
-        role, speaker = turn_role(conv, turn.speaker)
+        role, name = turn_role(conv, turn.speaker)
+        content, speaker = conv.spoken(turn.text, name)
         meta: dict[str, Any] = {"dia_id": turn.dia_id, "session": session.number}
         if speaker is not None:
             meta["speaker"] = speaker
         out.append(
             {
                 "role": role,
-                "content": turn.text,
+                "content": content,
                 "metadata": meta,
                 "event_time": None
                 if session.start is None

@@ -5,24 +5,27 @@ Recall has to work on every kind of question an agent asks of its memory, not on
 kind its ranking was fitted on. Each family is labelled and reported on its own, with data
 the project owns (package data, :func:`suite_dir`), written by hand for this suite:
 
-=================  ============================================================================
-family             what it asks
-=================  ============================================================================
-``locomo``         conversational factual questions of a LoCoMo file given at run time
-                   (``--locomo``; never shipped), plus the suite's own expect-empty questions
-``implicit``       a later remark that shares few words with the earlier exchange it should
-                   bring back (cue and trigger), inside long conversations
-``paraphrase``     facts and preferences (remembered, or said in chat) asked with no analysed
-                   content term in common with them
-``identifiers``    ticket ids, SKUs, order numbers, error codes, hosts, commit hashes beside
-                   near misses (OPS-4470 next to OPS-4471), inside longer text
-``tool_outputs``   JSON payloads, logs, CLI output, API responses (``add_tool_output``),
-                   found by what the user later asks
-``documents``      policies, manuals, READMEs, meeting notes (``add_document``, chunked by
-                   agentmem), each question answered by one chunk
-``temporal``       multi-session conversations with dates: when something happened, what
-                   changed, what was said in an earlier session
-=================  ============================================================================
+=====================  ========================================================================
+family                 what it asks
+=====================  ========================================================================
+``locomo``             conversational factual questions of a LoCoMo file given at run time
+                       (``--locomo``; never shipped), plus the suite's own expect-empty questions
+``implicit``           a later remark that shares few words with the earlier exchange it should
+                       bring back (cue and trigger), inside long conversations
+``implicit_dialogue``  the same between two named people (either may say cue or trigger),
+                       the links more remote; written apart from ``implicit`` and kept for
+                       validation: reported, never fitted on (:data:`VALIDATION_FAMILIES`)
+``paraphrase``         facts and preferences (remembered, or said in chat) asked with no analysed
+                       content term in common with them
+``identifiers``        ticket ids, SKUs, order numbers, error codes, hosts, commit hashes beside
+                       near misses (OPS-4470 next to OPS-4471), inside longer text
+``tool_outputs``       JSON payloads, logs, CLI output, API responses (``add_tool_output``),
+                       found by what the user later asks
+``documents``          policies, manuals, READMEs, meeting notes (``add_document``, chunked by
+                       agentmem), each question answered by one chunk
+``temporal``           multi-session conversations with dates: when something happened, what
+                       changed, what was said in an earlier session
+=====================  ========================================================================
 
 Every family also has expect-empty cases: a question of its style about something never
 stored, for which recall at default settings should return nothing. Every store holds at
@@ -31,8 +34,8 @@ least about a hundred plausible distractors (same domain, similar words).
 **Formats.** ``paraphrase``, ``identifiers``, ``tool_outputs`` and ``documents`` are golden
 datasets (:mod:`agentmem.evaluation.golden`) with a ``family`` and a shared ``distractors``
 pool; ``documents`` cases name ``expected_passages``. They are written into one shared store
-per family (:mod:`.golden_family`). ``implicit`` and ``temporal`` are in the
-conversation format (:mod:`.conversations`).
+per family (:mod:`.golden_family`). ``implicit``, ``implicit_dialogue`` (whose turns name
+their speaker) and ``temporal`` are in the conversation format (:mod:`.conversations`).
 
 **Systems**, all on the same store: ``agentmem`` at default settings (the public ``recall``
 with ``top_k=10`` and the case's scope, ``history`` for a conversation, nothing else set);
@@ -77,6 +80,7 @@ from .families import (
     CONVERSATION_FAMILIES,
     FAMILIES,
     GOLDEN_FAMILIES,
+    VALIDATION_FAMILIES,
     family_path,
     load_family,
     suite_dir,
@@ -95,6 +99,7 @@ __all__ = [
     "METRICS",
     "SYSTEMS",
     "SYSTEM_LABELS",
+    "VALIDATION_FAMILIES",
     "CaseOutcome",
     "Conversation",
     "ConversationCase",

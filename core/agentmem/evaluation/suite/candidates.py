@@ -43,7 +43,8 @@ from ...recall.request import RecallRequest
 from ...tokens import count_tokens
 from ..halves import uncut_request
 from .cases import SuiteCase, WrittenFamily
-from .stores import family_stores, golden_store, locomo_store, run_embedder
+from .families import VALIDATION_FAMILIES
+from .stores import family_stores, golden_store, locomo_store, plan, run_embedder
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -216,16 +217,21 @@ def collect_suite(
     embed_cache: str | os.PathLike[str] | None = None,
 ) -> list[LabelledQuery]:
     """The labelled candidates of every case of the suite's families (default: all whose
-    data is there; ``locomo`` only with a LoCoMo file), each family in a store of its own.
+    data is there but the validation families, never fitted on; ``locomo`` only with a
+    LoCoMo file), each family in a store of its own.
 
     Args:
-        families: Family names (:data:`~agentmem.evaluation.suite.FAMILIES`).
+        families: Family names (:data:`~agentmem.evaluation.suite.FAMILIES`); a family of
+            :data:`~agentmem.evaluation.suite.VALIDATION_FAMILIES` only when named here.
         locomo: A LoCoMo file, read where it lies.
         directory: Family files (default: the bundled ones).
         embedder: Default: the packaged model.
         config: Store configuration (its ``candidates`` is the pool per list).
         embed_cache: Keep vectors on disk here (as ``agentmem eval --embed-cache``).
     """
+    if families is None:
+        runnable, _ = plan(None, locomo=locomo, directory=directory)
+        families = [f for f in runnable if f not in VALIDATION_FAMILIES]
     out: list[LabelledQuery] = []
     with run_embedder(embedder, embed_cache) as (shared, _):
         for _, (mem, family) in family_stores(

@@ -11,9 +11,15 @@ A file is one JSON object::
                 "query": "...", "evidence": ["tmp-01-s02-t05"], "expect_empty": false,
                 "tags": ["temporal"]}]}
 
+A conversation between two named people (a dialogue, not a user and an assistant) also
+lists its ``"speakers": ["Maya", "Tom"]`` (the first is its ``user``, who holds the role
+``user``; the other holds ``assistant``), and each of its turns names who said it:
+``{"id": ..., "role": "user", "speaker": "Maya", "text": ...}``.
+
 Rules the parser checks (every problem is listed with its JSON path, as for the golden
 format): ids are non-empty strings, unique across the file (conversations, sessions, turns,
-cases); a role is ``user`` or ``assistant``; a date is ISO 8601 (read as UTC when it names no
+cases); a role is ``user`` or ``assistant``; ``speakers`` are two different names, the first
+the ``user``, and then every turn names one of them, by its role; a date is ISO 8601 (read as UTC when it names no
 offset) and a conversation's sessions are in strictly increasing date order; a case names a
 conversation and the session the question is asked in: one of the conversation's sessions,
 or a new one (an id no session of the file has), after all of them; its evidence names turns
@@ -23,7 +29,8 @@ own session is not searched), at least one unless ``expect_empty`` is true, and 
 How it is stored (:func:`write_conversations`): one user per conversation (its ``id``), one
 agentmem session per session, every turn a chat message written with
 :meth:`~agentmem.BoundMemory.add_messages` (one call per session), with metadata
-``{"turn_id": ...}`` and an event time of the session's date plus one minute per turn (the
+``{"turn_id": ...}`` (and ``"speaker"`` for a turn that names one, which both indexes then
+see as "Speaker: text") and an event time of the session's date plus one minute per turn (the
 first turn at the date itself). A question is recalled from a memory bound to its
 conversation's user and its ``session``, with ``scope="history"``; a hit is relevant when its
 ``turn_id`` is one of the case's evidence turns.
@@ -46,6 +53,8 @@ from .cases import SuiteCase, WrittenFamily
 TURN_ROLES = ("user", "assistant")
 #: The metadata key carrying a stored turn's id.
 TURN_ID_KEY = "turn_id"
+#: The metadata key carrying who said a turn (read by agentmem's indexes).
+SPEAKER_KEY = "speaker"
 #: Minutes between two turns of a session.
 TURN_MINUTES = 1
 
@@ -59,6 +68,8 @@ class ConversationTurn:
     text: str
     time: datetime
     """The session's date plus one minute per turn before this one."""
+    speaker: str | None = None
+    """Who said it, in a conversation between two named people."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,8 @@ class Conversation:
     id: str
     user: str
     sessions: tuple[ConversationSession, ...]
+    speakers: tuple[str, ...] = ()
+    """The two people talking (the first is ``user``); empty for user-assistant chat."""
 
     def session(self, session_id: str) -> ConversationSession | None:
         return next((s for s in self.sessions if s.id == session_id), None)
@@ -175,9 +188,9 @@ class _Parser:
 
 
 _TOP_KEYS = frozenset({"version", "family", "description", "conversations", "cases"})
-_CONVERSATION_KEYS = frozenset({"id", "user", "sessions"})
+_CONVERSATION_KEYS = frozenset({"id", "user", "speakers", "sessions"})
 _SESSION_KEYS = frozenset({"id", "date", "turns"})
-_TURN_KEYS = frozenset({"id", "role", "text"})
+_TURN_KEYS = frozenset({"id", "role", "speaker", "text"})
 _CASE_KEYS = frozenset(
     {"id", "conversation", "session", "query", "evidence", "expect_empty", "tags"}
 )
@@ -239,9 +252,10 @@ def _conversation(p: _Parser, raw: Any, where: str) -> Conversation | None:
     p.keys(obj, _CONVERSATION_KEYS, where)
     id_ = p.new_id(obj, where)
     user = p.text(obj, "user", where)
+    speakers = _speakers(p, obj, user, where)
     sessions: list[ConversationSession] = []
     for n, raw_session in enumerate(p.items(obj, "sessions", where)):
-        session = _session(p, raw_session, f"{where}.sessions[{n}]")
+        session = _session(p, raw_session, f"{where}.sessions[{n}]", speakers)
         if session is None:
             continue
         if sessions and session.date <= sessions[-1].date:
@@ -254,10 +268,47 @@ def _conversation(p: _Parser, raw: Any, where: str) -> Conversation | None:
         sessions.append(session)
     if len(p.problems) > before or id_ is None or user is None:
         return None
-    return Conversation(id_, user, tuple(sessions))
+    return Conversation(id_, user, tuple(sessions), speakers)
 
 
-def _session(p: _Parser, raw: Any, where: str) -> ConversationSession | None:
+def _speakers(p: _Parser, obj: Mapping[str, Any], user: str | None, where: str) -> tuple[str, ...]:
+    """A dialogue's two speakers (the first its ``user``); () when it names none."""
+    if "speakers" not in obj:
+        return ()
+    raw = obj["speakers"]
+    names = tuple(raw) if isinstance(raw, list) else ()
+    if (
+        len(names) != 2
+        or not all(isinstance(n, str) and n.strip() for n in names)
+        or names[0] == names[1]
+    ):
+        p.problems.append((f"{where}.speakers", "must be two different non-empty names"))
+        return ()
+    if names[0] != user:
+        p.problems.append((f"{where}.speakers", f"the first must be the user {user!r}"))
+    return names
+
+
+def _speaker(
+    p: _Parser, turn: Mapping[str, Any], role: Any, speakers: tuple[str, ...], where: str
+) -> str | None:
+    """Who said a turn: in a dialogue, the speaker its role belongs to; else none."""
+    said = turn.get("speaker")
+    if not speakers:
+        if "speaker" in turn:
+            p.problems.append((f"{where}.speaker", "only a conversation with speakers names one"))
+        return None
+    if said not in speakers:
+        p.problems.append((f"{where}.speaker", f"must be one of {list(speakers)}"))
+        return None
+    if role in TURN_ROLES and said != speakers[TURN_ROLES.index(role)]:
+        p.problems.append((f"{where}.speaker", f"{said!r} does not hold the role {role!r}"))
+    return str(said)
+
+
+def _session(
+    p: _Parser, raw: Any, where: str, speakers: tuple[str, ...] = ()
+) -> ConversationSession | None:
     obj = p.obj(raw, where)
     if obj is None:
         return None
@@ -279,9 +330,10 @@ def _session(p: _Parser, raw: Any, where: str) -> ConversationSession | None:
         role = turn.get("role")
         if role not in TURN_ROLES:
             p.problems.append((f"{turn_where}.role", f"must be one of {list(TURN_ROLES)}"))
+        speaker = _speaker(p, turn, role, speakers, turn_where)
         if turn_id is not None and text is not None and date is not None:
             when = date + timedelta(minutes=TURN_MINUTES * n)
-            turns.append(ConversationTurn(turn_id, str(role), text, when))
+            turns.append(ConversationTurn(turn_id, str(role), text, when, speaker))
     if len(p.problems) > before or id_ is None or date is None:
         return None
     return ConversationSession(id_, date, tuple(turns))
@@ -353,7 +405,9 @@ def session_messages(session: ConversationSession) -> Sequence[dict[str, Any]]:
         {
             "role": t.role,
             "content": t.text,
-            "metadata": {TURN_ID_KEY: t.id},
+            "metadata": {TURN_ID_KEY: t.id}
+            if t.speaker is None
+            else {TURN_ID_KEY: t.id, SPEAKER_KEY: t.speaker},
             "event_time": t.time,
         }
         for t in session.turns
@@ -391,6 +445,7 @@ def write_conversations(mem: AgentMemory, data: ConversationSet) -> WrittenFamil
 
 
 __all__ = [
+    "SPEAKER_KEY",
     "TURN_ID_KEY",
     "TURN_MINUTES",
     "TURN_ROLES",

@@ -6,7 +6,8 @@ another's keyword statistics) and becomes a :class:`~.cases.WrittenFamily`. The 
 
 - **golden format** (``paraphrase``, ``identifiers``, ``tool_outputs``, ``documents``): one
   shared store per family, see :mod:`.golden_family`;
-- **conversation format** (``implicit``, ``temporal``): see :mod:`.conversations`;
+- **conversation format** (``implicit``, ``implicit_dialogue``, ``temporal``): see
+  :mod:`.conversations`;
 - **LoCoMo** (``locomo``): a LoCoMo file given at run time, see :mod:`.locomo_family`.
 """
 
@@ -25,6 +26,7 @@ from .golden_family import load_golden_family, write_golden_shared
 FAMILIES: tuple[str, ...] = (
     "locomo",
     "implicit",
+    "implicit_dialogue",
     "paraphrase",
     "identifiers",
     "tool_outputs",
@@ -36,7 +38,10 @@ GOLDEN_FAMILIES: frozenset[str] = frozenset(
     {"paraphrase", "identifiers", "tool_outputs", "documents"}
 )
 #: Families in the conversation format.
-CONVERSATION_FAMILIES: frozenset[str] = frozenset({"implicit", "temporal"})
+CONVERSATION_FAMILIES: frozenset[str] = frozenset({"implicit", "implicit_dialogue", "temporal"})
+#: Families kept to validate what is fitted on the others: the suite reports them, and a fit
+#: (:func:`~agentmem.evaluation.suite.collect_suite`) collects one only when it is named.
+VALIDATION_FAMILIES: frozenset[str] = frozenset({"implicit_dialogue"})
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "suite"
 
@@ -80,6 +85,7 @@ __all__ = [
     "CONVERSATION_FAMILIES",
     "FAMILIES",
     "GOLDEN_FAMILIES",
+    "VALIDATION_FAMILIES",
     "data_families",
     "family_path",
     "load_family",

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...speakers import speaker_prefix
 from ..base import Answer
 from .extract import clean, substance
 from .perspective import USER, third_person
@@ -49,7 +50,6 @@ ANSWER_MIN_OVERLAP = 0.5
 RANK_PENALTY = 0.01
 #: Added to a sentence that has the kind of answer the question asks for.
 ANSWER_TYPE_BONUS = 0.1
-_SPEAKER_PREFIX = re.compile(r"^(?P<name>[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?): (?=\S)")
 _LISTENER_START = re.compile(r"^(?:you|your|you're|you've|for|to|about|with)\b", re.I)
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
@@ -144,10 +144,10 @@ def answer(
 def _evidence_sentences(content: str) -> list[str]:
     """The sentences of one piece of evidence, self-contained: a chat message offered as
     "Maria: I met Jean yesterday" becomes "Maria met Jean yesterday"."""
-    m = _SPEAKER_PREFIX.match(content)
-    if m is None:
+    found = speaker_prefix(content)
+    if found is None:
         return sentences(content) or [content]
-    name, text = m["name"], content[m.end() :]
+    name, text = found
     return [third_person(s, name) for s in sentences(text)] or [text]
 
 

@@ -4,7 +4,8 @@ For every turn written by a person (role ``user``, or any turn with a speaker na
 between people every participant states things), sentence by sentence:
 
 1. **Clean**: greetings, interjections and vocatives go ("Hey Gina! Wow, ..."); a leading
-   "Name:" that repeats (or, without a known speaker, gives) the speaker is dropped.
+   "Name:" that repeats (or, without a known speaker, gives) the speaker is dropped
+   (:func:`agentmem.speakers.resolve_speaker`, the rule every reader of a message uses).
 2. **Keep statements about the speaker or someone named**: sentences in the first person
    (including informal ones without a subject, "Lost my job yesterday"), or whose subject is
    a named person ("Tom is allergic to shellfish"). Questions, sentences about the listener
@@ -40,6 +41,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from ...speakers import LABEL_WORDS, resolve_speaker
 from ..base import ChatTurn, Extracted
 from . import rules
 from .dates import has_relative_date, resolve
@@ -97,12 +99,6 @@ _GREETING = re.compile(
 )
 _VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+\s*(?=[.!]*$)")
 _VOCATIVE_START = re.compile(r"^[A-Z][a-z]+,\s+(?=\S)")
-_NAME_PREFIX = re.compile(r"^\s*(?P<name>[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)\s*:\s+(?=\S)")
-#: Labels that can precede a colon without naming a speaker ("Update: I moved").
-_LABELS = frozenset(
-    """update note edit fyi news ps btw reminder question answer summary context important
-    warning todo addendum correction heads tldr re fwd sorry ok okay yes no big quick""".split()
-)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|our|us)\b")
 _FIRST_PERSON_CI = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|our|ours|us)\b", re.I
@@ -275,15 +271,8 @@ def keep(st: Statement, min_substance: int = MIN_SUBSTANCE) -> bool:
 
 def speaker_of(turn: ChatTurn) -> tuple[str | None, str]:
     """(the name memories use for the turn's writer or None if it is no person, content)."""
-    content = turn.content
-    name = turn.speaker.strip() if turn.speaker and turn.speaker.strip() else None
-    m = _NAME_PREFIX.match(content)
-    if m is not None:
-        said = m["name"]
-        if name is not None and said.lower() == name.lower():
-            content = content[m.end() :]
-        elif name is None and said.split()[0].lower() not in _LABELS and turn.role == "user":
-            name, content = said, content[m.end() :]
+    named = turn.speaker.strip() if turn.speaker and turn.speaker.strip() else None
+    name, content = resolve_speaker(turn.role, turn.content, named)
     if name is None:
         return (USER if turn.role == "user" else None), content
     if turn.role not in ("user", "assistant"):
@@ -399,7 +388,7 @@ def _directive(sentence: str, turn: ChatTurn, name: str) -> Statement | None:
 def _named_statement(sentence: str, speaker: str) -> str | None:
     """A statement whose subject is a named person other than the speaker, as said."""
     m = _NAMED_SUBJECT.match(sentence)
-    if m is None or any(w.lower() in _NOT_NAMES | _LABELS for w in m["name"].split()):
+    if m is None or any(w.lower() in _NOT_NAMES | LABEL_WORDS for w in m["name"].split()):
         return None
     verb = m["verb"].lower()
     if verb not in _NAMED_VERBS and not (verb.endswith("ed") or verb in _PAST_STARTS):

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...speakers import resolve_speaker
 from ..base import ChatTurn
 from .dates import format_day
 from .extract import MIN_SUBSTANCE, keep, statements
@@ -172,8 +173,11 @@ def _latest_only(items: list[_Item]) -> list[_Item]:
 def _lead(turns: Sequence[ChatTurn]) -> str:
     names: list[str] = []
     for t in turns:
-        if t.speaker and t.speaker not in names and t.role in ("user", "assistant"):
-            names.append(t.speaker)
+        if t.role not in ("user", "assistant"):
+            continue
+        name, _ = resolve_speaker(t.role, t.content, t.speaker)
+        if name and name not in names:
+            names.append(name)
     if not names and any(t.role == "user" for t in turns):
         names.append(USER)
         if any(t.role == "assistant" for t in turns):
