@@ -2,7 +2,8 @@
 that a page carries none of it as markup.
 
 - ``seeded(mem)``: writes tenant ``acme`` (users u1 and u2, a closed session, a topic-key
-  supersession, a judge's supersession) and tenant ``globex`` (one secret), every text
+  supersession, a judge's supersession, agent state) and tenant ``globex`` (one secret, in a
+  memory and in agent state), every text
   shaped to break out of HTML: script tags, quotes that close an attribute, prompt
   injection; returns the ids.
 - ``markup_problems(html)``: script elements, event-handler attributes and ``javascript:``
@@ -60,7 +61,9 @@ def seeded(mem: AgentMemory) -> Seeded:
     m.add_message("assistant", f"Thursday at 15:40. {INJECTION}")
     m.close_session()
     out.u2_fact = mem.bind("acme", user_id="u2").remember("Bob keeps bees on the roof").id
+    mem.bind("acme", agent_id="bot").state.set("plan", {"note": SCRIPT, ATTRIBUTE: INJECTION})
     out.secret = mem.bind("globex", user_id="g1", session_id="x1").remember(SECRET).id
+    mem.bind("globex", agent_id="gbot").state.set("deal", SECRET)
     # the judge's decision, as the judge pass records it
     row = mem.records.unjudged(ids=[out.judged_new], limit=1)[0]
     assert mem.records.apply_judgement(row, [out.judged_old], "offline-judge") == [out.judged_old]

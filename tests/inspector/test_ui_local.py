@@ -46,6 +46,7 @@ def crawl(c: TestClient, ids: list[str]) -> dict[str, str]:
         "/ui/rows?tenant=acme",
         "/ui/rows?tenant=acme&retired=1",
         "/ui/rows?tenant=acme&user_id=u1&session_id=s1",
+        "/ui/state?tenant=acme",
         *SEARCHES,
         *(f"/ui/memories/{i}" for i in ids),
     ]

@@ -103,6 +103,7 @@ def test_another_tenants_data_never_appears(served: tuple[AgentMemory, Seeded, T
     for url in (
         "/ui/tenants/globex",
         "/ui/rows?tenant=globex",
+        "/ui/state?tenant=globex",
         "/ui/search?q=merger&tenant=globex",
         "/ui/erase?tenant=globex&user=g1",
         "/ui/sessions/close?tenant=globex&user=g1&session=x1",

@@ -39,6 +39,7 @@ def ui_router(
         ("/static/style.css", pages.style, get),
         ("/tenants/{tenant}", pages.tenant, get),
         ("/rows", pages.rows, get),
+        ("/state", pages.state, get),
         ("/memories/{memory_id}", pages.memory, get),
         ("/search", pages.search, get),
         ("/memories/{memory_id}/forget", actions.confirm_forget, get),

@@ -9,6 +9,7 @@ page                               shows
 ``GET /ui/tenants/<tenant>``       users, agents, tiers and sessions, with counts and times
 ``GET /ui/rows?tenant=...``        a page of rows (filters: user_id, agent_id, session_id,
                                    kind, scope, tier, partition; ``retired=1``)
+``GET /ui/state?tenant=...``       agents' state, key by key (``agent`` for one agent)
 ``GET /ui/memories/<id>``          one row: content, metadata, sources, supersession history,
                                    audit, access count
 ``GET /ui/search?q=...``           recall's result with why each candidate scored what it did
@@ -142,6 +143,16 @@ class Pages:
             page=page,
             rows=found,
             more=len(found) == browse.PAGE,
+        )
+
+    @guarded
+    def state(self, request: Request) -> HTMLResponse:
+        viewer = self.ui.viewer(request)
+        tenant = viewer.identity(_one(request, "tenant")).tenant_id
+        agent = _one(request, "agent")
+        entries = browse.agent_state(self.ctx, viewer, tenant, agent)
+        return self.ui.page(
+            request, "state.html", viewer, tenant=tenant, agent=agent, entries=entries
         )
 
     @guarded

@@ -83,8 +83,9 @@ def _short(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+def _pretty(value: Any, indent: int | None = 2) -> str:
+    """JSON for people (``indent=None``: on one line); the page escapes it like any text."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _query(values: Mapping[str, Any]) -> str:

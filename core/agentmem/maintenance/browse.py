@@ -45,10 +45,12 @@ from . import erase as erase_op
 __all__ = [
     "RowDetail",
     "SessionView",
+    "StateEntry",
     "Supersession",
     "TenantOverview",
     "TierSpan",
     "Viewer",
+    "agent_state",
     "close_again",
     "erase_user",
     "forget",
@@ -165,11 +167,13 @@ def may_read(viewer: Viewer, row: Row) -> bool:
 # -- who has what ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class TierSpan:
-    """Live rows of one tier (or kind of row), with the row filters that list them."""
+    """Live rows of one tier (or kind of row), with the inspector page (``rows`` or
+    ``state``) and filters that list them."""
 
     name: str
     span: Span
     filters: Mapping[str, str]
+    page: str = "rows"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +224,7 @@ def overview(ctx: StoreContext, viewer: Viewer, tenant_id: str) -> TenantOvervie
     states = browse.agent_state(tenant, agent)
     tiers = _tiers(browse.groups(tenant, user_id=user, agent_id=agent))
     if states:
-        tiers.append(TierSpan("agent state", _sum(None, [s for s in states]), {}))
+        tiers.append(TierSpan("agent state", _sum(None, states), {}, page="state"))
     return TenantOverview(
         tenant_id=tenant,
         users=[u for u in browse.owners(tenant, "user_id") if user in (None, u.key)],
@@ -228,6 +232,31 @@ def overview(ctx: StoreContext, viewer: Viewer, tenant_id: str) -> TenantOvervie
         tiers=tiers,
         sessions=sessions,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StateEntry:
+    """One key of an agent's state (:attr:`agentmem.BoundMemory.state`)."""
+
+    agent_id: str
+    key: str
+    value: object
+    updated_at: datetime
+
+
+def agent_state(
+    ctx: StoreContext, viewer: Viewer, tenant_id: str, agent_id: str | None = None
+) -> list[StateEntry]:
+    """The state of ``agent_id`` (every agent's when None) in ``tenant_id``, key by key (a
+    key pinned to an agent: that agent's only)."""
+    tenant = _tenant(tenant_id)
+    agent = viewer.identity(tenant, agent_id=agent_id).agent_id
+    ctx.check_open()
+    return [
+        StateEntry(a, key, value, at)
+        for _, a, key, value, at in ctx.records.agent_state.all(tenant)
+        if agent in (None, a)
+    ]
 
 
 def _tier_of(g: GroupSpan) -> tuple[str, dict[str, str]]:
