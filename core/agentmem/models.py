@@ -402,7 +402,8 @@ class ExplainedCandidate:
         bm25: Its BM25 score there.
         vector_rank: Its rank in its scope's vector list; None when the vector search did not
             find it.
-        cosine: Its cosine similarity to the query there.
+        cosine: Its cosine similarity to the query there, as the vector index returned it
+            (the ``cos`` feature may differ: 0 for a row naming another identifier).
         fused: Its weighted reciprocal-rank-fusion value.
         fused_rank: Its rank by ``fused`` among the candidates (1 is best).
         position: Its place in the order recall considered the candidates (the ordering

@@ -112,6 +112,17 @@ def test_retriever_evidence_is_reported_per_half(m: BoundMemory) -> None:
     assert vector_only and all(c.bm25 is None and c.cosine is not None for c in vector_only)
 
 
+def test_the_cosine_shown_is_the_vector_indexs(m: BoundMemory) -> None:
+    # another ticket: the vector half finds it close, the ranking's cos feature is 0 for it
+    other = m.remember("Ticket OPS-4470: the login page times out after the upgrade").id
+    m.store.flush()
+    why = explain(m, "OPS-4471 login page times out after the upgrade", min_score=0.0)
+    (c,) = [c for c in why.candidates if c.id == other]
+    cos = {t.name: t.value for t in c.calibration}["cos"]
+    assert c.vector_rank is not None and c.cosine is not None and c.cosine > 0.5
+    assert cos == 0.0
+
+
 def _cut(why: RecallExplanation, reason: str) -> list[str]:
     return [c.content for c in why.candidates if c.cut == reason]
 

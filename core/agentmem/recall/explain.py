@@ -173,7 +173,7 @@ def _explained(run: _Run, scoring: Scoring) -> list[ExplainedCandidate]:
                 keyword_rank=c.kw_rank if c.in_keyword else None,
                 bm25=c.bm25 if c.in_keyword else None,
                 vector_rank=c.vec_rank if c.in_vector else None,
-                cosine=c.cos if c.in_vector else None,
+                cosine=c.vec_cos if c.in_vector else None,  # the index's, not the feature
                 fused=c.fused,
                 fused_rank=fused_rank[c.id],
                 position=position,
