@@ -30,16 +30,20 @@ test: lint browser
 	$(BIN)/python -m pytest -q
 
 # Chromium and its driver, for the inspector's browser tests: installed with apt-get when they
-# are missing and apt-get can run (as root, as in CI); otherwise those tests skip, saying why.
+# are missing and apt-get can run (as root, or through sudo without a password, as on CI
+# runners); otherwise those tests skip, saying why. With both present it only looks them up.
 # Never fails the build.
 browser:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
-	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	@if ! { command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 || \
+	    ! command -v chromedriver >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif sudo -n true >/dev/null 2>&1; then sudo="sudo -n"; \
+	  else sudo=no; fi; \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$sudo" != no ]; then \
 	    echo "installing chromium and chromium-driver (apt-get) for the browser tests"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && \
-	      apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1; } || \
+	    apt="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get -y -qq"; \
+	    $$apt install chromium chromium-driver >/dev/null 2>&1 || \
+	    { $$apt update >/dev/null 2>&1 && $$apt install chromium chromium-driver >/dev/null 2>&1; } || \
 	    echo "could not install chromium: the inspector's browser tests will skip"; \
 	  else \
 	    echo "no chromium (apt-get install chromium chromium-driver): the inspector's browser tests will skip"; \

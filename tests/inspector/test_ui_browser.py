@@ -47,6 +47,9 @@ FLAGS = (
     "--window-size=1280,1000",
 )
 QUERY = "where does Alice live now"
+#: Seconds any wait gives the browser (generous: the machine may be loaded; a wait ends as soon
+#: as its condition holds, so a large value costs nothing when things go well).
+WAIT = 90
 
 
 def _missing() -> str | None:
@@ -74,7 +77,7 @@ def browser() -> Iterator[Any]:
             options.add_argument(flag)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(options=options, service=Service(str(DRIVER)))
-        driver.set_page_load_timeout(60)
+        driver.set_page_load_timeout(WAIT)
         try:
             yield driver
         finally:
@@ -104,7 +107,7 @@ def _find(driver: Any, css: str) -> Any:
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, 30).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
+    return WebDriverWait(driver, WAIT).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
 def _click(driver: Any, css: str) -> None:
@@ -114,13 +117,18 @@ def _click(driver: Any, css: str) -> None:
 
     element = _find(driver, css)
     element.click()
-    WebDriverWait(driver, 30).until(ec.staleness_of(element))
+    WebDriverWait(driver, WAIT).until(ec.staleness_of(element))
 
 
 def _link(driver: Any, text: str) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
 
-    _click_element(driver, driver.find_element(By.PARTIAL_LINK_TEXT, text))
+    link = WebDriverWait(driver, WAIT).until(
+        ec.element_to_be_clickable((By.PARTIAL_LINK_TEXT, text))
+    )
+    _click_element(driver, link)
 
 
 def _click_element(driver: Any, element: Any) -> None:
@@ -128,7 +136,7 @@ def _click_element(driver: Any, element: Any) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     element.click()
-    WebDriverWait(driver, 30).until(ec.staleness_of(element))
+    WebDriverWait(driver, WAIT).until(ec.staleness_of(element))
 
 
 def _no_alert_and_no_csp_report(driver: Any) -> None:
@@ -136,12 +144,14 @@ def _no_alert_and_no_csp_report(driver: Any) -> None:
 
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert  # noqa: B018 - raises when no script ran alert()
-    # a refused page (403, 404) is logged as a failed load; anything else is a problem: a
-    # script error, or markup the Content-Security-Policy had to block
+    # a refused page (403, 404) is logged as a failed load; any other error or warning is a
+    # problem: a script error, or markup the Content-Security-Policy had to block (the
+    # browser's informational messages vary with its version and are not)
     problems = [
         entry["message"]
         for entry in driver.get_log("browser")
-        if "Failed to load resource" not in entry["message"]
+        if entry["level"] in ("SEVERE", "WARNING")
+        and "Failed to load resource" not in entry["message"]
     ]
     assert problems == []
 
