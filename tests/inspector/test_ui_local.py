@@ -5,6 +5,7 @@ wants the CSRF token, and what search shows is what recall returns."""
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import pytest
 from _inspector_support import (
@@ -203,6 +204,25 @@ def test_search_shows_what_recall_returns(store: tuple[AgentMemory, Seeded]) -> 
     assert re.findall(r"<tr[^>]*><td>([a-z_0-9]+)</td>", table) == list(FEATURE_NAMES)
     assert 'id="keyword-only"' in page and 'id="vector-only"' in page
     assert re.search(r'id="gate">\d+<', page)
+
+
+def test_search_takes_recalls_metadata_filters(store: tuple[AgentMemory, Seeded]) -> None:
+    mem, _ = store
+    m = mem.bind("acme", user_id="u1")
+    apollo = m.remember("The launch review is on Monday", metadata={"project": "apollo"}).id
+    m.remember("The launch review is on Friday", metadata={"project": "zeus"})
+    mem.flush()
+    c = client(mem, writable=False)
+    url = "/ui/search?q=when+is+the+launch+review&tenant=acme&user=u1&min_score=0"
+    page = c.get(url + "&filters=" + quote('{"project": "apollo"}')).text
+    shown = re.findall(r'<li><a href="/ui/memories/([0-9a-f]+)"', page.split('id="result"')[1])
+    filtered = m.recall("when is the launch review", min_score=0.0, filters={"project": "apollo"})
+    assert shown[: filtered.total] == [h.id for h in filtered.items] and shown[0] == apollo
+    assert "Friday" not in page.split('id="result"')[1].split("</ol>")[0]
+    assert 'value="{&#34;project&#34;: &#34;apollo&#34;}"' in page  # the form keeps it
+    for bad in ("project=apollo", "[1, 2]"):
+        refused = c.get(url + "&filters=" + quote(bad))
+        assert refused.status_code == 422 and "filters" in refused.text, bad
 
 
 def test_bad_input_is_a_page_naming_the_problem(store: tuple[AgentMemory, Seeded]) -> None:

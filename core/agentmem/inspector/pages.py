@@ -14,12 +14,14 @@ page                               shows
                                    audit, access count
 ``GET /ui/search?q=...``           recall's result with why each candidate scored what it did
                                    (``tenant``, ``user``, ``agent``, ``session`` where no key
-                                   fixes them; recall's options by name)
+                                   fixes them; recall's options by name, ``filters`` as
+                                   a JSON object)
 =================================  ==========================================================
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import Request
@@ -75,6 +77,12 @@ def search_options(request: Request) -> dict[str, Any]:
     target = _one(request, "target_agent")
     if target is not None:
         options["target_agent"] = target
+    raw = _one(request, "filters")
+    if raw is not None:
+        try:
+            options["filters"] = json.loads(raw)
+        except ValueError:
+            raise ValidationError("filters", f"must be a JSON object, got {raw!r}") from None
     return options
 
 
