@@ -136,6 +136,21 @@ def test_a_pinned_key_sees_what_its_user_may_recall(
     assert "Bob keeps bees" not in search and "readonly" in search
 
 
+def test_a_key_pinned_to_an_agent_reads_that_agents_state_only(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    mem, _, c = served
+    mem.bind("acme", agent_id="helper").state.set("secret_step", "helper's own")
+    login(c, key(mem, "acme", agent_id="helper"))
+    own = c.get("/ui/state?tenant=acme").text
+    assert "secret_step" in own and "plan" not in own  # bot's state is not listed
+    assert c.get("/ui/state?tenant=acme&agent=bot").status_code == 403
+    c.cookies.clear()
+    login(c, key(mem, "acme"))
+    every = c.get("/ui/state?tenant=acme").text
+    assert "secret_step" in every and "plan" in every
+
+
 def test_what_a_key_may_change(served: tuple[AgentMemory, Seeded, TestClient]) -> None:
     mem, ids, c = served
     login(c, key(mem, "acme"))  # not admin: forget and close, no erase
