@@ -6,7 +6,8 @@ It opens the pages, searches and reads why each candidate scored what it did, fo
 supersession history, forgets a row through its confirmation page, logs in to the server
 with one tenant's key and finds nothing of the other tenant, and checks that stored
 ``<script>`` text neither runs nor trips the Content-Security-Policy, that the key in the
-cookie is out of the page's reach, and that neither process logged content.
+cookie is out of the page's reach, that the start page's plots are drawn, and that neither
+process logged content.
 
 Skipped, saying why, where Chromium, its driver or Selenium is missing (``make test``
 installs the first two with apt-get when it can).
@@ -272,3 +273,34 @@ def test_a_tenants_key_never_shows_another_tenant(
     log = server.output()
     assert "Alice" not in log and "dentist" not in log and "Globex secret" not in log
     assert "/ui/search?..." in log  # the request was logged, its query string was not
+
+
+def test_the_start_page_plots_the_recalls_it_served(
+    browser: Any, served: tuple[ServerProcess, Seeded]
+) -> None:
+    import httpx
+    from selenium.webdriver.common.by import By
+
+    server, _ = served
+    acme = server.create_key("acme")
+    with httpx.Client(base_url=server.url, timeout=WAIT) as api:
+        for query in ("where does Alice live", "coffee or tea", "dentist"):
+            answer = api.post(
+                "/v1/ops/recall",
+                json={"identity": {"user_id": "u1"}, "args": {"query": query, "min_score": 0}},
+                headers={"Authorization": f"Bearer {acme}"},
+            )
+            assert answer.status_code == 200, answer.text
+    browser.delete_all_cookies()
+    browser.get(f"{server.url}/ui/login")
+    _find(browser, "#key").send_keys(acme)
+    _click(browser, "#login")
+    # drawn by the browser (inline SVG, no script): one dot per recall, bars of the scores
+    latency = _find(browser, "#latency-plot svg")
+    dots = latency.find_elements(By.TAG_NAME, "circle")
+    assert len(dots) == 3 and all(d.is_displayed() for d in dots)
+    assert latency.size["width"] > 100 and latency.size["height"] > 50
+    bars = _find(browser, "#score-plot svg").find_elements(By.TAG_NAME, "rect")
+    assert bars and all(b.is_displayed() for b in bars)
+    _no_alert_and_no_csp_report(browser)
+    assert "coffee" not in server.output() and "dentist" not in server.output()
