@@ -20,6 +20,7 @@ from _inspector_support import (
 from fastapi.testclient import TestClient
 
 from agentmem import AgentMemory, NotFoundError
+from agentmem.inspector.access import Csrf
 from agentmem.inspector.app import create_ui_app, hostname
 
 SEARCHES = [
@@ -102,7 +103,9 @@ def test_get_changes_nothing(store: tuple[AgentMemory, Seeded]) -> None:
     assert snapshot(mem) == before
 
 
-def test_a_read_only_inspector_refuses_every_change(store: tuple[AgentMemory, Seeded]) -> None:
+def test_a_read_only_inspector_refuses_every_change(
+    store: tuple[AgentMemory, Seeded], monkeypatch: pytest.MonkeyPatch
+) -> None:
     mem, ids = store
     c = client(mem, writable=False)
     page = c.get(f"/ui/memories/{ids.new_home}").text
@@ -116,12 +119,18 @@ def test_a_read_only_inspector_refuses_every_change(store: tuple[AgentMemory, Se
     ):
         refused = c.get(url)
         assert refused.status_code == 403 and "read-only" in refused.text, url
-    for url, form in (
+    posts = (
         (f"/ui/memories/{ids.new_home}/forget", {}),
         ("/ui/erase", {"tenant": "acme", "user": "u1", "confirm": "u1"}),
         ("/ui/sessions/close", {"tenant": "acme", "user": "u1", "session": "s1"}),
-    ):
+    )
+    for url, form in posts:
         assert c.post(url, data=form).status_code == 403, url
+    # refused for being read-only, not only for lacking the CSRF token
+    monkeypatch.setattr(Csrf, "check", lambda self, viewer, presented: None)
+    for url, form in posts:
+        refused = c.post(url, data=form)
+        assert refused.status_code == 403 and "read-only" in refused.text, url
     assert snapshot(mem) == before
 
 
