@@ -134,6 +134,24 @@ def test_a_read_only_inspector_refuses_every_change(
     assert snapshot(mem) == before
 
 
+def test_a_rows_supersession_says_what_when_and_who_decided(
+    store: tuple[AgentMemory, Seeded],
+) -> None:
+    mem, ids = store
+    c = client(mem, writable=False)
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    for new, old, decided in (
+        (ids.new_home, ids.old_home, "same topic key"),
+        (ids.judged_new, ids.judged_old, "judge offline-judge: SUPERSEDE"),
+    ):
+        replaced = c.get(f"/ui/memories/{new}").text.split('id="replaced"')[1].split("</table>")[0]
+        row = re.search(rf'href="/ui/memories/{old}".*?<td>({when})</td><td>([^<]*)</td>', replaced)
+        assert row is not None and row.group(2) == decided, new
+        replaced_by = c.get(f"/ui/memories/{old}").text.split('id="replaced-by">')[1]
+        assert f'href="/ui/memories/{new}"' in replaced_by.split("</p>")[0]
+        assert re.search(when, replaced_by.split("</p>")[0])
+
+
 def _token(html: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]{64})"', html)
     assert found is not None
