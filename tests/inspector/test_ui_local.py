@@ -67,6 +67,8 @@ def test_every_page_escapes_stored_text(store: tuple[AgentMemory, Seeded]) -> No
     for url, html in pages.items():
         assert markup_problems(html) == [], url
         assert SCRIPT not in html and ATTRIBUTE not in html, url
+        # nothing from another origin (no CDN): every asset is the package's
+        assert re.findall(r'(?:src|href|action)="(?:[a-z]+:)?//', html) == [], url
     # the hostile texts are there, as text
     assert "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;" in shown
     assert "&#34; onmouseover=&#34;alert(1)&#34;" in shown
