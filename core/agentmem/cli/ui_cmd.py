@@ -56,7 +56,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         sys.stderr.write(
             f"agentmem: error: the inspector needs the 'server' extra ({exc.name} is missing): "
-            "pip install 'agentmem[server]'\n"
+            "pip install 'agentmem-layer[server]'\n"
         )
         return EXIT_FAILED
     settings = settings_of(args)
