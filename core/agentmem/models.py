@@ -359,8 +359,9 @@ class ErasureReceipt:
 #: Why a candidate was not returned (:attr:`ExplainedCandidate.cut`), in the order recall cuts.
 CUT_REASONS: dict[str, str] = {
     "rerank_depth": "below the head the reranker reorders (only that head is returned)",
-    "min_score": "its score is below min_score (uncalibrated: no candidate covers min_score "
-    "of the query's keywords)",
+    "min_score": "its score is below min_score and its kind's floor (a share of the best "
+    "score), or the best candidate's is below min_score (uncalibrated: no candidate covers "
+    "min_score of the query's keywords)",
     "score_gap": "a self-contained item scoring more than the score gap below the best one",
     "top_k": "past top_k",
     "token_budget": "no room left in the token budget",
@@ -466,6 +467,11 @@ class RecallExplanation:
             owner's, superseded, outside the asked scopes, tiers or filters).
         min_score: The ``min_score`` applied.
         score_gap: The score gap applied (None: no gap cut, e.g. after a reranker).
+        chat_floor: A chat message scoring at least this share of the best score was kept
+            below ``min_score`` (None: no such floor).
+        item_floor: The same for a self-contained item.
+        named_ordering: The candidates were ordered by the ordering model of queries that
+            name a speaker or a name a candidate carries (``ordering`` holds its weights).
         top_k: The ``top_k`` applied.
         token_budget: The token budget applied.
         keyword_only: What recall returns with the keyword retriever alone.
@@ -479,6 +485,9 @@ class RecallExplanation:
     gate_refused: int
     min_score: float
     score_gap: float | None
+    chat_floor: float | None
+    item_floor: float | None
+    named_ordering: bool
     top_k: int
     token_budget: int
     keyword_only: RecallResult

@@ -102,6 +102,25 @@ def test_each_score_is_the_declared_models_sum(m: BoundMemory) -> None:
     assert [c.fused for c in by_rank] == sorted((c.fused for c in by_rank), reverse=True)
 
 
+def test_a_query_naming_someone_is_explained_by_the_named_ordering(m: BoundMemory) -> None:
+    m.remember("Bongani Park looks after the staging host")
+    m.remember("The staging host is rebooted every Sunday")
+    m.store.flush()
+    scoring = m.store.context.engine.scoring
+    assert scoring.named_rank_weights is not None
+    named = explain(m, "which host does Bongani Park look after?", min_score=0.0)
+    assert named.named_ordering
+    plain = explain(m, "where does Alice live?", min_score=0.0)
+    assert not plain.named_ordering
+    for why, weights in ((named, scoring.named_rank_weights), (plain, scoring.rank_weights)):
+        for c in why.candidates:
+            assert [t.weight for t in c.ordering] == list(weights)
+            assert c.ordering_key == pytest.approx(sum(t.contribution for t in c.ordering))
+        keys = [c.ordering_key for c in why.candidates]
+        assert keys == sorted(keys, reverse=True)  # the order recall considered them in
+    assert named.chat_floor == scoring.chat_floor and named.item_floor == scoring.item_floor
+
+
 def test_retriever_evidence_is_reported_per_half(m: BoundMemory) -> None:
     why = explain(m, "where does Alice live?", min_score=0.0)
     best = why.candidates[0]

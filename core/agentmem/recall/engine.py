@@ -230,7 +230,8 @@ class RecallEngine:
         kinds = [visible[c.id][1].kind for c in ranked]
         gap = self.score_gap(scoring, rerank_used)
         calibrated = scoring.calibrated or rerank_used
-        out = kept(ranked, kinds, req.min_score, gap, calibrated=calibrated)[: req.top_k]
+        out = kept(ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated)
+        out = out[: req.top_k]
         for c, score in zip(out, monotone([c.score for c in out]), strict=True):
             c.score = score
         return out
@@ -350,7 +351,7 @@ class RecallEngine:
                 keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        scorer = TextScorer(terms, idf, self.keywords.analyze)
+        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases)
         scorer.prime(row for _, row in visible.values())
         if prof is not None:
             prof.lap("pending")
@@ -565,6 +566,7 @@ class RecallEngine:
             if text.id_miss == 1.0:
                 c.cos = 0.0  # another identifier: its meaning is that of the words around it
             c.speaker_match = text.speaker_match
+            c.name_match = text.name_match
         _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..context import StoreContext
 from ..models import (
     ExplainedCandidate,
@@ -95,7 +97,7 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest, scoring: 
     scores = {c.id: c.score for c in head}  # before select makes them non-increasing
     kinds = [visible[c.id][1].kind for c in head]
     on_scale = scoring.calibrated or rerank_used
-    passed = {c.id for c in kept(head, kinds, req.min_score, gap, calibrated=on_scale)}
+    passed = {c.id for c in kept(head, kinds, req.min_score, scoring, gap=gap, calibrated=on_scale)}
     chosen = engine.select(req, head, visible, rerank_used, scoring)
     selected = {c.id for c in chosen}
     hits, token_count, truncated = budget(chosen, visible, req.token_budget)
@@ -137,14 +139,19 @@ def explain(engine: RecallEngine, identity: Identity, req: RecallRequest) -> Rec
     run = _run(engine, identity, req, scoring)
     keyword = _run(engine, identity, dataclasses.replace(req, retrievers=("keyword",)), scoring)
     vector = _run(engine, identity, dataclasses.replace(req, retrievers=("vector",)), scoring)
+    rank_weights = _rank_weights(run, scoring)
+    on_scale = scoring.calibrated or run.rerank_used  # uncalibrated, no floor applies
     return RecallExplanation(
         query=req.query,
         result=run.result(),
         calibrated=scoring.calibrated,
-        candidates=tuple(_explained(run, scoring)),
+        candidates=tuple(_explained(run, scoring, rank_weights)),
         gate_refused=len(run.refused),
         min_score=req.min_score,
         score_gap=run.gap,
+        chat_floor=scoring.chat_floor if on_scale else None,
+        item_floor=scoring.item_floor if on_scale else None,
+        named_ordering=rank_weights is not None and rank_weights is scoring.named_rank_weights,
         top_k=req.top_k,
         token_budget=req.token_budget,
         keyword_only=keyword.result(),
@@ -152,7 +159,17 @@ def explain(engine: RecallEngine, identity: Identity, req: RecallRequest) -> Rec
     )
 
 
-def _explained(run: _Run, scoring: Scoring) -> list[ExplainedCandidate]:
+def _rank_weights(run: _Run, scoring: Scoring) -> tuple[float, ...] | None:
+    """The ordering weights the query's candidates were ranked with (the named ordering when
+    the query names something its candidates carry); None uncalibrated."""
+    if scoring.rank_weights is None or not run.considered:
+        return scoring.rank_weights
+    return ranking.rank_weights_for(np.array([c.features for c in run.considered]), scoring)
+
+
+def _explained(
+    run: _Run, scoring: Scoring, rank_weights: tuple[float, ...] | None
+) -> list[ExplainedCandidate]:
     by_fused = sorted(run.considered, key=lambda c: c.fused, reverse=True)
     fused_rank = {c.id: n for n, c in enumerate(by_fused, start=1)}
     returned = {h.id: n for n, h in enumerate(run.hits)}
@@ -180,7 +197,7 @@ def _explained(run: _Run, scoring: Scoring) -> list[ExplainedCandidate]:
                 calibration=_terms(c.features, scoring.weights),
                 calibration_bias=scoring.bias,
                 calibrated_score=run.calibrated[c.id],
-                ordering=_terms(c.features, scoring.rank_weights),
+                ordering=_terms(c.features, rank_weights),
                 ordering_key=c.rank,
                 rerank_score=run.scores.get(c.id) if run.rerank_used else None,
                 score=None if n is None else run.hits[n].score,
