@@ -17,7 +17,7 @@ plus the labelled golden cases, and reports per family, at recall's defaults (``
   the **regret**: the new figure minus ``max(better half - 0.02, RRF)`` on R@10 and hit@10,
   the worse of the two (negative: the family does worse than the issue's floor);
 - the golden set and ``eval/calibration_cases.json``: Recall@5 / Precision@5 / expect-empty
-  at ``top_k`` 5.
+  at ``top_k`` 5, before, in-sample and held out (the ordering fitted without the set).
 
 ``--write`` saves the in-sample ordering and the floors (``fit.CHAT_FLOOR``,
 ``fit.ITEM_FLOOR``) into the bundled MiniLM profile, keeping its calibration::
@@ -171,8 +171,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"worst held-out regret: {worst:+.3f}")
     for label, queries in (("golden", golden), ("calibration cases", cases)):
         if queries:
-            print(f"{label}: before {labelled_figures(queries, base)}")
-            print(f"{label}: after  {labelled_figures(queries, new)}")
+            family = queries[0].family
+            rank_out, named_out = fit.ranking_weights(
+                [q for q in train if q.family != family], args.l2
+            )
+            out_w = dataclasses.replace(new, rank=rank_out, named_rank=named_out)
+            print(f"{label}: before   {labelled_figures(queries, base)}")
+            print(f"{label}: after    {labelled_figures(queries, new)}")
+            print(f"{label}: held out {labelled_figures(queries, out_w)} (fitted without it)")
     names = fit.FEATURE_NAMES
     print("ranking:", {n: round(float(w), 3) for n, w in zip(names, rank, strict=True) if w})
     if named is not None:

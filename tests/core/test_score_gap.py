@@ -78,10 +78,10 @@ def test_floors_keep_what_scores_a_share_of_a_best_that_passed_min_score() -> No
     # a floor never raises the bar above min_score
     assert kept_indices([0.9, 0.31], [True, True], 0.3, chat_floor=0.5) == [0, 1]
     assert kept_indices(scores, chat, 0.0, gap=0.3, **floors) == list(range(6))
-    # what a floor keeps comes after what passed min_score, each in the given order
+    # the first item is one that passed min_score; the rest keep the given order
     assert kept_indices([0.25, 0.6, 0.2, 0.4], [True, False, True, True], 0.3, **floors) == [
         1,
-        3,
         0,
         2,
+        3,
     ]

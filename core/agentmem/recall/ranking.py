@@ -300,9 +300,10 @@ def kept_indices(
 
     The floors relative to the best score only ever keep more than ``min_score`` alone, and
     only once the best candidate has passed it: a query unrelated to every memory still
-    returns nothing. What they keep comes after every item at or above ``min_score`` (each
-    group in the given order): a weak turn ranked first does not push a confident answer
-    down, nor take its score (scores are made non-increasing down the list).
+    returns nothing. The first item returned is always one that reached ``min_score`` (the
+    first such in the given order, moved ahead if a floor kept a weaker one before it): a
+    weak turn ranked first does not push a confident answer from the top, nor take its score
+    (scores are made non-increasing down the list).
     """
     if min_score <= 0:
         return list(range(len(scores)))
@@ -320,7 +321,8 @@ def kept_indices(
         for i, (score, is_chat) in enumerate(zip(scores, chat, strict=True))
         if score >= (chat_min if is_chat else item_min)
     ]
-    return [i for i in kept if scores[i] >= min_score] + [i for i in kept if scores[i] < min_score]
+    first = next(i for i in kept if scores[i] >= min_score)  # the best one is kept
+    return [first, *(i for i in kept if i != first)]
 
 
 def kept(
