@@ -454,7 +454,7 @@ class RecallExplanation:
 
     Example:
         >>> why = recall_explain(ctx, identity, "where does Alice live?")  # doctest: +SKIP
-        >>> [c.id for c in why.candidates if c.cut is None] == [h.id for h in why.result]  # doctest: +SKIP
+        >>> {c.id for c in why.candidates if c.cut is None} == {h.id for h in why.result}  # doctest: +SKIP
         True
 
     Attributes:
@@ -462,7 +462,8 @@ class RecallExplanation:
         calibrated: Whether the embedder has a calibration profile (the scores are
             calibrated probabilities); without one they are normalised fused ranks.
         candidates: Every candidate the isolation gate admitted, in the order recall
-            considered them.
+            considered them (``result`` may move the first one to reach ``min_score``
+            ahead of those a floor kept).
         gate_refused: Rows the indexes offered that the isolation gate refused (another
             owner's, superseded, outside the asked scopes, tiers or filters).
         min_score: The ``min_score`` applied.
