@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import validation as v
+from . import validation
 from .calibration.fit import CalibrationReport, Labelled
 from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .config import MemoryConfig, Settings, TierConfig, default_home
@@ -59,15 +59,21 @@ from .models import (
     RetentionResult,
 )
 from .recall.api import recall as recall_op
+from .recall.engine import RecallEngine
 from .rerank import Reranker
 from .storage import fingerprint
+from .storage.access import AccessTracker
 from .storage.fingerprint import EmbedderFingerprint
+from .storage.keyword_index import KeywordIndex
+from .storage.records import RecordStore
+from .storage.vector_index import VectorIndex
 from .tiers import sessions as session_tiers
 from .tiers.agent_state import AgentState
 from .tiers.knowledge import Knowledge
 from .tiers.sessions import CloseResult, SessionDetail
 from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
+from .write.indexer import Indexer
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
 
@@ -357,32 +363,32 @@ class AgentMemory:
         return self._ctx.llm
 
     @property
-    def records(self) -> Any:
+    def records(self) -> RecordStore:
         """The records store (:class:`~agentmem.storage.records.RecordStore`)."""
         return self._ctx.records
 
     @property
-    def keywords(self) -> Any:
+    def keywords(self) -> KeywordIndex:
         """The keyword index (:class:`~agentmem.storage.keyword_index.KeywordIndex`)."""
         return self._ctx.keywords
 
     @property
-    def vectors(self) -> Any:
+    def vectors(self) -> VectorIndex:
         """The vector index (:class:`~agentmem.storage.vector_index.VectorIndex`)."""
         return self._ctx.vectors
 
     @property
-    def indexer(self) -> Any:
+    def indexer(self) -> Indexer:
         """The background indexer (:class:`~agentmem.write.indexer.Indexer`)."""
         return self._ctx.indexer
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> RecallEngine:
         """The recall engine (:class:`~agentmem.recall.engine.RecallEngine`)."""
         return self._ctx.engine
 
     @property
-    def access(self) -> Any:
+    def access(self) -> AccessTracker:
         """The recall-hit counters (:class:`~agentmem.storage.access.AccessTracker`)."""
         return self._ctx.access
 
@@ -420,10 +426,10 @@ class AgentMemory:
     ) -> BoundMemory:
         """A view of this store for one identity. Only ``tenant_id`` is required."""
         identity = Identity(
-            tenant_id=v.identity(tenant_id, "tenant_id", required=True),  # type: ignore[arg-type]
-            user_id=v.identity(user_id, "user_id"),
-            agent_id=v.identity(agent_id, "agent_id"),
-            session_id=v.identity(session_id, "session_id"),
+            tenant_id=validation.identity(tenant_id, "tenant_id", required=True),  # type: ignore[arg-type]
+            user_id=validation.identity(user_id, "user_id"),
+            agent_id=validation.identity(agent_id, "agent_id"),
+            session_id=validation.identity(session_id, "session_id"),
         )
         return BoundMemory(self, identity)
 
@@ -529,8 +535,8 @@ class AgentMemory:
     ) -> Iterator[dict[str, Any]]:
         """Every live record (of every tenant unless ``tenant_id``) as JSON-ready dicts."""
         ctx = self._live()
-        kind_filter = v.choices(kinds, "kinds", KINDS)
-        for row in ctx.records.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
+        kind_filter = validation.choices(kinds, "kinds", KINDS)
+        for row in ctx.records.archive.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
             yield row.item.to_dict()
 
     def judge_pending(self, *, limit: int | None = None) -> JudgeResult:

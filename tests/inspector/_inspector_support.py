@@ -65,8 +65,9 @@ def seeded(mem: AgentMemory) -> Seeded:
     out.secret = mem.bind("globex", user_id="g1", session_id="x1").remember(SECRET).id
     mem.bind("globex", agent_id="gbot").state.set("deal", SECRET)
     # the judge's decision, as the judge pass records it
-    row = mem.records.unjudged(ids=[out.judged_new], limit=1)[0]
-    assert mem.records.apply_judgement(row, [out.judged_old], "offline-judge") == [out.judged_old]
+    judge = mem.records.supersession
+    row = judge.unjudged(ids=[out.judged_new], limit=1)[0]
+    assert judge.apply_judgement(row, [out.judged_old], "offline-judge") == [out.judged_old]
     mem.flush()
     out.all_acme = [
         r[0] for r in mem.records.read("SELECT id FROM memories WHERE tenant_id = 'acme'")

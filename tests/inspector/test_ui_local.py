@@ -193,8 +193,8 @@ def test_erasing_a_user_asks_for_the_id_and_shows_the_receipt(
     receipt = c.post("/ui/erase", data={**form, "confirm": "u2"})
     assert receipt.status_code == 200 and 'id="receipt"' in receipt.text
     assert re.search(r"records: memories</th><td class=\"num\">1<", receipt.text)
-    assert mem.records.get(ids.u2_fact) is None
-    assert mem.records.get(ids.new_home) is not None  # u1 untouched
+    assert mem.records.memories.get(ids.u2_fact) is None
+    assert mem.records.memories.get(ids.new_home) is not None  # u1 untouched
 
 
 def test_closing_a_session_again(store: tuple[AgentMemory, Seeded]) -> None:

@@ -161,14 +161,14 @@ def test_what_a_key_may_change(served: tuple[AgentMemory, Seeded, TestClient]) -
     token = re.search(r'name="csrf" value="([0-9a-f]+)"', confirm.text).group(1)  # type: ignore[union-attr]
     erase = {"csrf": token, "tenant": "acme", "user": "u2", "confirm": "u2"}
     assert c.post("/ui/erase", data=erase).status_code == 403
-    assert mem.records.get(ids.u2_fact) is not None
+    assert mem.records.memories.get(ids.u2_fact) is not None
     assert c.post(f"/ui/memories/{ids.hostile}/forget", data={"csrf": token}).status_code == 200
-    assert mem.records.get(ids.hostile).item.content == ""  # type: ignore[union-attr]
+    assert mem.records.memories.get(ids.hostile).item.content == ""  # type: ignore[union-attr]
     # a token is bound to its key: another key's session cannot use it
     c.cookies.clear()
     login(c, key(mem, "acme", admin=True))
     assert c.post("/ui/erase", data=erase).status_code == 403
-    assert mem.records.get(ids.u2_fact) is not None
+    assert mem.records.memories.get(ids.u2_fact) is not None
 
 
 def test_an_operator_lists_the_tenants_and_reads_only_its_own(

@@ -382,9 +382,9 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
     tenant = item.tenant_id
     records = ctx.records
     source_ids = sorted(records.sources.sources_of(tenant, [item.id]).get(item.id, ()))
-    sources = _readable(viewer, records.get_many(tenant, source_ids, live_only=False))
+    sources = _readable(viewer, records.memories.get_many(tenant, source_ids, live_only=False))
     derived_refs = records.sources.derived_from(tenant, [item.id])
-    derived = _readable(viewer, records.get_many(tenant, [d.id for d in derived_refs]))
+    derived = _readable(viewer, records.memories.get_many(tenant, [d.id for d in derived_refs]))
     replaced = [_step(ctx, r.item, item.id) for r in records.browse.replaced(tenant, item.id)]
     replaced_by = None
     if item.superseded_by is not None:
@@ -442,7 +442,7 @@ def _readable_row(ctx: StoreContext, viewer: Viewer, memory_id: str) -> Row:
     id_ = v.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
-    row = ctx.records.get(id_)
+    row = ctx.records.memories.get(id_)
     if row is None or not may_read(viewer, row):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     return row

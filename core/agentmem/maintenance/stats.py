@@ -37,7 +37,7 @@ def stats(ctx: StoreContext, *, tenant_id: str | None = None) -> Stats:
     """Counts of the whole data dir (every tenant), or of one tenant's rows (its admin's view
     on a server: nothing of other tenants, no disk use of the shared files)."""
     ctx.check_open()
-    counts = ctx.records.counts(KINDS, tenant_id)
+    counts = ctx.records.archive.counts(KINDS, tenant_id)
     kw, vec, failed = ctx.records.index.pending_counts(tenant_id)
     recorded = fingerprint.read(ctx.records)
     files = {"records": RECORDS_FILE, "keywords": KEYWORDS_DIR, "vectors": VECTORS_DIR}

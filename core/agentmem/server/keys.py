@@ -31,7 +31,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from .. import validation as v
+from .. import validation
 from ..errors import AuthError, NotFoundError, ValidationError
 from ..models import Identity
 from ..storage.keys import KeyRow
@@ -112,11 +112,11 @@ def create_key(
         ValidationError: an identity or the name is malformed, or an admin or operator key
             is pinned.
     """
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
-    user = v.identity(user_id, "user_id")
-    agent = v.identity(agent_id, "agent_id")
-    label = v.identity(name, "name")
+    user = validation.identity(user_id, "user_id")
+    agent = validation.identity(agent_id, "agent_id")
+    label = validation.identity(name, "name")
     for field, flag in (("admin", admin), ("operator", operator)):
         if not isinstance(flag, bool):
             raise ValidationError(field, f"must be a bool, got {type(flag).__name__}")
@@ -149,7 +149,7 @@ def create_key(
 
 def list_keys(records: RecordStore, *, tenant_id: str | None = None) -> list[ApiKey]:
     """Every key (of ``tenant_id``), oldest first, revoked ones included."""
-    tenant = v.identity(tenant_id, "tenant_id")
+    tenant = validation.identity(tenant_id, "tenant_id")
     return [_public(r) for r in records.api_keys.list(tenant_id=tenant)]
 
 
@@ -159,7 +159,7 @@ def revoke_key(records: RecordStore, key_id: str) -> ApiKey:
     Raises:
         NotFoundError: no key has that id.
     """
-    ref = v.identity(key_id, "key_id", required=True)
+    ref = validation.identity(key_id, "key_id", required=True)
     assert ref is not None
     records.api_keys.revoke(ref)
     row = records.api_keys.get(ref)
@@ -224,13 +224,13 @@ def resolve_identity(
             reason="forbidden",
             key_id=key.id,
         )
-    user = _pinned(key.id, "user_id", key.user_id, v.identity(user_id, "user_id"))
-    agent = _pinned(key.id, "agent_id", key.agent_id, v.identity(agent_id, "agent_id"))
+    user = _pinned(key.id, "user_id", key.user_id, validation.identity(user_id, "user_id"))
+    agent = _pinned(key.id, "agent_id", key.agent_id, validation.identity(agent_id, "agent_id"))
     return Identity(
         tenant_id=key.tenant_id,
         user_id=user,
         agent_id=agent,
-        session_id=v.identity(session_id, "session_id"),
+        session_id=validation.identity(session_id, "session_id"),
     )
 
 

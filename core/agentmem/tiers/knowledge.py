@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import CHAT_COPY_MAX_BYTES
 from ..context import StoreContext
 from ..errors import ScopeError
@@ -139,11 +139,11 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
-        k = v.identity(key, "key")
-        mtype = v.choice(memory_type, "memory_type", MEMORY_TYPES)
-        imp = v.unit_float(importance, "importance")
-        meta = v.metadata(metadata)
+        text = validation.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
+        k = validation.identity(key, "key")
+        mtype = validation.choice(memory_type, "memory_type", MEMORY_TYPES)
+        imp = validation.unit_float(importance, "importance")
+        meta = validation.metadata(metadata)
         meta.pop(KEY_METADATA, None)
         if k is not None:
             meta[KEY_METADATA] = k
@@ -163,7 +163,7 @@ class Knowledge:
         ((id_, new),) = commit(self._ctx, [rec], "knowledge_upsert")
         replaced = None
         if new and k is not None:
-            older = self._ctx.records.superseded_by(id_)
+            older = self._ctx.records.supersession.superseded_by(id_)
             replaced = older[0] if older else None
         return UpsertResult(id=id_, key=k, was_new=new, replaced=replaced)
 
@@ -176,11 +176,11 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        ref = v.identity(key_or_id, "key_or_id", required=True)
+        ref = validation.identity(key_or_id, "key_or_id", required=True)
         assert ref is not None
         ids = self._ids(agent, ref)
         if not ids:
-            row = self._ctx.records.get(ref)
+            row = self._ctx.records.memories.get(ref)
             if row is None or not self._readable(row) or row.item.deleted_at is not None:
                 return False
             if row.item.agent_id != agent:
@@ -195,9 +195,9 @@ class Knowledge:
     # -- reads ---------------------------------------------------------------------------------
     def get(self, key: str, *, agent_id: str | None = None) -> KnowledgeEntry | None:
         """The live entry under ``key`` of ``agent_id`` (default: the bound agent), or None."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
-        agent = v.identity(agent_id, "agent_id") or self._identity.agent_id
+        agent = validation.identity(agent_id, "agent_id") or self._identity.agent_id
         if agent is None:
             raise ScopeError(
                 "agent_id", "this memory is bound without an agent: pass agent_id= to read one"
@@ -212,10 +212,10 @@ class Knowledge:
         ``all_agents=True`` every agent's of the tenant (an identity without an agent sees
         every agent's by default)."""
         self._ctx.check_open()
-        agent = v.identity(agent_id, "agent_id")
+        agent = validation.identity(agent_id, "agent_id")
         if agent is None and not all_agents:
             agent = self._identity.agent_id
-        ids = self._ctx.records.current_ids(
+        ids = self._ctx.records.supersession.current_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE, agent_id=agent
         )
         return self._entries(ids)
@@ -226,7 +226,7 @@ class Knowledge:
 
     # -- helpers -------------------------------------------------------------------------------
     def _ids(self, agent: str, key: str) -> builtins.list[str]:
-        return self._ctx.records.topic_ids(
+        return self._ctx.records.supersession.topic_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE
         )
 
@@ -234,7 +234,9 @@ class Knowledge:
         return row.item.scope == SCOPE and scope_rules.visible_row(self._identity, row) == SCOPE
 
     def _entries(self, ids: builtins.list[str]) -> builtins.list[KnowledgeEntry]:
-        rows = {r.item.id: r for r in self._ctx.records.get_many(self._identity.tenant_id, ids)}
+        rows = {
+            r.item.id: r for r in self._ctx.records.memories.get_many(self._identity.tenant_id, ids)
+        }
         out = []
         for id_ in ids:
             row = rows.get(id_)

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import TierConfig
 from ..context import StoreContext
 from ..errors import StorageError, ValidationError
@@ -542,11 +542,11 @@ class WorkingMemory:
         Args: as :meth:`context_messages`.
         """
         window_tokens = self._model_window(model_window)
-        ratio = v.unit_float(budget_ratio, "budget_ratio")
+        ratio = validation.unit_float(budget_ratio, "budget_ratio")
         if ratio is None or ratio <= 0:
             raise ValidationError("budget_ratio", "must be in (0, 1]")
         cfg = self.config
-        limit = v.positive_int(max_messages, "max_messages")
+        limit = validation.positive_int(max_messages, "max_messages")
         limit = cfg.working_max_messages if limit is None else limit
         budget = int(window_tokens * ratio)
         snap = self.snapshot()
@@ -563,7 +563,7 @@ class WorkingMemory:
         override = self.config.model_window_override
         if override is not None:
             return override
-        value = v.positive_int(model_window, "model_window")
+        value = validation.positive_int(model_window, "model_window")
         return value if value is not None else self.config.model_window
 
     @staticmethod
@@ -629,7 +629,7 @@ def rebuild_reference(
             return False
         rolled = [
             r.item
-            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            for seq, r in ctx.records.conversations.session_items(tenant_id, partition, session_id)
             if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
         ]
         summary = ReferenceSummary()
