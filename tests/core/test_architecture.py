@@ -7,10 +7,24 @@ that dodges a cycle still ties the two modules together.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import importlib.util
+import inspect
+import json
 import re
+import subprocess
+import sys
+import tomllib
+import typing
 from pathlib import Path
+from typing import Any
+
+from _blocked_imports import run_blocked
+from packaging.requirements import Requirement
 
 import agentmem
+from agentmem.protocols import is_local
+from agentmem.wire.ops import OPS, PARTS, declared_methods
 
 ROOT = Path(agentmem.__file__).parent
 PKG = "agentmem"
@@ -26,7 +40,14 @@ LAYERS: list[tuple[str, ...]] = [
         "chunking",
         "speakers",
         "distribution",
+        "results",
+        "recall_options",
+        "key_identity",
+        "protocols",
     ),
+    # the client side of the server: the contract's wire table, the codec and the clients
+    # (nothing of the engine; tests/core/test_thin_client.py checks what importing loads)
+    ("wire", "client"),
     (
         "storage",
         "embeddings",
@@ -53,8 +74,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("context",),
     ("write", "recall.api", "recall.explain"),
     ("tiers", "derived", "maintenance"),
-    ("memory", "protocols"),
-    ("tools", "wire", "evaluation", "bench", "inspector", "server", "client", "cli", "__main__"),
+    ("memory",),
+    ("tools", "evaluation", "bench", "inspector", "server", "cli", "__main__"),
 ]
 
 
@@ -271,3 +292,137 @@ def test_the_facade_exposes_nothing_typed_any() -> None:
         if callable(func) and typing.get_type_hints(func).get("return") is typing.Any:
             untyped.append(name)
     assert untyped == []
+
+
+# -- the thin client ---------------------------------------------------------------------------
+def test_the_client_imports_no_engine() -> None:
+    out = run_blocked(
+        "import sys, json\n"
+        "before = set(sys.modules)\n"
+        "import agentmem.client\n"
+        "from agentmem import connect, connect_async, RecallOptions, RecallResult\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    loaded = set(json.loads(out))
+    ours = {m for m in loaded if m.startswith(PKG + ".")}
+    # the bottom layer, and the client side of the wire above it
+    assert {m for m in ours if _layer(m) > 1} == set()
+    # every other distribution it loads is one the `client` extra asks for, or theirs (an
+    # optional one of theirs too: httpx imports its cli extra's packages when present)
+    assert _distributions(loaded) <= _client_closure()
+
+
+def test_engine_names_still_import_from_the_root() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import agentmem; print(agentmem.AgentMemory.__module__)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == "agentmem.memory", proc.stderr
+
+
+def _distributions(modules: set[str]) -> set[str]:
+    by_module = importlib.metadata.packages_distributions()
+    tops = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names) - {PKG}
+    return {_norm(d) for top in tops for d in by_module.get(top, [])} - {"agentmem-layer"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _client_closure() -> set[str]:
+    pyproject = tomllib.loads((ROOT.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    todo = [Requirement(r).name for r in pyproject["project"]["optional-dependencies"]["client"]]
+    seen: set[str] = set()
+    while todo:
+        name = _norm(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo += [Requirement(raw).name for raw in requires]
+    return seen
+
+
+# -- one declaration of each operation ---------------------------------------------------------
+def _surfaces() -> dict[str | None, list[type]]:
+    """Each part of a bound memory and the classes that serve it (embedded, sync, async)."""
+    from agentmem.client import aio, sync
+    from agentmem.memory import BoundMemory
+    from agentmem.tiers.agent_state import AgentState
+    from agentmem.tiers.knowledge import Knowledge
+
+    return {
+        None: [BoundMemory, sync.RemoteBoundMemory, aio.AsyncRemoteBoundMemory],
+        "knowledge": [Knowledge, sync.RemoteKnowledge, aio.AsyncRemoteKnowledge],
+        "state": [AgentState, sync.RemoteState, aio.AsyncRemoteState],
+    }
+
+
+def _shape(function: Any) -> tuple[list[tuple[str, Any, Any, Any]], Any]:
+    """A method's parameters (name, kind, default, type) and result type."""
+    hints = typing.get_type_hints(function)
+    params = [
+        (p.name, p.kind, p.default, hints.get(p.name))
+        for p in inspect.signature(function).parameters.values()
+        if p.name != "self"
+    ]
+    return params, hints.get("return")
+
+
+def test_every_surface_matches_the_declared_operations() -> None:
+    """The embedded facade and both clients offer exactly the declared methods, with the
+    declared names, parameters, defaults, types and result types (async ones awaited)."""
+    for part, surfaces in _surfaces().items():
+        declared = declared_methods(PARTS[part])
+        for cls in surfaces:
+            for name, function in declared.items():
+                where = f"{cls.__module__}.{cls.__name__}.{name}"
+                assert _shape(getattr(cls, name)) == _shape(function), where
+                is_async = cls.__name__.startswith("Async")
+                assert inspect.iscoroutinefunction(getattr(cls, name)) == is_async, where
+            offered = {n for n in dir(cls) if not n.startswith("_")}
+            methods = {n for n in offered if inspect.isfunction(getattr(cls, n))}
+            assert methods == set(declared), cls
+
+
+def test_the_wire_and_the_server_match_the_declaration() -> None:
+    from agentmem.server.routes import body_model
+
+    remote = {
+        (name if part is None else f"{part}.{name}")
+        for part, protocol in PARTS.items()
+        for name, function in declared_methods(protocol).items()
+        if not is_local(function)
+    }
+    assert set(OPS) == remote
+    for op in OPS.values():
+        schema = body_model(op).model_json_schema()
+        args = schema["$defs"][schema["properties"]["args"]["$ref"].rpartition("/")[2]]
+        assert list(args.get("properties", {})) == list(op.parameters), op.name
+        required = [n for n, p in op.parameters.items() if p.default is p.empty]
+        assert args.get("required", []) == required, op.name
+        for name, param in op.parameters.items():
+            if param.default is not param.empty:
+                assert args["properties"][name].get("default") == param.default, (op.name, name)
+
+
+def test_the_generated_clients_are_current() -> None:
+    """client/_ops_aio.py, _ops_sync.py and sync.py are what `make generate` writes."""
+    spec = importlib.util.spec_from_file_location(
+        "generate_client", ROOT.parent.parent / "tools" / "generate_client.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    stale = [
+        path.name
+        for path, text in generator.outputs().items()
+        if path.read_text(encoding="utf-8") != text
+    ]
+    assert stale == [], "run `make generate`"

@@ -45,75 +45,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
 from ..embeddings import model_files_status
 from ..errors import StorageError
+from ..results import DoctorReport, PartitionDrift
 from ..storage.datadir import quarantined
 from ..storage.fingerprint import EmbedderFingerprint, read_switch
 from ..storage.fingerprint import read as read_fingerprint
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
-from .erase import ErasureCheck, leftovers
+from .erase import leftovers
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10
-
-
-@dataclass(frozen=True)
-class PartitionDrift:
-    """Drift of one (tenant, partition): counts of ids per kind of drift."""
-
-    tenant_id: str
-    partition: str
-    collection: str
-    live: int
-    missing_keyword: int = 0
-    missing_vectors: int = 0
-    extra_vectors: int = 0
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    """What :func:`diagnose` found. ``ok`` is False when anything needs ``reindex``."""
-
-    ok: bool
-    live_rows: int
-    keyword_docs: int
-    vectors: int
-    missing_keyword: int
-    extra_keyword: int
-    stale_keyword: int
-    missing_vectors: int
-    extra_vectors: int
-    stale_vectors: int
-    pending_keyword: int
-    pending_vectors: int
-    failed_vectors: int
-    orphan_collections: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    partitions: list[PartitionDrift] = field(default_factory=list)
-    samples: dict[str, list[str]] = field(default_factory=dict)
-    #: The recorded embedder of the vectors (model_name, dimensions, origin), or None.
-    embedder: dict[str, Any] | None = None
-    #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
-    notes: list[str] = field(default_factory=list)
-    #: The embedder's model files (role, path, ok, size, sha256_verified, problem, fix), or
-    #: None for an embedder without files agentmem knows of (a custom one).
-    model_files: list[dict[str, Any]] | None = None
-    #: Logged erasures checked.
-    erasures_checked: int = 0
-    #: Erasures with something of their identity left, or not finished.
-    erasures: list[ErasureCheck] = field(default_factory=list)
-    #: Segment directories of the embedded Chroma store no collection uses.
-    orphan_vector_files: list[str] = field(default_factory=list)
-    #: Entries about rows that no longer exist, per table (payloads, source links).
-    orphan_rows: dict[str, int] = field(default_factory=dict)
-    #: Copies of unreadable indexes an earlier version kept in the data dir.
-    quarantined: list[str] = field(default_factory=list)
 
 
 def _sample(ids: set[str] | list[str]) -> list[str]:

@@ -41,13 +41,13 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from .. import validation
 from ..context import StoreContext
 from ..derived.forget import followers, plan
 from ..errors import StorageError
 from ..models import ErasureReceipt
+from ..results import ErasureCheck as ErasureCheck  # re-exported: it lived here
 from ..storage.datadir import quarantined, remove_quarantined
 from ..storage.erasure import ErasureRecord, ErasureSubject
 from ..storage.rows import now_utc
@@ -263,38 +263,6 @@ def _clear_vectors(
             keep = ctx.records.index.vector_ids(tenant, partition) - requeued
             done.vectors += ctx.vectors.rebuild(name, keep)
             done.rebuilt += 1
-
-
-@dataclass(frozen=True)
-class ErasureCheck:
-    """What ``doctor`` found of one logged erasure (see :func:`leftovers`)."""
-
-    erasure_id: str
-    tenant_id: str
-    user_id: str | None
-    agent_id: str | None
-    status: str
-    completed_at: datetime | None
-    #: Rows of the identity still stored, per records table.
-    records: dict[str, int] = field(default_factory=dict)
-    #: Keyword entries still in the files under the identity's own partitions (live ones of
-    #: its tenant, or deleted ones not yet rewritten out of the files).
-    keyword_entries: int = 0
-    #: Vector collections of the identity's own partitions that still exist.
-    collections: list[str] = field(default_factory=list)
-    #: Copies of unreadable indexes in the data dir (unreadable, so they may hold anything
-    #: of the identity).
-    quarantined: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.status == "done"
-            and not self.records
-            and not self.keyword_entries
-            and not self.collections
-            and not self.quarantined
-        )
 
 
 def leftovers(

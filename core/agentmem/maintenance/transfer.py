@@ -68,6 +68,7 @@ from ..models import (
     Identity,
     MemoryItem,
 )
+from ..results import ImportCounts as ImportCounts  # re-exported: it lived here
 from ..storage.rows import Row, StoredRecord
 from ..storage.sessions import SessionInfo
 from ..write import conversation, documents, memories
@@ -522,29 +523,6 @@ def _int(obj: Mapping[str, Any], name: str) -> int:
 
 
 # -- applying ---------------------------------------------------------------------------------
-@dataclass
-class ImportCounts:
-    """What an import did (``applied`` of the plan's ``planned`` writes; fewer when it was
-    interrupted)."""
-
-    lines: int = 0
-    planned: int = 0
-    applied: int = 0
-    interrupted: bool = False
-    restored: int = 0
-    already_present: int = 0
-    messages: int = 0
-    messages_new: int = 0
-    tool_outputs: int = 0
-    documents: int = 0
-    document_chunks: int = 0
-    memories: int = 0
-    memories_new: int = 0
-    sessions: int = 0
-    agent_state: int = 0
-    superseded_skipped: int = 0
-
-
 def apply_plan(
     ctx: StoreContext,
     plan: ImportPlan,

@@ -8,24 +8,14 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from .. import validation
 from ..errors import ScopeError
 from ..models import Identity
+from ..results import StateEntry as StateEntry  # re-exported: it lived here
 from ..storage.agent_state import AgentStateTable
 from ..storage.rows import now_utc
-
-
-@dataclass(frozen=True, slots=True)
-class StateEntry:
-    """One stored state value."""
-
-    key: str
-    value: Any
-    updated_at: datetime
 
 
 class AgentState:

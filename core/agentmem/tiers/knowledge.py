@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from .. import scopes as scope_rules
 from .. import validation
@@ -43,49 +41,15 @@ from ..context import StoreContext
 from ..errors import ScopeError
 from ..models import MEMORY_TYPES, Identity, MemoryItem, RecallResult
 from ..recall.api import recall
+from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
+from ..results import KnowledgeEntry as KnowledgeEntry  # re-exported: they lived here
+from ..results import UpsertResult as UpsertResult
 from ..storage.rows import Row
 from ..write.commit import commit, retire
 from ..write.records import new_record, sha
 
 SCOPE = "knowledge"
 KEY_METADATA = "knowledge_key"
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeEntry:
-    """One live knowledge entry.
-
-    Attributes:
-        id: Row id (changes when an upsert by key replaces the entry).
-        key: The dedup key, if the entry has one.
-        agent_id: The agent that owns (and alone may change) the entry.
-    """
-
-    id: str
-    key: str | None
-    content: str
-    agent_id: str
-    memory_type: str | None
-    metadata: dict[str, Any]
-    importance: float | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class UpsertResult:
-    """Outcome of :meth:`Knowledge.upsert`.
-
-    Attributes:
-        id: Id of the live entry.
-        was_new: False when the same entry (same key and content) existed already.
-        replaced: Id of the entry this one superseded (same key, other content), if any.
-    """
-
-    id: str
-    key: str | None
-    was_new: bool
-    replaced: str | None = None
 
 
 def _topic(agent_id: str, key: str) -> str:
@@ -220,9 +184,11 @@ class Knowledge:
         )
         return self._entries(ids)
 
-    def search(self, query: str, *, top_k: int = 5, **kwargs: Any) -> RecallResult:
+    def search(
+        self, query: str, options: RecallOptions | None = None, **kwargs: Unpack[RecallKwargs]
+    ) -> RecallResult:
         """Recall over knowledge only (``m.recall(query, scope="knowledge", ...)``)."""
-        return recall(self._ctx, self._identity, query, top_k=top_k, scope=SCOPE, **kwargs)
+        return recall(self._ctx, self._identity, query, knowledge_options(options, **kwargs))
 
     # -- helpers -------------------------------------------------------------------------------
     def _ids(self, agent: str, key: str) -> builtins.list[str]:

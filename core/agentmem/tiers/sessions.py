@@ -58,8 +58,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import scopes as scope_rules
@@ -78,6 +77,8 @@ from ..models import (
     Identity,
     MemoryItem,
 )
+from ..results import CloseResult as CloseResult  # re-exported: they lived here
+from ..results import SessionDetail as SessionDetail
 from ..speakers import metadata_speaker, resolve_speaker
 from ..storage.rows import NewRecord
 from ..storage.sessions import SessionInfo
@@ -98,61 +99,6 @@ SUMMARY_INPUT_TOKENS = 60_000
 Owner = tuple[str | None, str | None, str | None]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
-
-
-@dataclass(frozen=True, slots=True)
-class CloseResult:
-    """What :func:`close_session` did.
-
-    Attributes:
-        session_id: The closed session.
-        tier: Its tier afterwards (``mid_term``, or ``long_term`` if it was promoted).
-        already_closed: True when the session was closed before and has no new messages
-            (nothing was done).
-        messages: Messages and tool outputs in the session.
-        chunk_ids: Ids of the session's chunk rows.
-        summary_ids: Ids of the session's summary rows (empty when the summary was skipped).
-        summary_status: ``ok``, ``timeout``, ``failed``, ``skipped`` (timeout 0) or ``empty``
-            (no messages).
-        summarizer: Name of the LLM that wrote the summary.
-        promoted: Sessions promoted to long-term by this call, oldest first.
-        error: Why the summary was skipped, if it was.
-        elapsed_ms: Wall time of the pipeline.
-    """
-
-    session_id: str
-    tier: str
-    already_closed: bool
-    messages: int
-    chunk_ids: tuple[str, ...] = ()
-    summary_ids: tuple[str, ...] = ()
-    summary_status: str = "ok"
-    summarizer: str | None = None
-    promoted: tuple[str, ...] = ()
-    error: str | None = None
-    elapsed_ms: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class SessionDetail:
-    """A session's full events (``BoundMemory.session_detail``).
-
-    Attributes:
-        session_id: The session.
-        tier: ``mid_term`` or ``long_term`` when closed, None when never closed.
-        closed_at: When it was (last) closed.
-        summary: Its session summary, if one was written.
-        summary_ids: Ids of the summary rows.
-        events: Its messages and tool outputs, oldest first, each with its full content
-            (an oversized message's or tool output's full payload, not the indexed copy).
-    """
-
-    session_id: str
-    tier: str | None
-    closed_at: datetime | None
-    summary: str | None
-    summary_ids: tuple[str, ...] = ()
-    events: list[MemoryItem] = field(default_factory=list)
 
 
 # -- reads ------------------------------------------------------------------------------------

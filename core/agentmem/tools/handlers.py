@@ -18,8 +18,8 @@ from ..config import MAX_TOP_K, TOOL_OUTPUT_PREVIEW_CHARS
 from ..errors import NotFoundError, ScopeError, ValidationError
 from ..models import MemoryItem, RecallHit
 from ..protocols import BoundMemoryProtocol
+from ..results import KnowledgeEntry
 from ..scopes import MEMORY_DEFAULT_SCOPES, default_memory_scope
-from ..tiers.knowledge import KnowledgeEntry
 from . import args as tool_args
 from .render import NO_MEMORIES, Entry, format_block, format_hits, json_text
 
