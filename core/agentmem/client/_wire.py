@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from .. import validation as v
+from .. import validation
 from ..errors import AgentMemError, AuthError, RateLimitError, RemoteError, ValidationError
 from ..key_identity import resolve_identity
 from ..models import Identity
@@ -77,7 +77,7 @@ def bind_identity(
     (so a forbidden bind fails at once, not at the first call)."""
     return resolve_identity(
         key,
-        tenant_id=v.identity(tenant_id, "tenant_id"),
+        tenant_id=validation.identity(tenant_id, "tenant_id"),
         user_id=user_id,
         agent_id=agent_id,
         session_id=session_id,
@@ -86,14 +86,17 @@ def bind_identity(
 
 def erase_body(key: ApiKey, tenant_id: str, user_id: str | None, agent_id: str | None) -> bytes:
     """The body of an erase, checked here as the server checks it: the tenant is the key's."""
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     if tenant != key.tenant_id:
         raise AuthError(
             f"this key belongs to tenant {key.tenant_id!r}; it cannot erase tenant {tenant!r}",
             reason="forbidden",
         )
     return orjson.dumps(
-        {"user_id": v.identity(user_id, "user_id"), "agent_id": v.identity(agent_id, "agent_id")}
+        {
+            "user_id": validation.identity(user_id, "user_id"),
+            "agent_id": validation.identity(agent_id, "agent_id"),
+        }
     )
 
 
@@ -132,7 +135,7 @@ def _check_json_values(value: Any, path: str) -> None:
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
             if key in JSON_VALUES and item is not None:
-                v.metadata(item, here)
+                validation.metadata(item, here)
             else:
                 _check_json_values(item, here)
     elif isinstance(value, list | tuple):
@@ -144,7 +147,7 @@ def op_body(op: str, identity: Identity, args: Mapping[str, Any]) -> bytes:
     """The JSON body of an operation call (the tenant is the key's, so it is not sent)."""
     _check_json_values(args, "")
     if op == "state.set":
-        v.metadata({"value": args.get("value")}, "value")
+        validation.metadata({"value": args.get("value")}, "value")
     who = {
         "user_id": identity.user_id,
         "agent_id": identity.agent_id,

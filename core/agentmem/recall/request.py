@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import MemoryConfig
 from ..errors import ValidationError
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, TIERS, Identity
@@ -58,18 +58,18 @@ def recall_request(
     """Validate a recall for ``identity``: ``options`` with ``kwargs`` laid over it; None
     means the configured default."""
     o = RecallOptions.of(options, **kwargs)
-    q = v.query(query)
-    k = v.top_k(o.top_k)
-    kind_filter = v.choices(o.kinds, "kinds", KINDS)
-    type_filter = v.choices(o.memory_types, "memory_types", MEMORY_TYPES)
-    scope = v.choice(o.scope, "scope", RECALL_SCOPES)
+    q = validation.query(query)
+    k = validation.top_k(o.top_k)
+    kind_filter = validation.choices(o.kinds, "kinds", KINDS)
+    type_filter = validation.choices(o.memory_types, "memory_types", MEMORY_TYPES)
+    scope = validation.choice(o.scope, "scope", RECALL_SCOPES)
     if not isinstance(o.rerank, bool):
         raise ValidationError("rerank", "must be a bool")
     if not isinstance(o.include_superseded, bool):
         raise ValidationError("include_superseded", "must be a bool")
-    threshold = v.unit_float(o.min_score, "min_score")
-    budget = v.positive_int(o.token_budget, "token_budget")
-    flt = v.metadata(o.filters, "filters")
+    threshold = validation.unit_float(o.min_score, "min_score")
+    budget = validation.positive_int(o.token_budget, "token_budget")
+    flt = validation.metadata(o.filters, "filters")
     reserved = IDENTITY_KEYS & set(flt)
     if reserved:
         raise ValidationError(
@@ -78,8 +78,8 @@ def recall_request(
         )
     if scope != "any":
         scope_rules.require(identity, scope)
-    target = v.identity(o.target_agent, "target_agent")
-    tier_filter = v.choices(o.tiers, "tiers", TIERS)
+    target = validation.identity(o.target_agent, "target_agent")
+    tier_filter = validation.choices(o.tiers, "tiers", TIERS)
     if target is not None:
         scope_rules.plan(identity, scope, tier_filter, target)  # raises ScopeError if refused
     return RecallRequest(

@@ -35,58 +35,34 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import ExitStack, asynccontextmanager
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from typing import Any
 
 import anyio
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from .. import validation as v
 from ..errors import AgentMemError, ValidationError
 from ..inspector.access import KeyAccess
 from ..inspector.app import ui_router
-from ..maintenance.doctor import diagnose
-from ..maintenance.stats import stats as stats_op
-from ..maintenance.transfer import export_lines
 from ..memory import AgentMemory
-from ..models import KINDS
 from ..wire.ops import OPS
-from .auth import require_admin, require_operator
+from .admin_routes import admin_router, server_router
 from .docs import docs_router
 from .instrument import Instrumented
 from .mcp_http import McpGateway
-from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from .responses import dumps, error_response, json_response, send_error
+from .responses import error_response, send_error
 from .routes import ops_router
-from .state import Principal, ServerState
+from .state import ServerState
 from .transfer_routes import import_router
 
 log = logging.getLogger("agentmem.server")
-
-#: Longest ``POST /v1/flush`` wait a client may ask for, in seconds.
-MAX_FLUSH_SECONDS = 300.0
-
-FlushTimeout = Annotated[float | None, Body(embed=True, ge=0, le=MAX_FLUSH_SECONDS)]
-ExportKinds = Annotated[list[str] | None, Query(description="Only these kinds (repeat).")]
-
-
-class EraseRequest(BaseModel):
-    """What ``POST /v1/admin/erase`` erases: a user and/or agent of the key's tenant, or (an
-    empty object, or no body) all of it. Any other field is refused: a misspelt one must not
-    widen an erasure to the whole tenant."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str | None = Field(None, description="Erase this user of the tenant.")
-    agent_id: str | None = Field(None, description="Erase this agent of the tenant.")
 
 
 def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
@@ -98,6 +74,53 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
     """
     state = ServerState(store, run_jobs=run_jobs)
     gateway = McpGateway(state, send_error)
+
+    app = FastAPI(
+        **_no_native_telemetry(),
+        title="agentmem",
+        version=__version__,
+        description="A shared agentmem memory over HTTP. Every route but /health and this "
+        "documentation needs an API key (`Authorization: Bearer <key>`; the Authorize button "
+        "takes it for the calls made from this page); the key's tenant is the only one "
+        "reachable.",
+        lifespan=_lifespan(state, gateway),
+        docs_url=None,  # served by .docs, with Swagger UI's files from the package
+        openapi_url=None,
+    )
+    app.state.agentmem = state
+
+    @app.exception_handler(AgentMemError)
+    async def _agentmem_error(request: Request, exc: AgentMemError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(_validation_error(exc))
+
+    app.include_router(docs_router(app.openapi))
+
+    app.include_router(server_router(state))
+    app.include_router(ops_router(store))
+    jobs = state.jobs.status if run_jobs else None
+    app.include_router(ui_router(store, KeyAccess(state.principal), jobs=jobs))
+    app.include_router(admin_router(state))
+    app.include_router(import_router(store))
+    app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
+    app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)
+    app.add_middleware(Unexpected)
+    paths = [p for p in (getattr(r, "path", None) for r in app.routes) if isinstance(p, str)]
+    paths += [op.path for op in OPS.values()]
+    app.add_middleware(Instrumented, metrics=state.metrics, routes=paths)
+    return app
+
+
+def _lifespan(
+    state: ServerState, gateway: McpGateway
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up and shut-down of the app: the embedder warmed, the MCP gateway and the jobs
+    running, then on shut-down the jobs stopped and the indexer caught up before the store
+    closes."""
+    store, run_jobs = state.store, state.run_jobs
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -126,106 +149,7 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
                         )
                     tg.cancel_scope.cancel()
 
-    app = FastAPI(
-        **_no_native_telemetry(),
-        title="agentmem",
-        version=__version__,
-        description="A shared agentmem memory over HTTP. Every route but /health and this "
-        "documentation needs an API key (`Authorization: Bearer <key>`; the Authorize button "
-        "takes it for the calls made from this page); the key's tenant is the only one "
-        "reachable.",
-        lifespan=lifespan,
-        docs_url=None,  # served by .docs, with Swagger UI's files from the package
-        openapi_url=None,
-    )
-    app.state.agentmem = state
-
-    @app.exception_handler(AgentMemError)
-    async def _agentmem_error(request: Request, exc: AgentMemError) -> Response:
-        return error_response(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(_validation_error(exc))
-
-    app.include_router(docs_router(app.openapi))
-
-    @app.get("/health", tags=["server"], summary="Readiness (no key needed)")
-    async def health() -> Response:
-        if not state.ready:
-            return json_response({"status": "starting"}, 503)
-        return json_response({"status": "ok", "version": __version__})
-
-    app.include_router(ops_router(store))
-    jobs = state.jobs.status if run_jobs else None
-    app.include_router(ui_router(store, KeyAccess(state.principal), jobs=jobs))
-
-    @app.get("/metrics", tags=["server"], summary="Prometheus metrics (operator key)")
-    async def metrics(key: Principal) -> Response:
-        require_operator(key)
-        body = await run_in_threadpool(state.metrics.render)
-        return Response(body, media_type=METRICS_CONTENT_TYPE)
-
-    @app.get("/v1/whoami", tags=["server"], summary="The presented key (never its secret)")
-    async def whoami(key: Principal) -> Response:
-        return json_response(key)
-
-    @app.post("/v1/flush", tags=["server"], summary="Wait until both indexes caught up")
-    async def flush(key: Principal, timeout: FlushTimeout = None) -> Response:
-        done = await run_in_threadpool(store.flush, timeout)
-        return json_response({"result": done})
-
-    @app.get("/v1/admin/stats", tags=["admin"], summary="Stats of the tenant, or of the store")
-    async def stats(key: Principal) -> Response:
-        if not key.operator:  # a tenant's admin: its own rows, nothing of the others
-            require_admin(key)
-            counts = await run_in_threadpool(stats_op, store.context, tenant_id=key.tenant_id)
-            return json_response({"tenant_id": key.tenant_id, "stats": counts})
-        counts = await run_in_threadpool(store.stats)
-        return json_response(
-            {
-                "home": str(store.home),
-                "stats": counts,
-                "jobs": state.jobs.status() if run_jobs else [],
-                "server": state.info(),
-            }
-        )
-
-    @app.get("/v1/admin/doctor", tags=["admin"], summary="The doctor report of the tenant/store")
-    async def doctor(key: Principal) -> Response:
-        if not key.operator:
-            require_admin(key)
-            report = await run_in_threadpool(diagnose, store.context, tenant_id=key.tenant_id)
-            return json_response({"tenant_id": key.tenant_id, "report": report})
-        report = await run_in_threadpool(diagnose, store.context)
-        return json_response({"home": str(store.home), "report": report})
-
-    @app.get("/v1/admin/export", tags=["admin"], summary="The key's tenant as JSON Lines")
-    async def export(key: Principal, kind: ExportKinds = None) -> Response:
-        require_admin(key)
-        kinds = v.choices(kind, "kind", KINDS) if kind else None
-        return StreamingResponse(
-            _jsonl(store, key.tenant_id, kinds), media_type="application/x-ndjson"
-        )
-
-    app.include_router(import_router(store))
-
-    @app.post("/v1/admin/erase", tags=["admin"], summary="Erase the tenant, or a user/agent of it")
-    async def erase(key: Principal, target: EraseRequest | None = None) -> Response:
-        require_admin(key)
-        target = target or EraseRequest(user_id=None, agent_id=None)
-        receipt = await run_in_threadpool(
-            store.erase, tenant_id=key.tenant_id, user_id=target.user_id, agent_id=target.agent_id
-        )
-        return json_response({"receipt": receipt})
-
-    app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
-    app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)
-    app.add_middleware(Unexpected)
-    paths = [p for p in (getattr(r, "path", None) for r in app.routes) if isinstance(p, str)]
-    paths += [op.path for op in OPS.values()]
-    app.add_middleware(Instrumented, metrics=state.metrics, routes=paths)
-    return app
+    return lifespan
 
 
 def _no_native_telemetry() -> dict[str, Any]:
@@ -245,11 +169,6 @@ def _serve_metrics(state: ServerState, port: int | None) -> Callable[[], None]:
     state.metrics_url, stop = state.metrics.serve(port)
     log.info("metrics on %s (no key: loopback only)", state.metrics_url)
     return stop
-
-
-def _jsonl(store: AgentMemory, tenant_id: str, kinds: Any) -> Iterator[bytes]:
-    for line in export_lines(store.context, tenant_id=tenant_id, kinds=kinds):
-        yield dumps(line) + b"\n"
 
 
 def _validation_error(exc: RequestValidationError) -> ValidationError:
