@@ -467,10 +467,11 @@ class RecallEngine:
                 visible[row.id] = (scope, row)
 
     def close(self) -> None:
-        """Stop the worker threads (idempotent)."""
+        """Stop the worker threads and wait for them (idempotent): none may still be in the
+        embedder or the vector index when they close."""
         for pool in (self._vector_pool, self._pending_pool):
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+                pool.shutdown(wait=True, cancel_futures=True)
         self._vector_pool = self._pending_pool = None
 
     def _score(

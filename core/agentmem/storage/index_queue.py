@@ -455,11 +455,7 @@ class IndexQueue:
                 [(seq, True) for seq in seqs if embedded_of[seq]],
             )
             if self.follows_changes:  # this node is done with them, whatever their state now
-                tx.executemany(
-                    "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
-                    "WHERE seq = ? AND vec_claim_node = ?",
-                    [(seq, self.node_id) for seq in seqs],
-                )
+                self._drop_claims(tx, seqs)
 
         update_rows(self._db, "seq", list(embedded_of), mark)
 
@@ -473,6 +469,20 @@ class IndexQueue:
             )
 
         update_rows(self._db, "seq", seqs, mark)
+
+    def release_claims(self, seqs: Sequence[int]) -> None:
+        """Give up this node's claim on rows it took to embed and did not (it is stopping):
+        another node may embed them at once instead of after the lease (Postgres; no-op on
+        SQLite, where the rows simply stay pending)."""
+        if self.follows_changes and seqs:
+            update_rows(self._db, "seq", seqs, self._drop_claims)
+
+    def _drop_claims(self, tx: Transaction, seqs: Sequence[int]) -> None:
+        tx.executemany(
+            "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
+            "WHERE seq = ? AND vec_claim_node = ?",
+            [(seq, self.node_id) for seq in seqs],
+        )
 
     def mark_all_pending(self) -> None:
         """Flag every row for both indexes (``reindex``); on Postgres this node's keyword
