@@ -12,13 +12,8 @@ Both models are logistic regressions over the candidate features of ``agentmem.r
   turn about the question (in a hand-judged sample of 14 dev questions, about 22% of the
   top-10 turns were relevant and the evidence covered about 40% of those), so they would
   teach that relevant conversation turns are irrelevant.
-- **Ranking** (the profile's ranking weights, the order of candidates within a query), with
-  ``--fit-ranking``, over ``RANK_FEATURES`` on the evidence labels of a LoCoMo file
-  (``--locomo``, the development split), optionally with the labelled cases at
-  ``--labelled-rank-weight`` of LoCoMo's total weight, with its own L2 penalty ``--rank-l2``
-  (the shipped ranking: 0.3; the calibration's 1.0 shrinks the ordering too far: LoCoMo
-  R@10 at default settings 0.806 -> 0.813 leave one conversation out, and 0.813 when the
-  penalty is chosen inside each training fold); otherwise the shipped ranking is used.
+- **Ranking**: the shipped one of the embedder (its ordering weights and floors), which
+  ``benchmarks/fit_ranking.py`` fits on every task family of the evaluation suite.
 - **Score gap** (the profile's ``score_gap``: a fact, tool output or document chunk scoring more than this
   below the best candidate is not returned, see ``ranking.kept``), chosen from a grid for the
   best Recall@5 + Precision@5 on the labelled cases, or set with ``--gap``.
@@ -35,10 +30,10 @@ the share of the evidence among recall's candidates at all (the ceiling of any o
 calibration per kind of content (held-out scores against the observed share of relevant
 candidates); and the weights, which ``--write`` saves as the calibration profile agentmem
 ships for the embedder (``core/agentmem/calibration/profiles/<model>.json``): regenerating
-the bundled MiniLM profile after a change of the ranking features is one command::
+the bundled MiniLM profile's calibration is one command::
 
     python benchmarks/fit_calibration.py --locomo /work/shared/data/locomo-dev.json \
-        --fit-ranking --rank-l2 0.3 --embed-cache ~/.cache/agentmem-fit --write
+        --embed-cache ~/.cache/agentmem-fit --write
 
 and ``--embedder e5 --standardize`` does the same for the e5 model.
 
@@ -46,7 +41,7 @@ Usage:
     python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
         [--embedder minilm|e5|module:attr] [--dataset golden|FILE]
         [--cases eval/calibration_cases.json] [--folds 5] [--l2 1.0]
-        [--fit-ranking [--rank-l2 0.3]] [--embed-cache DIR] [--write]
+        [--embed-cache DIR] [--write]
 
 ``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
 --embed-cache`` does; the same directory can be shared), so a refit after a feature change
@@ -76,7 +71,7 @@ from agentmem.evaluation import dataset_path, locomo
 from agentmem.evaluation.halves import uncut_request
 from agentmem.evaluation.suite import LabelledQuery, collect_golden
 from agentmem.evaluation.suite import collect_locomo as suite_collect_locomo
-from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES
+from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES
 from agentmem.recall.request import RecallRequest
 from agentmem.storage.embedding_cache import cached_on_disk
 
@@ -85,7 +80,6 @@ BUDGET = 1000
 KINDS = ("memory", "chat_message", "tool_output", "document_chunk")
 CAL = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
 ALL = list(range(len(FEATURE_NAMES)))
-RANK = [FEATURE_NAMES.index(n) for n in RANK_FEATURES]
 #: Score gaps ``fit_gap`` tries.
 #: Candidates per list the weights are fitted on: more negatives per query than recall's own
 #: pool (fitted on recall's 20, the calibration cases' 5-fold R@5 / P@5 fall from 0.620 /
@@ -112,8 +106,9 @@ class Query:
     evidence: list[str] = field(default_factory=list)
 
 
-#: A query with the weights it is scored with: calibration, ranking, score gap.
-Fitted = tuple[Query, np.ndarray, np.ndarray, float | None]
+#: A query with the weights it is scored with: calibration, ranking (the shipped ordering and
+#: floors, as core weights whose calibration is not used), score gap.
+Fitted = tuple[Query, np.ndarray, core_fit.Weights, float | None]
 
 
 def embedder(cache_dir: str | None, spec: str = "minilm") -> Embedder:
@@ -124,13 +119,13 @@ def embedder(cache_dir: str | None, spec: str = "minilm") -> Embedder:
     return cached_on_disk(base, cache_dir)[0]
 
 
-def shipped_ranking(emb: Embedder) -> np.ndarray:
-    """The ranking weights agentmem ships for ``emb`` (used unless ``--fit-ranking``)."""
+def shipped_ranking(emb: Embedder) -> core_fit.Weights:
+    """The ordering agentmem ships for ``emb`` (weights and floors; its calibration is the
+    part this script refits)."""
     profile = bundled_profile(emb.model_name, emb.dimensions)
     if profile is None:
-        raise SystemExit(f"no profile ships for {emb.model_name!r}: pass --fit-ranking")
-    scoring = profile.scoring()
-    return np.array(scoring.rank_weights)
+        raise SystemExit(f"no profile ships for {emb.model_name!r}: fit one with calibrate")
+    return core_fit.weights_of(profile)
 
 
 def _request(query: str, scope: str, kinds=None, types=None) -> RecallRequest:  # type: ignore[no-untyped-def]
@@ -191,22 +186,6 @@ def _stack(parts: Sequence[tuple[np.ndarray, np.ndarray, float]], cols: list[int
     return x, y, w
 
 
-def fit_ranking(
-    loc: Sequence[Query], labelled: Sequence[Query], share: float, l2: float
-) -> np.ndarray:
-    """Ranking weights (no bias): LoCoMo evidence plus labelled cases at ``share`` of its weight."""
-    loc = [q for q in loc if len(q.feats)]
-    lab = [q for q in labelled if len(q.feats)]
-    n_loc = sum(len(q.labels) for q in loc)
-    n_lab = sum(len(q.labels) for q in lab) or 1
-    parts = [(q.feats, q.labels, 1.0) for q in loc]
-    parts += [(q.feats, q.labels, share * n_loc / n_lab) for q in lab]
-    x, y, w = _stack(parts, RANK)
-    full = np.zeros(len(ALL))
-    full[RANK] = fit(x, y, l2, w)[:-1]
-    return full
-
-
 def fit_calibration(
     labelled: Sequence[Query], loc: Sequence[Query], positive_weight: float, l2: float
 ) -> np.ndarray:
@@ -234,31 +213,17 @@ def scores(q: Query, cal: np.ndarray) -> np.ndarray:
 def returned(
     q: Query,
     cal: np.ndarray,
-    rank: np.ndarray,
+    rank: core_fit.Weights,
     min_score: float,
     top_k: int,
     budget: int,
     gap: float | None = None,
 ) -> list[int]:
-    """Indices recall returns, in order: ranked, ``min_score`` and the score gap of
-    self-contained items (``ranking.kept``), ``top_k``, token budget."""
-    if not len(q.feats):
-        return []
-    s = scores(q, cal)
-    order = np.argsort(-(q.feats @ rank), kind="stable")
-    floor = max(min_score, float(s.max()) - gap) if min_score > 0 and gap is not None else 0.0
-    keep = [
-        i for i in order if s[i] >= min_score and (s[i] >= floor or q.kinds[i] == "chat_message")
-    ]
-    out, used = [], 0
-    for i in keep[:top_k]:
-        if used + q.tokens[i] > budget:
-            if budget - used >= 16:
-                out.append(int(i))
-            break
-        out.append(int(i))
-        used += int(q.tokens[i])
-    return out
+    """Indices recall returns, in order (:func:`agentmem.calibration.fit.returned`)."""
+    weights = dataclasses.replace(rank, cal=cal[:-1], bias=float(cal[-1]), gap=gap)
+    return core_fit.returned(
+        q.feats, q.kinds, q.tokens, weights, min_score=min_score, top_k=top_k, budget=budget
+    )
 
 
 def labelled_metrics(items: Sequence[Fitted], min_score: float = MIN_SCORE) -> dict[str, float]:
@@ -355,7 +320,7 @@ def kind_calibration(items: Sequence[Fitted]) -> dict[str, dict[str, float]]:
 
 
 # -- the run ---------------------------------------------------------------------------------------
-def fit_gap(labelled: Sequence[Query], cal: np.ndarray, rank: np.ndarray) -> float | None:
+def fit_gap(labelled: Sequence[Query], cal: np.ndarray, rank: core_fit.Weights) -> float | None:
     """The score gap (``score_gap``) with the best Recall@5 + Precision@5 on the labelled
     cases, the widest of equals (None, no gap cut, when none beats it)."""
     best, best_value = None, _gap_value(labelled, cal, rank, None)
@@ -367,7 +332,7 @@ def fit_gap(labelled: Sequence[Query], cal: np.ndarray, rank: np.ndarray) -> flo
 
 
 def _gap_value(
-    labelled: Sequence[Query], cal: np.ndarray, rank: np.ndarray, gap: float | None
+    labelled: Sequence[Query], cal: np.ndarray, rank: core_fit.Weights, gap: float | None
 ) -> float:
     m = labelled_metrics([(q, cal, rank, gap) for q in labelled])
     return m["R@5"] + m["P@5"]
@@ -375,30 +340,20 @@ def _gap_value(
 
 @dataclass
 class Setup:
-    share: float
     positive_weight: float
     l2: float
-    fit_rank: bool = False
+    #: The ordering (the shipped one of the embedder).
+    rank: core_fit.Weights
     #: The score gap when not fitted (``--gap``); None fits it on the labelled cases.
     gap: float | None = None
     fit_gap: bool = True
-    #: L2 of the ranking fit (``--rank-l2``); None: ``l2``.
-    rank_l2: float | None = None
-    #: The ranking used when it is not fitted (the shipped one of the embedder).
-    shipped_rank: np.ndarray | None = None
 
     def fit(
         self, labelled: Sequence[Query], loc: Sequence[Query]
-    ) -> tuple[np.ndarray, np.ndarray, float | None]:
-        if self.fit_rank:
-            l2 = self.l2 if self.rank_l2 is None else self.rank_l2
-            rank = fit_ranking(loc, labelled, self.share, l2)
-        else:
-            assert self.shipped_rank is not None
-            rank = self.shipped_rank
+    ) -> tuple[np.ndarray, core_fit.Weights, float | None]:
         cal = fit_calibration(labelled, loc, self.positive_weight, self.l2)
-        gap = fit_gap(labelled, cal, rank) if self.fit_gap else self.gap
-        return cal, rank, gap
+        gap = fit_gap(labelled, cal, self.rank) if self.fit_gap else self.gap
+        return cal, self.rank, gap
 
 
 @dataclass
@@ -474,10 +429,11 @@ def report(
 
 
 def write_profile(
-    emb: Embedder, cal: np.ndarray, rank: np.ndarray, gap: float | None, fitted_on: str
+    emb: Embedder, cal: np.ndarray, rank: core_fit.Weights, gap: float | None, fitted_on: str
 ) -> Path:
-    """Save the weights as the profile agentmem ships for ``emb``'s model."""
-    weights = core_fit.Weights(cal[:-1], float(cal[-1]), rank, gap)
+    """Save the weights as the profile agentmem ships for ``emb``'s model (its ordering and
+    floors as they were)."""
+    weights = dataclasses.replace(rank, cal=cal[:-1], bias=float(cal[-1]), gap=gap)
     profile = weights.profile(EmbedderIdentity.of(emb), fitted_on=fitted_on, version=__version__)
     path = bundled_path(emb.model_name)
     path.write_text(profile.to_json(), encoding="utf-8")
@@ -491,22 +447,15 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
     )
     parser.add_argument("--cases", default="eval/calibration_cases.json")
     parser.add_argument(
-        "--locomo", default=None, help="LoCoMo file for the ranking and its figures"
+        "--locomo", default=None, help="LoCoMo file: evidence turns as positives, and figures"
     )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--l2", type=float, default=1.0)
-    parser.add_argument("--labelled-rank-weight", type=float, default=0.0)
-    parser.add_argument(
-        "--rank-l2", type=float, default=None, help="L2 of the ranking fit (default: --l2)"
-    )
     # 0.3 rather than 0.2 since the score gap keeps golden precision (5-fold R@5 / P@5
     # 0.896 / 0.874 either way): LoCoMo R@10 at default settings 0.803 -> 0.812 leave one
     # conversation out, calibration cases 0.580 / 0.568 -> 0.620 / 0.589; 0.35 lets an
     # unrelated golden query return an item, 0.5 costs golden precision (0.847)
     parser.add_argument("--locomo-positive-weight", type=float, default=0.3)
-    parser.add_argument(
-        "--fit-ranking", action="store_true", help="refit the ranking too (needs --locomo)"
-    )
     parser.add_argument(
         "--gap",
         type=float,
@@ -557,22 +506,17 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
         f"labelled: {len(labelled)} cases, {sum(len(q.labels) for q in labelled)} candidates; "
         f"locomo: {len(loc)} questions, {sum(len(q.labels) for q in loc)} candidates"
     )
-    if args.fit_ranking and not args.locomo:
-        parser.error("--fit-ranking needs --locomo")
     setup = Setup(
-        args.labelled_rank_weight,
         args.locomo_positive_weight,
         args.l2,
-        args.fit_ranking,
+        shipped_ranking(emb),
         gap=args.gap,
         fit_gap=args.gap is None,
-        rank_l2=args.rank_l2,
-        shipped_rank=None if args.fit_ranking else shipped_ranking(emb),
     )
     cal, rank, gap = report(setup, sets, args.folds)
     names = ", ".join(FEATURE_NAMES)
     print(f"features: {names}\ncalibration: {np.round(cal, 3).tolist()}")
-    print(f"ranking: {np.round(rank, 3).tolist()}\nscore gap: {gap}")
+    print(f"score gap: {gap}")
     if args.write:
         sources = [str(args.dataset), args.cases or "", "LoCoMo dev" if args.locomo else ""]
         fitted_on = " + ".join(s for s in sources if s)

@@ -338,6 +338,12 @@ def _calibration(width: int) -> np.ndarray:
     return np.concatenate([np.array(WEIGHTS), np.zeros(width - NF), [BIAS]])
 
 
+def _ordering(rank: np.ndarray) -> Any:
+    """One fitted ordering as the core's weights (one ordering for every query, no floors:
+    the levers are measured against the cut they were designed for)."""
+    return fc.core_fit.Weights(np.zeros(len(rank)), 0.0, rank, None, None, None, None)
+
+
 def _by_category(qs: Sequence[Any], values: np.ndarray) -> dict[str, float]:
     out = {"all": float(values.mean())}
     for c, name in locomo.CATEGORIES.items():
@@ -372,11 +378,14 @@ def held_out(
         at0 = np.array([recall(q, order(q, rank)) for q, _, rank in items])
         return Result(name, _by_category(ordered, at0), None, at0, None)
     at0 = np.array(
-        [recall(q, fc.returned(q, c, r, -1.0, fc.MAX_TOP_K, 10**9)) for q, c, r in items]
+        [recall(q, fc.returned(q, c, _ordering(r), -1.0, fc.MAX_TOP_K, 10**9)) for q, c, r in items]
     )
     at_def = np.array(
         [
-            recall(q, fc.returned(q, c, r, fc.MIN_SCORE, fc.MAX_TOP_K, fc.BUDGET, SCORE_GAP))
+            recall(
+                q,
+                fc.returned(q, c, _ordering(r), fc.MIN_SCORE, fc.MAX_TOP_K, fc.BUDGET, SCORE_GAP),
+            )
             for q, c, r in items
         ]
     )

@@ -774,7 +774,10 @@ class BoundMemory:
             scope: session, history, user, agent, tenant, knowledge, or any (all of them,
                 fused).
             rerank: Use the configured reranker, if any (fail-open).
-            min_score: Calibrated-score cut-off in [0, 1] (default from config, 0.3).
+            min_score: Calibrated score in [0, 1] the best candidate must reach for recall
+                to return anything (default from config, 0.3); items scoring at least it,
+                or at least the profile's share of the best score (``chat_floor``,
+                ``item_floor``), are returned (see :func:`agentmem.recall.ranking.kept_indices`).
             token_budget: Max tokens of returned content (default from config, 1000).
             filters: Equality filters on the caller's stored metadata; identity keys are
                 rejected (identity comes only from :meth:`AgentMemory.bind`).

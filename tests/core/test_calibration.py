@@ -19,7 +19,7 @@ from agentmem.e5 import E5Embedder
 from agentmem.embeddings import CachedEmbedder, OnnxMiniLMEmbedder
 from agentmem.errors import ValidationError
 from agentmem.maintenance.doctor import diagnose
-from agentmem.recall.ranking import CALIBRATION_FEATURES, RANK_FEATURES
+from agentmem.recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES
 
 MINILM = "all-MiniLM-L6-v2-int8"
 FACTS = (
@@ -39,6 +39,8 @@ def test_the_bundled_profile_round_trips_and_fits_the_code() -> None:
     assert profile is not None and profile.problem() is None
     assert set(profile.weights) == set(CALIBRATION_FEATURES)
     assert set(profile.rank_weights) == set(RANK_FEATURES)
+    assert profile.named_rank_weights is not None
+    assert set(profile.named_rank_weights) == set(RANK_FEATURES)
     again = CalibrationProfile.from_json(profile.to_json())
     assert again == profile
     assert bundled_profile(MINILM, 768) is None  # another width is another model
@@ -69,6 +71,31 @@ def test_malformed_profiles_name_the_field() -> None:
         CalibrationProfile.from_dict(data)
     with pytest.raises(ValidationError, match="not JSON"):
         CalibrationProfile.from_json("{")
+    data = json.loads(bundled_profile(MINILM, 384).to_json())  # type: ignore[union-attr]
+    data["chat_floor"] = 1.5
+    with pytest.raises(ValidationError, match="chat_floor"):
+        CalibrationProfile.from_dict(data)
+    data["chat_floor"] = 0.3
+    data["ranking"]["named_weights"]["cos_gap"] = 1.0  # a feature the ordering no longer has
+    with pytest.raises(ValidationError, match="named ranking weighs cos_gap"):
+        CalibrationProfile.from_dict(data).scoring()
+
+
+def test_a_profile_without_the_newer_ranking_fields_still_orders_and_cuts_as_before() -> None:
+    """A profile fitted before the second ordering, the floors and some ranking features
+    existed: its ranking features weigh 0, one ordering serves every query, ``min_score``
+    alone cuts."""
+    data = json.loads(bundled_profile(MINILM, 384).to_json())  # type: ignore[union-attr]
+    del data["ranking"]["named_weights"], data["chat_floor"], data["item_floor"]
+    for name in ("name_match", "prev_cos", "id_miss"):
+        data["ranking"]["weights"].pop(name, None)
+    old = CalibrationProfile.from_dict(data)
+    assert old.problem() is None
+    scoring = old.scoring()
+    assert scoring.named_rank_weights is None
+    assert scoring.chat_floor is None and scoring.item_floor is None
+    assert scoring.rank_weights is not None and len(scoring.rank_weights) == len(FEATURE_NAMES)
+    assert scoring.rank_weights[FEATURE_NAMES.index("name_match")] == 0.0
 
 
 def test_the_probe_tells_models_apart(shared_embedder: CachedEmbedder) -> None:

@@ -1,5 +1,6 @@
-"""``benchmarks/fit_calibration.py``: the ranking's own L2 penalty (``--rank-l2``) changes the
-ordering fit only, never the calibration. Synthetic candidates, no benchmark data."""
+"""``benchmarks/fit_calibration.py``: held-out figures score recall's own candidate pool with
+weights fitted on a larger one, and the shipped ordering and floors survive a refit of the
+calibration. Synthetic candidates, no benchmark data."""
 
 from __future__ import annotations
 
@@ -36,22 +37,6 @@ def _queries(fc: Any, source: str, n: int, seed: int) -> list[Any]:
     return out
 
 
-def test_rank_l2_changes_the_ordering_fit_not_the_calibration(fc: Any) -> None:
-    labelled = _queries(fc, "cases", 20, 0)
-    loc = _queries(fc, "locomo", 30, 1)
-    shared = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False)
-    loose = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False, rank_l2=0.01)
-    tight = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False, rank_l2=100.0)
-    cal_shared, rank_shared, _ = shared.fit(labelled, loc)
-    cal_loose, rank_loose, _ = loose.fit(labelled, loc)
-    cal_tight, rank_tight, _ = tight.fit(labelled, loc)
-    assert np.array_equal(cal_shared, cal_loose) and np.array_equal(cal_shared, cal_tight)
-    # a heavier penalty shrinks the ordering weights; no rank_l2 means the shared l2
-    assert np.abs(rank_tight).sum() < np.abs(rank_shared).sum() < np.abs(rank_loose).sum()
-    same = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False, rank_l2=1.0)
-    assert np.array_equal(rank_shared, same.fit(labelled, loc)[1])
-
-
 def test_weights_fitted_on_one_pool_are_scored_on_recalls_pool(fc: Any) -> None:
     """``--fit-candidates``: the held-out figures score the candidates recall itself ranks
     (its smaller pool), with weights fitted on the larger pool of the same queries."""
@@ -70,14 +55,14 @@ def test_weights_fitted_on_one_pool_are_scored_on_recalls_pool(fc: Any) -> None:
         for q in labelled + loc
     ]
     sets = fc.Sets(labelled, loc, smaller[:20], smaller[20:])
-    setup = fc.Setup(0.0, 0.3, 1.0, fit_rank=True, gap=None, fit_gap=False)
+    setup = fc.Setup(0.3, 1.0, _shipped(fc), gap=None, fit_gap=False)
     lab_cv, loc_cv = fc.held_out(setup, sets, 5)
     assert sorted(id(t[0]) for t in lab_cv) == sorted(id(q) for q in smaller[:20])
     assert sorted(id(t[0]) for t in loc_cv) == sorted(id(q) for q in smaller[20:])
-    # each held-out conversation's weights were fitted without it, on the larger pool
-    for q, _cal, rank, _ in loc_cv:
+    # each held-out conversation's calibration was fitted without it, on the larger pool
+    for q, cal, _rank, _ in loc_cv:
         train = [x for x in loc if x.group != q.group]
-        assert np.array_equal(rank, setup.fit(labelled, train)[1])
+        assert np.array_equal(cal, setup.fit(labelled, train)[0])
 
 
 def test_the_candidate_ceiling_counts_evidence_anywhere_among_the_candidates(fc: Any) -> None:
@@ -101,8 +86,9 @@ def test_the_candidate_ceiling_counts_evidence_anywhere_among_the_candidates(fc:
         )
 
     cal = np.zeros(len(fc.ALL) + 1)
-    rank = np.zeros(len(fc.ALL))
-    rank[0] = 1.0  # order by cos
+    order = np.zeros(len(fc.ALL))
+    order[0] = 1.0  # order by cos
+    rank = fc.core_fit.Weights(cal[:-1], 0.0, order, None, None, None, None)
     # multi-hop: one evidence turn ranked 12th (outside the top 10), one not a candidate at all
     # single-hop: its evidence ranked first
     items = [
@@ -115,3 +101,36 @@ def test_the_candidate_ceiling_counts_evidence_anywhere_among_the_candidates(fc:
     assert res["pool"]["all"] == 0.75
     # Recall@10 cannot see the 12th candidate; the ceiling does
     assert res["min_score_0"]["multi-hop"] == 0.0
+
+
+def _shipped(fc: Any) -> Any:
+    from agentmem.calibration import bundled_profile, fit
+
+    profile = bundled_profile("all-MiniLM-L6-v2-int8", 384)
+    assert profile is not None
+    return fit.weights_of(profile)
+
+
+def test_a_refit_calibration_keeps_the_shipped_ordering_and_floors(
+    fc: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    from agentmem.calibration.profile import CalibrationProfile
+
+    labelled, loc = _queries(fc, "cases", 20, 0), _queries(fc, "locomo", 30, 1)
+    shipped = _shipped(fc)
+    cal, rank, gap = fc.Setup(0.3, 1.0, shipped, gap=0.3, fit_gap=False).fit(labelled, loc)
+    assert rank is shipped and gap == 0.3
+    out = tmp_path / "profile.json"
+    monkeypatch.setattr(fc, "bundled_path", lambda _name: out)
+
+    class Emb:
+        model_name, dimensions = "all-MiniLM-L6-v2-int8", 384
+
+    monkeypatch.setattr(fc.EmbedderIdentity, "of", classmethod(lambda cls, e: cls("m", 384)))
+    fc.write_profile(Emb(), cal, rank, gap, "synthetic")
+    written = CalibrationProfile.from_json(out.read_text()).scoring()
+    assert np.allclose(written.rank_weights, shipped.rank, atol=1e-3)
+    assert written.named_rank_weights is not None and shipped.named_rank is not None
+    assert np.allclose(written.named_rank_weights, shipped.named_rank, atol=1e-3)
+    assert (written.chat_floor, written.item_floor) == (shipped.chat_floor, shipped.item_floor)
+    assert np.allclose(written.weights, cal[:-1], atol=1e-3)

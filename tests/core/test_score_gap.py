@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.calibration import bundled_profile
-from agentmem.recall.ranking import Candidate, kept
+from agentmem.recall.ranking import Candidate, Scoring, kept, kept_indices
 
 #: The bundled MiniLM's score gap (the shared test embedder).
 SCORE_GAP = bundled_profile("all-MiniLM-L6-v2-int8", 384).score_gap  # type: ignore[union-attr]
@@ -43,15 +43,45 @@ def _cand(id_: str, score: float) -> Candidate:
     return Candidate(id=id_, scope="user", score=score)
 
 
+NO_FLOORS = Scoring(weights=(), rank_weights=())
+
+
 def test_kept_cuts_only_self_contained_items_and_only_above_min_score_zero() -> None:
     ranked = [_cand("best", 0.95), _cand("fact", 0.5), _cand("turn", 0.45), _cand("low", 0.2)]
     kinds = ["memory", "memory", "chat_message", "tool_output"]
     ids = lambda cs: [c.id for c in cs]  # noqa: E731
     # a chat message is one part of a conversation: only min_score cuts it
-    assert ids(kept(ranked, kinds, 0.3, 0.3)) == ["best", "turn"]
+    assert ids(kept(ranked, kinds, 0.3, NO_FLOORS, gap=0.3)) == ["best", "turn"]
     # within the gap: kept
-    assert ids(kept(ranked, kinds, 0.3, 0.5)) == ["best", "fact", "turn"]
+    assert ids(kept(ranked, kinds, 0.3, NO_FLOORS, gap=0.5)) == ["best", "fact", "turn"]
     # min_score 0 asks for everything, and no gap (reranked scores) is min_score alone
-    assert ids(kept(ranked, kinds, 0.0, 0.3)) == ["best", "fact", "turn", "low"]
-    assert ids(kept(ranked, kinds, 0.3, None)) == ["best", "fact", "turn"]
-    assert kept([], [], 0.3, 0.3) == []
+    assert ids(kept(ranked, kinds, 0.0, NO_FLOORS, gap=0.3)) == ["best", "fact", "turn", "low"]
+    assert ids(kept(ranked, kinds, 0.3, NO_FLOORS)) == ["best", "fact", "turn"]
+    assert kept([], [], 0.3, NO_FLOORS, gap=0.3) == []
+
+
+def test_floors_keep_what_scores_a_share_of_a_best_that_passed_min_score() -> None:
+    """A chat turn at 0.3x the best and an item at 0.5x (within the gap) come with the best
+    once it has reached ``min_score``; below it, nothing is returned at all."""
+    scores = [0.6, 0.35, 0.2, 0.17, 0.25, 0.1]
+    chat = [False, False, True, True, False, False]
+    floors = {"chat_floor": 0.3, "item_floor": 0.5}
+    # chat floor min(0.3, 0.18) = 0.18: the turn at 0.2 stays, the one at 0.17 goes;
+    # item floor min(0.3, 0.3) = 0.3: 0.35 stays, 0.25 goes
+    assert kept_indices(scores, chat, 0.3, gap=0.3, **floors) == [0, 1, 2]
+    # without floors min_score alone cuts
+    assert kept_indices(scores, chat, 0.3, gap=0.3) == [0, 1]
+    # the gap still bounds self-contained items: the best minus 0.2 is 0.4
+    assert kept_indices(scores, chat, 0.3, gap=0.2, **floors) == [0, 2]
+    # a best below min_score: the query has no answer, whatever the floors
+    assert kept_indices([0.29, 0.28, 0.2], [True, True, False], 0.3, **floors) == []
+    # a floor never raises the bar above min_score
+    assert kept_indices([0.9, 0.31], [True, True], 0.3, chat_floor=0.5) == [0, 1]
+    assert kept_indices(scores, chat, 0.0, gap=0.3, **floors) == list(range(6))
+    # the first item is one that passed min_score; the rest keep the given order
+    assert kept_indices([0.25, 0.6, 0.2, 0.4], [True, False, True, True], 0.3, **floors) == [
+        1,
+        0,
+        2,
+        3,
+    ]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory
+from agentmem.recall.ranking import FEATURE_NAMES
 from agentmem.recall.request import recall_request
 from agentmem.storage.index_queue import TEXT_FEATURES_DONE
 from agentmem.tokens import count_tokens
@@ -87,7 +88,8 @@ def test_recall_scores_rows_with_and_without_stored_features_alike(make_memory: 
         for id_, features in again.items():
             assert features == pytest.approx(stored[q][id_], abs=1e-6)
         assert [h.id for h in mem.bind(**IDENT).recall(q, min_score=0.0).items] == hits[q]
-    assert any(f[-1] > 0 for f in stored[queries[0]].values())  # id_miss seen (another invoice)
+    id_miss = FEATURE_NAMES.index("id_miss")
+    assert any(f[id_miss] > 0 for f in stored[queries[0]].values())  # another invoice
 
 
 def test_an_older_data_dir_is_filled_in_by_the_indexer(

@@ -7,8 +7,10 @@ them). Two logistic regressions are fitted by Newton's method (:func:`logistic`)
 
 - the **calibration** (weights over :data:`~agentmem.recall.ranking.CALIBRATION_FEATURES` and a
   bias; L2 1.0): the score recall compares with ``min_score``;
-- the **ranking** (weights over :data:`~agentmem.recall.ranking.RANK_FEATURES`; L2 0.3): the
-  order of a query's candidates;
+- the **ranking** (monotone weights over :data:`~agentmem.recall.ranking.RANK_FEATURES`, with
+  the signs :data:`~agentmem.recall.ranking.RANK_SIGNS`; rows balanced per query and per
+  family, :func:`ranking_rows`; one set for queries naming someone and one for the others,
+  :func:`ranking_weights`): the order of a query's candidates;
 
 on raw features and on standardized ones (where the penalty weighs every feature alike,
 whatever the spread of the embedder's cosines), keeping whichever does better held out;
@@ -41,7 +43,14 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES
+from ..recall.ranking import (
+    CALIBRATION_FEATURES,
+    FEATURE_NAMES,
+    RANK_FEATURES,
+    RANK_SIGNS,
+    kept_indices,
+    names_something,
+)
 from .profile import CalibrationProfile, EmbedderIdentity
 
 Array = npt.NDArray[np.float64]
@@ -51,9 +60,23 @@ Array = npt.NDArray[np.float64]
 MIN_SCORE = 0.3
 TOP_K = 5
 BUDGET = 1000
-#: L2 penalties: the ranking's is smaller (a penalty of 1.0 shrinks the ordering too far).
+#: L2 penalties. The ranking's rows weigh 1 per query on average (:func:`ranking_rows`), so
+#: its penalty is small beside them: on the suite, held out (LoCoMo left out a conversation
+#: at a time), 1.0 gives LoCoMo R@10 0.794, 0.1 0.800, 0.02 0.805, every other family the
+#: same (benchmarks/fit_ranking.py --l2).
 CALIBRATION_L2 = 1.0
-RANKING_L2 = 0.3
+RANKING_L2 = 0.02
+#: Queries naming someone (a speaker or a name their candidates carry; with a relevant
+#: candidate) needed to fit their own ordering; with fewer, one ordering serves every query.
+MIN_NAMED_QUERIES = 30
+#: The floors relative to the best score a fitted profile keeps chat messages and other items
+#: down to (``Scoring.chat_floor``, ``item_floor``). Shares of a calibrated score, so not
+#: tied to an embedder; chosen on the evaluation suite with MiniLM: they bring implicit
+#: recall from 0.267 to 0.511 hit@10 and paraphrase-only facts from 0.653 to 0.775 R@10, for
+#: a golden Precision@5 of 0.858 instead of 0.871 (benchmarks/fit_ranking.py; lower floors
+#: keep more answers and answer more questions about nothing stored).
+CHAT_FLOOR = 0.3
+ITEM_FLOOR = 0.5
 #: Score gaps :func:`fit_gap` tries.
 GAPS = (0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15)
 _CAL = [FEATURE_NAMES.index(n) for n in CALIBRATION_FEATURES]
@@ -95,6 +118,15 @@ class Weights:
     bias: float
     rank: Array
     gap: float | None
+    named_rank: Array | None = None
+    chat_floor: float | None = CHAT_FLOOR
+    item_floor: float | None = ITEM_FLOOR
+
+    def rank_for(self, features: Array) -> Array:
+        """The ordering weights of one query's candidates (``ranking.rank_weights_for``)."""
+        if self.named_rank is not None and names_something(features):
+            return self.named_rank
+        return self.rank
 
     def profile(
         self, identity: EmbedderIdentity, *, fitted_on: str, version: str
@@ -104,12 +136,19 @@ class Weights:
             embedder=identity,
             weights={FEATURE_NAMES[i]: round(float(self.cal[i]), 4) for i in _CAL},
             bias=round(float(self.bias), 4),
-            rank_weights={FEATURE_NAMES[i]: round(float(self.rank[i]), 4) for i in _RANK},
+            rank_weights=_named(self.rank),
+            named_rank_weights=None if self.named_rank is None else _named(self.named_rank),
             score_gap=self.gap,
+            chat_floor=self.chat_floor,
+            item_floor=self.item_floor,
             fitted_on=fitted_on,
             fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
             agentmem_version=version,
         )
+
+
+def _named(rank: Array) -> dict[str, float]:
+    return {FEATURE_NAMES[i]: round(float(rank[i]), 4) for i in _RANK}
 
 
 # -- the regression ------------------------------------------------------------------------------
@@ -171,14 +210,84 @@ def calibration_weights(
     return full, float(fitted[-1])
 
 
-def ranking_weights(
-    parts: Sequence[Part], l2: float = RANKING_L2, *, standardize: bool = False
+def monotone_logistic(
+    x: Array, y: Array, l2: float, weight: Array, signs: Sequence[int], *, standardize: bool
 ) -> Array:
-    """Ranking weights over :data:`RANK_FEATURES` (0 elsewhere; the order needs no bias)."""
-    x, y, w = _stack([p for p in parts if len(p[1])], _RANK)
-    full = np.zeros(len(FEATURE_NAMES))
-    full[_RANK] = logistic(x, y, l2, w, standardize=standardize)[:-1]
-    return full
+    """:func:`logistic` with each weight held to its sign (``signs``: 1, -1, or 0 for free),
+    by active set: while a weight has the wrong sign, the worst one is fixed at 0 and the
+    others refitted (at most one refit per column)."""
+    free = list(range(x.shape[1]))
+    while True:
+        fitted = logistic(x[:, free], y, l2, weight, standardize=standardize)
+        wrong = [
+            (abs(float(w)), n)
+            for n, (col, w) in enumerate(zip(free, fitted[:-1], strict=True))
+            if signs[col] * w < 0
+        ]
+        if not wrong:
+            out = np.zeros(x.shape[1] + 1)
+            out[free] = fitted[:-1]
+            out[-1] = fitted[-1]
+            return out
+        del free[max(wrong)[1]]
+
+
+def ranking_rows(
+    queries: Sequence[Labelled], family_weights: Mapping[str, float] | None = None
+) -> list[tuple[Labelled, Part, Part]]:
+    """Training rows of the ordering, per query with relevant and irrelevant candidates:
+    (the query, its relevant rows, its irrelevant rows). The relevant rows weigh as much in
+    all as the irrelevant ones (an ordering is judged within its query, whatever its number
+    of candidates), and every family as much as the others (times ``family_weights[family]``,
+    default 1): no kind of question outvotes the others by its number of cases. A query
+    weighs 1 on average."""
+    usable = [
+        q for q in queries if not q.expect_empty and 0 < float(q.labels.sum()) < len(q.labels)
+    ]
+    per_family: dict[str, int] = {}
+    for q in usable:
+        per_family[q.family] = per_family.get(q.family, 0) + 1
+    weight = {f: (family_weights or {}).get(f, 1.0) for f in per_family}
+    scale = len(usable) / max(sum(weight.values()), 1e-12)
+    rows = []
+    for q in usable:
+        share = scale * weight[q.family] / per_family[q.family] / 2
+        relevant = q.labels == 1
+        rows.append(
+            (
+                q,
+                (q.features[relevant], q.labels[relevant], share / float(relevant.sum())),
+                (q.features[~relevant], q.labels[~relevant], share / float((~relevant).sum())),
+            )
+        )
+    return rows
+
+
+def ranking_weights(
+    queries: Sequence[Labelled],
+    l2: float = RANKING_L2,
+    *,
+    standardize: bool = True,
+    family_weights: Mapping[str, float] | None = None,
+) -> tuple[Array, Array | None]:
+    """Monotone ordering weights over :data:`RANK_FEATURES` (signs :data:`RANK_SIGNS`; 0
+    elsewhere): for queries that name no one, and for those that do (None when
+    fewer than :data:`MIN_NAMED_QUERIES` of them can be fitted on). Families are balanced
+    over all the queries (:func:`ranking_rows`), then the rows split by regime."""
+    signs = [RANK_SIGNS[FEATURE_NAMES[i]] for i in _RANK]
+    rows = ranking_rows(queries, family_weights)
+
+    def fit(subset: Sequence[tuple[Labelled, Part, Part]]) -> Array:
+        x, y, w = _stack([part for _, *parts in subset for part in parts], _RANK)
+        full = np.zeros(len(FEATURE_NAMES))
+        full[_RANK] = monotone_logistic(x, y, l2, w, signs, standardize=standardize)[:-1]
+        return full
+
+    named = [r for r in rows if names_something(r[0].features)]
+    general = fit([r for r in rows if not names_something(r[0].features)] or rows)
+    if len(named) < MIN_NAMED_QUERIES:
+        return general, None
+    return general, fit(named)
 
 
 # -- recall, simulated -------------------------------------------------------------------------------
@@ -198,17 +307,21 @@ def returned(
     top_k: int = TOP_K,
     budget: int = BUDGET,
 ) -> list[int]:
-    """Indices of the candidates recall returns, in order: ranked, ``min_score`` and the score
-    gap of self-contained items (``ranking.kept``), ``top_k``, token budget."""
+    """Indices of the candidates recall returns, in order: ranked, ``min_score``, the floors
+    and the score gap (``ranking.kept_indices``), ``top_k``, token budget."""
     if not len(features):
         return []
     s = scores(features, weights.cal, weights.bias)
-    order = np.argsort(-(features @ weights.rank), kind="stable")
-    gap = weights.gap
-    floor = max(min_score, float(s.max()) - gap) if min_score > 0 and gap is not None else 0.0
-    keep = [
-        int(i) for i in order if s[i] >= min_score and (s[i] >= floor or kinds[i] == "chat_message")
-    ]
+    order = np.argsort(-(features @ weights.rank_for(features)), kind="stable")
+    positions = kept_indices(
+        s[order].tolist(),
+        [kinds[i] == "chat_message" for i in order],
+        min_score,
+        gap=weights.gap,
+        chat_floor=weights.chat_floor,
+        item_floor=weights.item_floor,
+    )
+    keep = [int(order[n]) for n in positions]
     out: list[int] = []
     used = 0
     for i in keep[:top_k]:
@@ -294,12 +407,18 @@ def figures(items: Sequence[tuple[Labelled, Weights]]) -> Figures:
 
 
 # -- fitting a profile --------------------------------------------------------------------------------
-def fit_gap(queries: Sequence[Labelled], cal: Array, bias: float, rank: Array) -> float | None:
+def fit_gap(
+    queries: Sequence[Labelled],
+    cal: Array,
+    bias: float,
+    rank: Array,
+    named_rank: Array | None = None,
+) -> float | None:
     """The score gap with the best Recall@5 + Precision@5 on ``queries`` (None when no gap
     beats cutting nothing)."""
 
     def value(gap: float | None) -> float:
-        f = figures([(q, Weights(cal, bias, rank, gap)) for q in queries])
+        f = figures([(q, Weights(cal, bias, rank, gap, named_rank)) for q in queries])
         return (f.recall or 0.0) + (f.precision or 0.0)
 
     best, best_value = None, value(None)
@@ -316,8 +435,8 @@ def fit_weights(queries: Sequence[Labelled], *, standardize: bool = False) -> We
     if not parts or not any(p[1].any() for p in parts):
         raise ValueError("no relevant candidate among the labelled cases: nothing to fit")
     cal, bias = calibration_weights(parts, standardize=standardize)
-    rank = ranking_weights(parts, standardize=standardize)
-    return Weights(cal, bias, rank, fit_gap(queries, cal, bias, rank))
+    rank, named = ranking_weights(queries, standardize=standardize)
+    return Weights(cal, bias, rank, fit_gap(queries, cal, bias, rank, named), named)
 
 
 @dataclass(frozen=True)
@@ -441,6 +560,9 @@ def weights_of(profile: CalibrationProfile) -> Weights:
         scoring.bias,
         np.asarray(scoring.rank_weights),
         scoring.score_gap,
+        None if scoring.named_rank_weights is None else np.asarray(scoring.named_rank_weights),
+        scoring.chat_floor,
+        scoring.item_floor,
     )
 
 
@@ -455,7 +577,9 @@ def evaluate(queries: Iterable[Labelled], weights: Weights) -> dict[str, Figures
 
 __all__ = [
     "BUDGET",
+    "CHAT_FLOOR",
     "GAPS",
+    "ITEM_FLOOR",
     "MIN_SCORE",
     "TOP_K",
     "CalibrationReport",
@@ -471,6 +595,8 @@ __all__ = [
     "fit_weights",
     "held_out",
     "logistic",
+    "monotone_logistic",
+    "ranking_rows",
     "ranking_weights",
     "returned",
     "scores",

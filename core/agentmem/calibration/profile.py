@@ -15,8 +15,8 @@ Profiles are JSON (:meth:`CalibrationProfile.to_json`)::
       "embedder": {"model_name": "all-MiniLM-L6-v2-int8", "dimensions": 384,
                    "probe": "5b0c...", "probe_similarities": [0.123, ...]},
       "calibration": {"weights": {"cos": 4.469, ...}, "bias": -2.31},
-      "ranking": {"weights": {"cos": -1.723, ...}},
-      "score_gap": 0.3,
+      "ranking": {"weights": {"cos": 1.6, ...}, "named_weights": {"cos": 0.4, ...}},
+      "score_gap": 0.3, "chat_floor": 0.3, "item_floor": 0.5,
       "fitted_on": "golden + calibration_cases",
       "fitted_at": "2026-11-28T15:30:00+00:00",
       "agentmem_version": "0.1.0"
@@ -135,7 +135,14 @@ class CalibrationProfile:
         embedder: The embedder it was fitted for.
         weights: Calibration weights by feature name.
         bias: The calibration's intercept.
-        rank_weights: Ordering weights by feature name.
+        rank_weights: Ordering weights by feature name (a ranking feature without one weighs
+            0: a profile fitted before the feature existed still orders by the others).
+        named_rank_weights: The ordering of a query that names a speaker (see
+            :attr:`~agentmem.recall.ranking.Scoring.named_rank_weights`); None: one
+            ordering for every query.
+        chat_floor, item_floor: Shares of the best score down to which chat messages and
+            other items are returned below ``min_score`` (see
+            :func:`~agentmem.recall.ranking.kept_indices`); None: ``min_score`` alone.
         score_gap: How far below a query's best score a self-contained item may score and
             still be returned (None: no such cut).
         fitted_on: The labelled data it was fitted on (names and versions).
@@ -153,6 +160,9 @@ class CalibrationProfile:
     bias: float
     rank_weights: Mapping[str, float]
     score_gap: float | None
+    named_rank_weights: Mapping[str, float] | None = None
+    chat_floor: float | None = None
+    item_floor: float | None = None
     fitted_on: str = ""
     fitted_at: str = ""
     agentmem_version: str = ""
@@ -166,14 +176,17 @@ class CalibrationProfile:
         """Why this profile cannot score with the features the code computes (it was fitted
         for another set: a feature missing or one the code does not have), or None."""
         problems = []
+        rankings = [("ranking", self.rank_weights)]
+        if self.named_rank_weights is not None:
+            rankings.append(("named ranking", self.named_rank_weights))
+        missing = sorted(set(calibration_features) - set(self.weights))
+        if missing:
+            problems.append(f"its calibration has no weight for {', '.join(missing)}")
         for what, have, want in (
             ("calibration", self.weights, calibration_features),
-            ("ranking", self.rank_weights, rank_features),
+            *((name, weights, rank_features) for name, weights in rankings),
         ):
-            missing = sorted(set(want) - set(have))
             unknown = sorted(set(have) - set(want))
-            if missing:
-                problems.append(f"its {what} has no weight for {', '.join(missing)}")
             if unknown:
                 problems.append(
                     f"its {what} weighs {', '.join(unknown)}, which this version does not use"
@@ -192,10 +205,15 @@ class CalibrationProfile:
         if problem is not None:
             raise ValidationError("profile", problem)
         return Scoring(
-            weights=tuple(float(self.weights.get(n, 0.0)) for n in FEATURE_NAMES),
+            weights=_aligned(self.weights),
             bias=float(self.bias),
-            rank_weights=tuple(float(self.rank_weights.get(n, 0.0)) for n in FEATURE_NAMES),
+            rank_weights=_aligned(self.rank_weights),
+            named_rank_weights=None
+            if self.named_rank_weights is None
+            else _aligned(self.named_rank_weights),
             score_gap=self.score_gap,
+            chat_floor=self.chat_floor,
+            item_floor=self.item_floor,
         )
 
     # -- JSON ----------------------------------------------------------------------------------
@@ -212,8 +230,17 @@ class CalibrationProfile:
             "format": self.format,
             "embedder": identity,
             "calibration": {"weights": dict(self.weights), "bias": self.bias},
-            "ranking": {"weights": dict(self.rank_weights)},
+            "ranking": {
+                "weights": dict(self.rank_weights),
+                **(
+                    {}
+                    if self.named_rank_weights is None
+                    else {"named_weights": dict(self.named_rank_weights)}
+                ),
+            },
             "score_gap": self.score_gap,
+            "chat_floor": self.chat_floor,
+            "item_floor": self.item_floor,
             "fitted_on": self.fitted_on,
             "fitted_at": self.fitted_at,
             "agentmem_version": self.agentmem_version,
@@ -239,12 +266,18 @@ class CalibrationProfile:
                 probe_similarities=None if sims is None else tuple(float(x) for x in sims),
             )
             gap = data.get("score_gap")
+            speaker = data["ranking"].get("named_weights")
             return cls(
                 embedder=identity,
                 weights=_weights(data["calibration"]["weights"], "calibration.weights"),
                 bias=_float(data["calibration"]["bias"], "calibration.bias"),
                 rank_weights=_weights(data["ranking"]["weights"], "ranking.weights"),
                 score_gap=None if gap is None else _float(gap, "score_gap"),
+                named_rank_weights=None
+                if speaker is None
+                else _weights(speaker, "ranking.named_weights"),
+                chat_floor=_share(data.get("chat_floor"), "chat_floor"),
+                item_floor=_share(data.get("item_floor"), "item_floor"),
                 fitted_on=str(data.get("fitted_on", "")),
                 fitted_at=str(data.get("fitted_at", "")),
                 agentmem_version=str(data.get("agentmem_version", "")),
@@ -264,6 +297,21 @@ class CalibrationProfile:
         if not isinstance(data, dict):
             raise ValidationError("profile", "must be a JSON object")
         return cls.from_dict(data)
+
+
+def _aligned(weights: Mapping[str, float]) -> tuple[float, ...]:
+    """Weights by name as a tuple aligned with :data:`FEATURE_NAMES` (0 where absent)."""
+    return tuple(float(weights.get(n, 0.0)) for n in FEATURE_NAMES)
+
+
+def _share(value: Any, name: str) -> float | None:
+    """An optional share in [0, 1] (absent or null: None)."""
+    if value is None:
+        return None
+    share = _float(value, name)
+    if not 0.0 <= share <= 1.0:
+        raise ValidationError(f"profile.{name}", f"must be between 0 and 1, got {share}")
+    return share
 
 
 def _str(value: Any, name: str) -> str:

@@ -161,7 +161,7 @@ class RecallEngine:
         gap = None if rerank_used else scoring.score_gap
         kinds = [visible[c.id][1].kind for c in ranked]
         calibrated = scoring.calibrated or rerank_used
-        ranked = kept(ranked, kinds, req.min_score, gap, calibrated=calibrated)
+        ranked = kept(ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated)
         ranked = ranked[: req.top_k]
         for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
             c.score = score
@@ -314,7 +314,7 @@ class RecallEngine:
                 keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        scorer = TextScorer(terms, idf, self.keywords.analyze)
+        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases)
         scorer.prime(row for _, row in visible.values())
         if prof is not None:
             prof.lap("pending")
@@ -524,6 +524,7 @@ class RecallEngine:
             if text.id_miss == 1.0:
                 c.cos = 0.0  # another identifier: its meaning is that of the words around it
             c.speaker_match = text.speaker_match
+            c.name_match = text.name_match
         _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())

@@ -27,7 +27,10 @@
      mixing letters and digits, or numbers of three digits or more that are not years) the
      memory lacks when it names identifiers of its own: ``OPS-4470`` is another ticket
      however similar the rest of the text (its keyword coverage and cosine then count for
-     nothing).
+     nothing),
+   - ``name_match``: the query names someone or something (a run of capitalised words,
+     :func:`agentmem.recall.text.name_phrases`: "Bongani Park", "New York") whose every
+     analysed term the memory contains.
 
 The weights below belong to an embedder (its cosines are on its own scale): they are a
 :class:`Scoring` compiled from the embedder's calibration profile (:mod:`agentmem.calibration`;
@@ -40,11 +43,19 @@ constants of this module.
    0.3.
 
 4. **Ranking**: candidates are ordered by a second linear model over
-   :data:`RANK_FEATURES` (``rank_weights``). Items whose calibrated score is below
-   ``min_score`` are dropped, and so is (:func:`kept`) a self-contained item (anything but a
-   chat message) scoring more than the profile's ``score_gap`` below the best candidate of
-   the query; the scores of the items kept are made non-increasing down the list, so higher
-   is better everywhere.
+   :data:`RANK_FEATURES` (``rank_weights``), whose weights are **monotone**: each has the sign
+   :data:`RANK_SIGNS` gives it (more similarity, more coverage, a better fused rank never
+   lower a candidate), so the order generalises to kinds of question it was not fitted on.
+   There are two sets of them: a question that names a speaker of the conversation ("what
+   did Caroline say about ...") or someone or something its candidates name ("which host
+   does Bongani Park look after?") is ordered by ``named_rank_weights`` (its words and names
+   carry it), any other by ``rank_weights`` (its meaning may share no word with its
+   answer). What is returned is decided by :func:`kept_indices`: nothing unless the best
+   candidate reaches ``min_score``; then the items at or above ``min_score`` or above a
+   share of the best score (``chat_floor`` for chat messages, ``item_floor`` for the rest),
+   a self-contained item (anything but a chat message) within the profile's ``score_gap``
+   of the best too. The scores of the items kept are made non-increasing down the list, so
+   higher is better everywhere.
 
 5. **Without a profile** (:data:`UNCALIBRATED`): candidates are ordered and scored by their
    fused rank, and ``min_score`` applies to keyword evidence only: recall returns nothing
@@ -60,6 +71,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 #: Names of the features, in the order of :func:`features` and of the weights below.
 FEATURE_NAMES: tuple[str, ...] = (
@@ -76,6 +88,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "prev_coverage",
     "prev_cos",
     "id_miss",
+    "name_match",
 )
 
 #: Analysed terms from which a chat message's ``brevity`` is 0.
@@ -92,11 +105,30 @@ CALIBRATION_FEATURES: tuple[str, ...] = (
     "prev_coverage",
     "prev_cos",
 )
-#: The features the ordering is fitted on (weight 0 for the others): the neighbour and
-#: identifier signals help say whether a candidate is relevant at all, but fitted for
-#: ordering together with the labelled cases they cost conversational recall (LoCoMo R@10
-#: 0.795 -> 0.75-0.78 leave one conversation out).
-RANK_FEATURES: tuple[str, ...] = FEATURE_NAMES[:10]
+#: The features the ordering is fitted on: all but the gaps, which within one query are the
+#: best candidate's value minus ``cos`` or ``coverage`` (the same feature, negated: only the
+#: order within a query counts, so a weight on one and on the other cannot be told apart).
+RANK_FEATURES: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if not n.endswith("_gap"))
+#: The sign each ranking weight must have (1: never negative, -1: never positive, 0: free).
+#: More similarity, keyword coverage, fused rank, BM25, a named speaker or a better-matching
+#: turn before it never lowers a candidate; naming another identifier never raises one.
+#: Fitted without these constraints on conversational questions alone, the ordering leaned
+#: on words so far that recall by meaning fell below its own vector half.
+RANK_SIGNS: Mapping[str, int] = {
+    "cos": 1,
+    "coverage": 1,
+    "fused": 1,
+    "bm25_rel": 1,
+    "speaker_match": 1,
+    "in_keyword": 0,
+    "in_vector": 0,
+    "brevity": 0,
+    "prev_coverage": 1,
+    "prev_cos": 1,
+    "id_miss": -1,
+    "name_match": 1,
+}
+_NAMED = [FEATURE_NAMES.index("speaker_match"), FEATURE_NAMES.index("name_match")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,17 +141,27 @@ class Scoring:
         weights: Calibration weights aligned with :data:`FEATURE_NAMES` (0 outside
             :data:`CALIBRATION_FEATURES`); None for the rank-based fallback.
         bias: The calibration's intercept.
-        rank_weights: Ordering weights aligned with :data:`FEATURE_NAMES` (0 outside
-            :data:`RANK_FEATURES`); only the order matters, so there is no bias.
+        rank_weights: Ordering weights aligned with :data:`FEATURE_NAMES`; only the order
+            matters, so there is no bias.
+        named_rank_weights: The ordering of a query that names a speaker or a name one of its
+            candidates carries (``speaker_match``, ``name_match``: :func:`names_something`);
+            None: ``rank_weights`` for every query.
         score_gap: How far below the best candidate's score a self-contained item (a fact,
             preference, tool output or document chunk) may score and still be returned when
             ``min_score`` is above 0; None: no such cut.
+        chat_floor: A chat message scoring at least this share of the best candidate's
+            score is returned even below ``min_score`` (once the best has reached it; see
+            :func:`kept_indices`); None: ``min_score`` alone.
+        item_floor: The same for a self-contained item (still within ``score_gap``).
     """
 
     weights: tuple[float, ...] | None
     bias: float = 0.0
     rank_weights: tuple[float, ...] | None = None
+    named_rank_weights: tuple[float, ...] | None = None
     score_gap: float | None = None
+    chat_floor: float | None = None
+    item_floor: float | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -153,6 +195,7 @@ class Candidate:
     #: uses, which differs for a keyword-only candidate and one naming another identifier.
     vec_cos: float | None = None
     speaker_match: bool = False
+    name_match: bool = False
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None
     prev_coverage: float = 0.0
@@ -218,6 +261,7 @@ def features(
         c.prev_coverage,
         c.prev_cos,
         c.id_miss,
+        1.0 if c.name_match else 0.0,
     )
 
 
@@ -229,24 +273,69 @@ def monotone(scores: Sequence[float]) -> list[float]:
     return out
 
 
+def kept_indices(
+    scores: Sequence[float],
+    chat: Sequence[bool],
+    min_score: float,
+    *,
+    gap: float | None = None,
+    chat_floor: float | None = None,
+    item_floor: float | None = None,
+) -> list[int]:
+    """Positions (in the given order) of the calibrated candidates recall returns.
+
+    With ``min_score`` 0 (the caller asked for everything), all of them. Otherwise nothing
+    unless the best candidate scores at least ``min_score`` (the query has an answer), then:
+
+    - a **self-contained** item (a fact, preference, tool output or document chunk, which says
+      its whole piece) scoring at least ``min_score`` (or ``item_floor`` times the
+      best score, when lower) and within ``gap`` of the best: when one answers the question
+      clearly, another of the same topic scoring far below it is a neighbour (the user's
+      other card, the office's opening hours next to its holiday), not a second answer;
+    - a **chat message** scoring at least ``min_score`` (or ``chat_floor`` times the
+      best score, when lower): the answer to a question about a conversation is spread over
+      several turns, each scoring well below the best one, and a remark that recalls an
+      earlier exchange by its meaning ("I agreed to volunteer again and now I'm drowning"
+      after "learning to say no made me less stressed") scores low on every absolute scale.
+
+    The floors relative to the best score only ever keep more than ``min_score`` alone, and
+    only once the best candidate has passed it: a query unrelated to every memory still
+    returns nothing. The first item returned is always one that reached ``min_score`` (the
+    first such in the given order, moved ahead if a floor kept a weaker one before it): a
+    weak turn ranked first does not push a confident answer from the top, nor take its score
+    (scores are made non-increasing down the list).
+    """
+    if min_score <= 0:
+        return list(range(len(scores)))
+    if not scores or max(scores) < min_score:
+        return []
+    best = max(scores)
+
+    def floor(ratio: float | None) -> float:
+        return min_score if ratio is None else min(min_score, ratio * best)
+
+    chat_min = floor(chat_floor)
+    item_min = floor(item_floor) if gap is None else max(floor(item_floor), best - gap)
+    kept = [
+        i
+        for i, (score, is_chat) in enumerate(zip(scores, chat, strict=True))
+        if score >= (chat_min if is_chat else item_min)
+    ]
+    first = next(i for i in kept if scores[i] >= min_score)  # the best one is kept
+    return [first, *(i for i in kept if i != first)]
+
+
 def kept(
     ranked: Sequence[Candidate],
     kinds: Sequence[str],
     min_score: float,
-    gap: float | None,
+    scoring: Scoring,
     *,
+    gap: float | None = None,
     calibrated: bool = True,
 ) -> list[Candidate]:
-    """The candidates recall returns, in order: a score of at least ``min_score`` and, unless
-    ``min_score`` is 0 (the caller asked for everything) or ``gap`` is None, a chat message or
-    a score within ``gap`` of the best candidate's (``kinds``: each candidate's kind).
-
-    A fact, a tool output or a document chunk says its whole piece: when one answers the
-    question clearly, another of the same topic scoring far below it is a neighbour (the
-    user's other card, the office's opening hours next to its holiday), not a second answer.
-    A conversation is different: the answer to a question about it is spread over several
-    turns, each scoring well below the best one, so chat messages are only cut by
-    ``min_score``.
+    """The candidates recall returns, in order (``kinds``: each candidate's kind; ``gap``:
+    the score gap of self-contained items, see :func:`kept_indices`).
 
     Uncalibrated (``calibrated=False``, no profile for the embedder), scores are fused ranks,
     which say nothing about relevance: ``min_score`` is compared with keyword evidence
@@ -257,14 +346,16 @@ def kept(
         if min_score > 0 and max((c.coverage for c in ranked), default=0.0) < min_score:
             return []
         return list(ranked)
-    floor = min_score
-    if min_score > 0 and gap is not None and ranked:
-        floor = max(min_score, max(c.score for c in ranked) - gap)
-    return [
-        c
-        for c, kind in zip(ranked, kinds, strict=True)
-        if c.score >= min_score and (c.score >= floor or kind == "chat_message")
-    ]
+    chat = [kind == "chat_message" for kind in kinds]
+    positions = kept_indices(
+        [c.score for c in ranked],
+        chat,
+        min_score,
+        gap=gap,
+        chat_floor=scoring.chat_floor,
+        item_floor=scoring.item_floor,
+    )
+    return [ranked[i] for i in positions]
 
 
 def score_all(cands: Sequence[Candidate], scoring: Scoring) -> None:
@@ -280,7 +371,21 @@ def score_all(cands: Sequence[Candidate], scoring: Scoring) -> None:
         return
     z = np.clip(x @ np.asarray(scoring.weights) + scoring.bias, -60.0, 60.0)
     scores = 1.0 / (1.0 + np.exp(-z))
-    ranks = x @ np.asarray(scoring.rank_weights)
+    ranks = x @ np.asarray(rank_weights_for(x, scoring))
     for c, score, rank in zip(cands, scores.tolist(), ranks.tolist(), strict=True):
         c.score = score
         c.rank = rank
+
+
+def names_something(x: npt.NDArray[np.float64]) -> bool:
+    """Whether a query's candidates (feature rows) show it names a speaker of one of them or a
+    name one of them carries."""
+    return bool(len(x)) and bool(x[:, _NAMED].max() > 0)
+
+
+def rank_weights_for(x: npt.NDArray[np.float64], scoring: Scoring) -> tuple[float, ...]:
+    """The ordering weights for one query's candidates (feature rows ``x``)."""
+    assert scoring.rank_weights is not None
+    if scoring.named_rank_weights is not None and names_something(x):
+        return scoring.named_rank_weights
+    return scoring.rank_weights

@@ -1,8 +1,8 @@
 """What a candidate's text says about a query: the text features of ranking, one row at a time.
 
 For each candidate row, :class:`TextScorer` works out how many analysed terms it has, how much
-of the query's IDF it covers, whether it names identifiers other than the query's, and whether
-the query names its speaker (see :mod:`agentmem.recall.ranking` for how they are used). It
+of the query's IDF it covers, whether it names identifiers other than the query's, whether
+the query names its speaker and whether it says a name the query gives (see :mod:`agentmem.recall.ranking` for how they are used). It
 reads the row's analysed terms as the keyword indexer stored them, and analyses the text only
 for a row the indexer has not reached yet. Each row is looked at once per query, so the rows
 the keyword side found can be scored while the query is still being embedded.
@@ -31,6 +31,9 @@ class TextEvidence:
     coverage: float
     id_miss: float
     speaker_match: bool
+    name_match: bool = False
+    """The query names someone or something (a :func:`name_phrases` run) whose every term
+    the row contains."""
 
 
 class TextScorer:
@@ -42,8 +45,10 @@ class TextScorer:
         terms: Sequence[str],
         idf: Mapping[str, float],
         analyze: Callable[[str], list[str]],
+        phrases: Sequence[tuple[str, ...]] = (),
     ) -> None:
         self._idf = idf
+        self._phrases = [set(p) for p in phrases]
         self._analyze = analyze
         self._query_terms = set(terms)
         self._id_terms = identifier_terms(terms)
@@ -94,7 +99,8 @@ class TextScorer:
                 name = set(self._analyze(speaker))
                 named = self._named[speaker] = bool(name) and name <= self._query_terms
             speaker_match = named
-        return TextEvidence(n_terms, cov, id_miss, speaker_match)
+        name_match = any(p <= doc_set for p in self._phrases)
+        return TextEvidence(n_terms, cov, id_miss, speaker_match, name_match)
 
 
 def identifier_terms(terms: Iterable[str]) -> list[str]:

@@ -45,7 +45,7 @@ class ToolOptions:
     """Settings of a tool chosen by the developer, never by the model.
 
     Attributes:
-        min_score: Calibrated-score cut-off of ``recall``; None uses the store's default.
+        min_score: ``recall``'s ``min_score``; None uses the store's default.
         token_budget: Max tokens of content ``recall`` returns; None uses the store's default.
     """
 

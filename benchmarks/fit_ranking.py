@@ -1,0 +1,199 @@
+"""Fit recall's ordering on every task family and validate it on families it was not fitted on.
+
+The ordering (the profile's ranking weights, :func:`agentmem.calibration.fit.ranking_weights`)
+is a monotone logistic model over ``RANK_FEATURES``: rows balanced per query and per family,
+one set of weights for questions that name someone and one for the rest. This script fits
+it on the candidates ``agentmem eval --suite --out DIR`` saved (``DIR/candidates.jsonl.gz``)
+plus the labelled golden cases, and reports per family, at recall's defaults (``top_k`` 10,
+``min_score`` 0.3, 1,000 tokens; simulated with :func:`agentmem.calibration.fit.returned`):
+
+- **before**: the profile as it ships;
+- **in-sample**: the new ordering fitted on every training family;
+- **held out**: each family scored with weights fitted without it (leave one family out);
+  LoCoMo with weights fitted without its conversation (leave one conversation out: it holds
+  nearly all the questions that name someone, so leaving it out entirely leaves their
+  ordering unfitted); families named by ``--validation`` are never fitted on;
+- the keyword half, the vector half and naive RRF from the same run (``DIR/suite.json``), and
+  the **regret**: the new figure minus ``max(better half - 0.02, RRF)`` on R@10 and hit@10,
+  the worse of the two (negative: the family does worse than the issue's floor);
+- the golden set and ``eval/calibration_cases.json``: Recall@5 / Precision@5 / expect-empty
+  at ``top_k`` 5, before, in-sample and held out (the ordering fitted without the set).
+
+``--write`` saves the in-sample ordering and the floors (``fit.CHAT_FLOOR``,
+``fit.ITEM_FLOOR``) into the bundled MiniLM profile, keeping its calibration::
+
+    agentmem eval --suite --locomo /work/shared/data/locomo-dev.json \\
+        --embed-cache /tmp/cache --out /tmp/suite
+    python benchmarks/fit_ranking.py /tmp/suite --embed-cache /tmp/cache [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from agentmem import __version__
+from agentmem.calibration import fit
+from agentmem.calibration.profile import CalibrationProfile, bundled_path
+from agentmem.embedding_adapters import from_spec
+from agentmem.evaluation import golden_dataset_path
+from agentmem.evaluation.suite import LabelledQuery, collect_golden, load_candidates
+from agentmem.evaluation.suite.metrics import evidence_ranks, hit_at, recall_at
+from agentmem.storage.embedding_cache import cached_on_disk
+
+MODEL = "all-MiniLM-L6-v2-int8"
+#: Validation-only families: never fitted on, reported held out.
+VALIDATION = ("implicit_dialogue",)
+#: How far below the better half a family may stay (the issue's no-regret floor).
+TOLERANCE = 0.02
+
+Scorer = Callable[[LabelledQuery], fit.Weights]
+
+
+def family_figures(queries: Sequence[LabelledQuery], weights: Scorer) -> dict[str, float]:
+    """R@5, R@10, hit@10 and the expect-empty share of one family's queries at recall's
+    defaults, each query scored with ``weights(query)``."""
+    sums: dict[str, list[float]] = defaultdict(list)
+    for q in queries:
+        idx = fit.returned(q.features, q.kinds, q.tokens, weights(q), top_k=10)
+        if q.expect_empty or not q.evidence:
+            sums["expect_empty"].append(0.0 if idx else 1.0)
+            continue
+        ranks = evidence_ranks([q.units[i] for i in idx], frozenset(q.evidence))
+        sums["R@5"].append(recall_at(ranks, 5))
+        sums["R@10"].append(recall_at(ranks, 10))
+        sums["hit@10"].append(hit_at(ranks, 10))
+    return {k: float(np.mean(v)) for k, v in sums.items()}
+
+
+def regret(figures: Mapping[str, float], halves: Mapping[str, Mapping[str, float]]) -> float:
+    """The worse of R@10 and hit@10 minus ``max(better half - TOLERANCE, RRF)``."""
+    return min(
+        figures[m]
+        - max(max(halves["keyword"][m], halves["vector"][m]) - TOLERANCE, halves["rrf"][m])
+        for m in ("R@10", "hit@10")
+    )
+
+
+def held_out(
+    suite: Sequence[LabelledQuery],
+    train: Sequence[LabelledQuery],
+    base: fit.Weights,
+    l2: float,
+) -> dict[str, dict[str, float]]:
+    """Each family scored with weights fitted without it (LoCoMo: without its conversation)."""
+
+    def fitted(without: Callable[[LabelledQuery], bool]) -> fit.Weights:
+        rank, named = fit.ranking_weights([q for q in train if not without(q)], l2)
+        return dataclasses.replace(
+            base, rank=rank, named_rank=named, chat_floor=fit.CHAT_FLOOR,
+            item_floor=fit.ITEM_FLOOR,
+        )  # fmt: skip
+
+    out = {}
+    for name in sorted({q.family for q in suite}):
+        queries = [q for q in suite if q.family == name]
+        if name == "locomo":
+            per_group = {
+                g: fitted(lambda q, g=g: q.family == "locomo" and q.group == g)
+                for g in sorted({q.group for q in queries})
+            }
+            out[name] = family_figures(queries, lambda q, per=per_group: per[q.group])
+        else:
+            w = fitted(lambda q, name=name: q.family == name)
+            out[name] = family_figures(queries, lambda _q, w=w: w)
+    return out
+
+
+def labelled_figures(queries: Sequence[LabelledQuery], weights: fit.Weights) -> str:
+    f = fit.figures([(q, weights) for q in queries])
+    return f"R@5 {f.recall:.3f}  P@5 {f.precision:.3f}  expect-empty {f.expect_empty:.3f}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("suite", help="the --out directory of agentmem eval --suite")
+    parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
+    parser.add_argument("--cases", default="eval/calibration_cases.json")
+    parser.add_argument("--l2", type=float, default=fit.RANKING_L2)
+    parser.add_argument("--validation", nargs="*", default=list(VALIDATION))
+    parser.add_argument("--write", action="store_true", help="update the bundled profile")
+    args = parser.parse_args(argv)
+
+    directory = Path(args.suite)
+    suite = load_candidates(directory / "candidates.jsonl.gz")
+    halves = {
+        name: family["systems"]
+        for name, family in json.loads((directory / "suite.json").read_text())["families"].items()
+    }
+    emb = from_spec("minilm")
+    if args.embed_cache:
+        emb = cached_on_disk(emb, args.embed_cache)[0]
+    golden = collect_golden(str(golden_dataset_path()), embedder=emb)
+    cases = collect_golden(args.cases, embedder=emb) if args.cases else []
+    shipped = CalibrationProfile.from_json(bundled_path(MODEL).read_text(encoding="utf-8"))
+    base = fit.weights_of(shipped)
+    train = [q for q in suite if q.family not in args.validation] + golden + cases
+
+    rank, named = fit.ranking_weights(train, args.l2)
+    new = dataclasses.replace(
+        base, rank=rank, named_rank=named, chat_floor=fit.CHAT_FLOOR, item_floor=fit.ITEM_FLOOR
+    )
+    cv = held_out(suite, train, base, args.l2)
+    print(f"fitted on {len(train)} queries; validation only: {', '.join(args.validation)}")
+    print(
+        "family             | before R@10 hit@10 ee | in-sample R@10 hit@10 ee | held out R@10"
+        " hit@10 ee regret | kw R@10 vec R@10 RRF R@10"
+    )
+    worst = 1.0
+    for name in sorted({q.family for q in suite}):
+        queries = [q for q in suite if q.family == name]
+        before = family_figures(queries, lambda _q: base)
+        after = family_figures(queries, lambda _q: new)
+        out = cv[name]
+        h = halves[name]
+        r = regret(out, h)
+        worst = min(worst, r)
+        print(
+            f"{name:18s} | {before['R@10']:.3f} {before['hit@10']:.3f} "
+            f"{before.get('expect_empty', float('nan')):.2f} | {after['R@10']:.3f} "
+            f"{after['hit@10']:.3f} {after.get('expect_empty', float('nan')):.2f} | "
+            f"{out['R@10']:.3f} {out['hit@10']:.3f} {out.get('expect_empty', float('nan')):.2f} "
+            f"{r:+.3f} | {h['keyword']['R@10']:.3f} {h['vector']['R@10']:.3f} {h['rrf']['R@10']:.3f}"
+        )
+    print(f"worst held-out regret: {worst:+.3f}")
+    for label, queries in (("golden", golden), ("calibration cases", cases)):
+        if queries:
+            family = queries[0].family
+            rank_out, named_out = fit.ranking_weights(
+                [q for q in train if q.family != family], args.l2
+            )
+            out_w = dataclasses.replace(new, rank=rank_out, named_rank=named_out)
+            print(f"{label}: before   {labelled_figures(queries, base)}")
+            print(f"{label}: after    {labelled_figures(queries, new)}")
+            print(f"{label}: held out {labelled_figures(queries, out_w)} (fitted without it)")
+    names = fit.FEATURE_NAMES
+    print("ranking:", {n: round(float(w), 3) for n, w in zip(names, rank, strict=True) if w})
+    if named is not None:
+        print("named:", {n: round(float(w), 3) for n, w in zip(names, named, strict=True) if w})
+    if args.write:
+        profile = dataclasses.replace(
+            new.profile(shipped.embedder, fitted_on="", version=__version__),
+            fitted_on=f"{shipped.fitted_on.split(';')[0]}; ranking: monotone, "
+            f"every suite family but {', '.join(args.validation)} + golden + calibration cases",
+            fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        path = bundled_path(MODEL)
+        path.write_text(profile.to_json(), encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
