@@ -101,6 +101,43 @@ def test_the_keyword_worker_stops_after_the_batch_under_way(
     assert keyword_left == 280
 
 
+class _FailAndStopOnFirstCall:
+    """The real embedder, except that its first document call asks the indexer to stop and
+    fails (a close arriving while an embedding service is down)."""
+
+    def __init__(self, inner: CachedEmbedder) -> None:
+        self.inner = inner
+        self.mem: AgentMemory | None = None
+        self.stopped: threading.Event | None = None
+        self.model_name = inner.model_name
+        self.dimensions = inner.dimensions
+
+    def embed_query(self, text: str) -> FloatArray:
+        return self.inner.embed_query(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        if self.mem is not None and self.stopped is None:
+            self.stopped = _stop_from_another_thread(self.mem)
+            raise ConnectionError("the embedding service is down")
+        return self.inner.embed_documents(texts)
+
+
+def test_a_stop_between_two_attempts_leaves_the_rows_pending_not_failed(
+    make_memory: MakeMemory, shared_embedder: CachedEmbedder
+) -> None:
+    embedder = _FailAndStopOnFirstCall(shared_embedder)
+    mem = make_memory(embedder=embedder, background=False)
+    mem.bind(**IDENT).remember_many(f"fact {i} about the ferry timetable" for i in range(100))
+    embedder.mem = mem
+    mem.context.indexer.start()
+    mem.context.indexer.notify()
+    while embedder.stopped is None:
+        threading.Event().wait(0.01)
+    assert embedder.stopped.wait(120)
+    # the retry was not made (it stopped), and no attempt of those rows counts as failed
+    assert mem.context.records.index.pending_counts()[1:] == (100, 0)
+
+
 class _StopOnFirstCall:
     """The real embedder; its first document call asks the indexer to stop and returns once
     the workers are told (a close arriving while a batch is being embedded)."""

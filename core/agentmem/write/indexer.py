@@ -579,6 +579,7 @@ class Indexer:
         for attempt in range(self.retries + 1):
             try:
                 vectors = self._embed(texts, stop)
+                error = None  # a stop before a retry is not a failure
                 break
             except ModelFilesError as exc:  # retrying cannot fix a missing or corrupt file
                 error = exc
@@ -602,7 +603,8 @@ class Indexer:
                         delay,
                         exc,
                     )
-                    self._sleep(delay)
+                    if stop is None or not stop.is_set():
+                        self._sleep(delay)
         if vectors is None and error is None:  # stopped
             self.records.index.release_claims([seq for seq, _ in live])
             return 0
