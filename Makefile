@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench eval clean
+.PHONY: install demo test test-fast lint format generate bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test-fast: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# the clients' generated code: client/_ops_aio.py from the contract (agentmem/protocols.py),
+# client/_ops_sync.py and client/sync.py from their async sources (a test fails until rerun)
+generate: $(STAMP)
+	$(BIN)/python tools/generate_client.py
 
 bench: $(STAMP)
 	$(BIN)/agentmem bench --memories 10000

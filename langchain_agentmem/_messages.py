@@ -32,8 +32,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agentmem import BoundMemoryProtocol, MemoryItem, NotFoundError, ValidationError
-from agentmem import validation as v
+from agentmem import BoundMemoryProtocol, MemoryItem, NotFoundError, ValidationError, validation
 
 _ROLE_ALIASES = {
     "human": "user",
@@ -218,8 +217,8 @@ def store_messages(memory: BoundMemoryProtocol, messages: Sequence[BaseMessage])
     """
     rows = [message_to_row(m, n) for n, m in enumerate(messages)]
     for n, row in enumerate(rows):
-        v.text(row.content, f"messages[{n}].content", allow_empty=True)
-        v.metadata(row.metadata, f"messages[{n}].metadata")
+        validation.text(row.content, f"messages[{n}].content", allow_empty=True)
+        validation.metadata(row.metadata, f"messages[{n}].metadata")
     run: list[dict[str, Any]] = []
     for row in rows:
         if isinstance(row, ChatRow):

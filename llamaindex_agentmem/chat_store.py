@@ -8,8 +8,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store import BaseChatStore
 
-from agentmem import BoundMemoryProtocol, MemoryProtocol
-from agentmem import validation as v
+from agentmem import BoundMemoryProtocol, MemoryProtocol, validation
 from agentmem.errors import NotFoundError
 from agentmem.models import MemoryItem
 from agentmem.tools.memory_shape import check_store
@@ -63,9 +62,9 @@ class AgentMemChatStore(BaseChatStore):
     ) -> None:
         check_store(memory, "AgentMemChatStore", why="it binds one session per chat-store key")
         fields: dict[str, Any] = {
-            "tenant_id": v.identity(tenant_id, "tenant_id", required=True),
-            "user_id": v.identity(user_id, "user_id"),
-            "agent_id": v.identity(agent_id, "agent_id"),
+            "tenant_id": validation.identity(tenant_id, "tenant_id", required=True),
+            "user_id": validation.identity(user_id, "user_id"),
+            "agent_id": validation.identity(agent_id, "agent_id"),
         }
         super().__init__(**fields, **kwargs)
         self._store = memory

@@ -10,8 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, field_validator, model_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from agentmem import BoundMemoryProtocol
-from agentmem import validation as v
+from agentmem import BoundMemoryProtocol, validation
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
 from agentmem.tools import check_memory
 from agentmem.tools.render import drop_lowest_scored, fit_to_budget, format_hits
@@ -91,7 +90,7 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
     @field_validator("similarity_top_k")
     @classmethod
     def _check_top_k(cls, value: int) -> int:
-        return v.top_k(value, "similarity_top_k")
+        return validation.top_k(value, "similarity_top_k")
 
     @field_validator("token_budget", "retrieval_context_window")
     @classmethod
@@ -103,22 +102,22 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
     @field_validator("scope")
     @classmethod
     def _check_scope(cls, value: str) -> str:
-        return v.choice(value, "scope", RECALL_SCOPES)
+        return validation.choice(value, "scope", RECALL_SCOPES)
 
     @field_validator("kinds", mode="before")
     @classmethod
     def _check_kinds(cls, value: Any) -> tuple[str, ...] | None:
-        return v.choices(value, "kinds", KINDS)
+        return validation.choices(value, "kinds", KINDS)
 
     @field_validator("memory_types", mode="before")
     @classmethod
     def _check_memory_types(cls, value: Any) -> tuple[str, ...] | None:
-        return v.choices(value, "memory_types", MEMORY_TYPES)
+        return validation.choices(value, "memory_types", MEMORY_TYPES)
 
     @field_validator("min_score")
     @classmethod
     def _check_min_score(cls, value: float | None) -> float | None:
-        return v.unit_float(value, "min_score")
+        return validation.unit_float(value, "min_score")
 
     @model_validator(mode="after")
     def _check_session(self) -> AgentMemMemoryBlock:

@@ -10,8 +10,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from agentmem import BoundMemoryProtocol
-from agentmem import validation as v
+from agentmem import BoundMemoryProtocol, validation
 from agentmem.errors import ValidationError
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES, RecallHit
 from agentmem.tools import check_memory
@@ -94,12 +93,12 @@ class AgentMemRetriever(BaseRetriever):
     ) -> None:
         check_memory(memory, "AgentMemRetriever")
         self.memory = memory
-        self.similarity_top_k = v.top_k(similarity_top_k, "similarity_top_k")
-        self.scope = v.choice(scope, "scope", RECALL_SCOPES)
-        self.kinds = v.choices(kinds, "kinds", KINDS)
-        self.memory_types = v.choices(memory_types, "memory_types", MEMORY_TYPES)
-        self.min_score = v.unit_float(min_score, "min_score")
-        self.token_budget = v.positive_int(token_budget, "token_budget")
+        self.similarity_top_k = validation.top_k(similarity_top_k, "similarity_top_k")
+        self.scope = validation.choice(scope, "scope", RECALL_SCOPES)
+        self.kinds = validation.choices(kinds, "kinds", KINDS)
+        self.memory_types = validation.choices(memory_types, "memory_types", MEMORY_TYPES)
+        self.min_score = validation.unit_float(min_score, "min_score")
+        self.token_budget = validation.positive_int(token_budget, "token_budget")
         if not isinstance(rerank, bool):
             raise ValidationError("rerank", "must be a bool")
         self.rerank = rerank

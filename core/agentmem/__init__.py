@@ -12,10 +12,11 @@ of the same shape (``agentmem.connect(url, api_key=...).bind(user_id="u1")``).
 
 from __future__ import annotations
 
-from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .client import connect, connect_async
 from .config import MemoryConfig, Settings, TierConfig
-from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
 from .errors import (
     AgentMemError,
     AuthError,
@@ -34,9 +35,6 @@ from .errors import (
     StorageError,
     ValidationError,
 )
-from .evaluation import calibration_data as _calibration_data  # noqa: F401 (calibrate's data)
-from .llm import LLM, AnthropicLLM, OfflineLLM
-from .memory import AgentMemory, BoundMemory
 from .models import (
     AnswerResult,
     ErasureReceipt,
@@ -50,9 +48,51 @@ from .models import (
     RetentionResult,
 )
 from .protocols import BoundMemoryProtocol, MemoryProtocol
-from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
-from .tiers.knowledge import KnowledgeEntry
-from .tiers.sessions import CloseResult
+from .recall_options import RecallOptions
+from .results import CloseResult, KnowledgeEntry
+
+if TYPE_CHECKING:
+    from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
+    from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
+    from .llm import LLM, AnthropicLLM, OfflineLLM
+    from .memory import AgentMemory, BoundMemory
+    from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
+
+#: The engine's public names and their modules, imported on first use (PEP 562): a process
+#: that only talks to a server (``agentmem.connect``) never loads the engine, its indexes or
+#: their native libraries.
+_ENGINE: dict[str, str] = {
+    "AgentMemory": ".memory",
+    "BoundMemory": ".memory",
+    "CalibrationProfile": ".calibration",
+    "UncalibratedEmbedderWarning": ".calibration",
+    "CachedEmbedder": ".embeddings",
+    "Embedder": ".embeddings",
+    "OnnxMiniLMEmbedder": ".embeddings",
+    "LLM": ".llm",
+    "AnthropicLLM": ".llm",
+    "OfflineLLM": ".llm",
+    "HttpReranker": ".rerank",
+    "OnnxCrossEncoderReranker": ".rerank",
+    "Reranker": ".rerank",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ENGINE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # the labelled data calibrate() fits on registers itself when imported (it lives above
+    # the facade, which cannot import it): load it with the engine, as an eager import did
+    importlib.import_module(".evaluation.calibration_data", __name__)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ENGINE))
+
 
 __version__ = "0.1.0"
 
@@ -90,6 +130,7 @@ __all__ = [
     "OnnxMiniLMEmbedder",
     "RateLimitError",
     "RecallHit",
+    "RecallOptions",
     "RecallResult",
     "RecordsMissingError",
     "RememberResult",

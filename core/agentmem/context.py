@@ -9,7 +9,7 @@ read at open, per-key locks and the access counters. :func:`open_store` builds i
 
 Example:
     >>> ctx = open_store(tmp_path, settings=Settings())  # doctest: +SKIP
-    >>> ctx.records.count_live()  # doctest: +SKIP
+    >>> ctx.records.archive.count_live()  # doctest: +SKIP
     0
 """
 
@@ -273,21 +273,7 @@ def open_store(
         _check_node_home(home, url)
         had_keywords = (home / KEYWORDS_DIR).is_dir()
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
-        missing = url is None and not (home / RECORDS_FILE).exists()
-        if missing:  # before the file is created
-            refuse_lost_records(home, vectors)
-        records = RecordStore(
-            home / RECORDS_FILE,
-            durable=settings.memory.durable_writes,
-            url=url,
-            node_id=None if url is None else node_id(home),
-        )
-        if not missing and not records.holds_history():
-            refuse_lost_records(home, vectors, records)
-        if records.shared:
-            _check_vector_owner(records, embedded=vectors.owns_client)
-            if not had_keywords:  # a new (or lost) keyword index follows the changes anew
-                records.index.mark_keywords_pending()
+        records = _open_records(home, settings, url, vectors, had_keywords=had_keywords)
         index = vectors
 
         def drop() -> None:
@@ -306,15 +292,7 @@ def open_store(
         _finish_switch_if_done(records)
         calibration = calibration_store.select(records, emb)
         keywords = _open_keywords(home / KEYWORDS_DIR, records, recovered)
-        for name in remove_quarantined(home):
-            recovered.append(
-                f"removed {name}, the copy of an unreadable index an earlier version kept (its "
-                "content was out of reach of forget and erase; the index was rebuilt)"
-            )
-        loss = _check_vectors(records, vectors, repair=True)
-        if loss is not None:
-            log.error(loss.describe())
-            recovered.append(loss.describe())
+        _recover(home, records, vectors, recovered)
     except BaseException:
         if vectors is not None:
             vectors.close()
@@ -337,6 +315,48 @@ def open_store(
         replaced_embedder=replaced,
         calibration=calibration,
     )
+
+
+def _open_records(
+    home: Path, settings: Settings, url: str | None, vectors: VectorIndex, *, had_keywords: bool
+) -> RecordStore:
+    """Open (and migrate) the records store, refusing a lost one: missing, or new, beside
+    indexes with entries. On a cluster, check the vector index is this store's, and have a
+    new (or lost) keyword index follow the changes anew."""
+    missing = url is None and not (home / RECORDS_FILE).exists()
+    if missing:  # before the file is created
+        refuse_lost_records(home, vectors)
+    records = RecordStore(
+        home / RECORDS_FILE,
+        durable=settings.memory.durable_writes,
+        url=url,
+        node_id=None if url is None else node_id(home),
+    )
+    try:
+        if not missing and not records.archive.holds_history():
+            refuse_lost_records(home, vectors, records)
+        if records.shared:
+            _check_vector_owner(records, embedded=vectors.owns_client)
+            if not had_keywords:
+                records.index.mark_keywords_pending()
+    except BaseException:
+        records.close()
+        raise
+    return records
+
+
+def _recover(home: Path, records: RecordStore, vectors: VectorIndex, recovered: list[str]) -> None:
+    """Remove copies of unreadable indexes an earlier version kept, and queue again the rows
+    whose vectors the vector index lost; say so in ``recovered``."""
+    for name in remove_quarantined(home):
+        recovered.append(
+            f"removed {name}, the copy of an unreadable index an earlier version kept (its "
+            "content was out of reach of forget and erase; the index was rebuilt)"
+        )
+    loss = _check_vectors(records, vectors, repair=True)
+    if loss is not None:
+        log.error(loss.describe())
+        recovered.append(loss.describe())
 
 
 def settings_embedder(settings: Settings) -> Embedder:
@@ -386,7 +406,7 @@ def _open_read_only(
         vectors.close()
         raise
     try:
-        if not records.holds_history():
+        if not records.archive.holds_history():
             refuse_lost_records(home, vectors, records)
         recorded = fingerprint.read(records)
         current = None if recorded is None else fingerprint.differs(recorded, embedder)

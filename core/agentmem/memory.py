@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
-from . import validation as v
+from . import validation
 from .calibration.fit import CalibrationReport, Labelled
 from .calibration.profile import CalibrationProfile, UncalibratedEmbedderWarning
 from .config import MemoryConfig, Settings, TierConfig, default_home
@@ -59,15 +59,22 @@ from .models import (
     RetentionResult,
 )
 from .recall.api import recall as recall_op
+from .recall.engine import RecallEngine
+from .recall_options import RecallKwargs, RecallOptions
 from .rerank import Reranker
 from .storage import fingerprint
+from .storage.access import AccessTracker
 from .storage.fingerprint import EmbedderFingerprint
+from .storage.keyword_index import KeywordIndex
+from .storage.records import RecordStore
+from .storage.vector_index import VectorIndex
 from .tiers import sessions as session_tiers
 from .tiers.agent_state import AgentState
 from .tiers.knowledge import Knowledge
 from .tiers.sessions import CloseResult, SessionDetail
 from .tiers.working import CompactionResult, PromptView, WorkingMemory
 from .write import conversation, documents, memories
+from .write.indexer import Indexer
 
 __all__ = ["AgentMemory", "BoundMemory", "Stats"]
 
@@ -357,32 +364,32 @@ class AgentMemory:
         return self._ctx.llm
 
     @property
-    def records(self) -> Any:
+    def records(self) -> RecordStore:
         """The records store (:class:`~agentmem.storage.records.RecordStore`)."""
         return self._ctx.records
 
     @property
-    def keywords(self) -> Any:
+    def keywords(self) -> KeywordIndex:
         """The keyword index (:class:`~agentmem.storage.keyword_index.KeywordIndex`)."""
         return self._ctx.keywords
 
     @property
-    def vectors(self) -> Any:
+    def vectors(self) -> VectorIndex:
         """The vector index (:class:`~agentmem.storage.vector_index.VectorIndex`)."""
         return self._ctx.vectors
 
     @property
-    def indexer(self) -> Any:
+    def indexer(self) -> Indexer:
         """The background indexer (:class:`~agentmem.write.indexer.Indexer`)."""
         return self._ctx.indexer
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> RecallEngine:
         """The recall engine (:class:`~agentmem.recall.engine.RecallEngine`)."""
         return self._ctx.engine
 
     @property
-    def access(self) -> Any:
+    def access(self) -> AccessTracker:
         """The recall-hit counters (:class:`~agentmem.storage.access.AccessTracker`)."""
         return self._ctx.access
 
@@ -420,10 +427,10 @@ class AgentMemory:
     ) -> BoundMemory:
         """A view of this store for one identity. Only ``tenant_id`` is required."""
         identity = Identity(
-            tenant_id=v.identity(tenant_id, "tenant_id", required=True),  # type: ignore[arg-type]
-            user_id=v.identity(user_id, "user_id"),
-            agent_id=v.identity(agent_id, "agent_id"),
-            session_id=v.identity(session_id, "session_id"),
+            tenant_id=validation.identity(tenant_id, "tenant_id", required=True),  # type: ignore[arg-type]
+            user_id=validation.identity(user_id, "user_id"),
+            agent_id=validation.identity(agent_id, "agent_id"),
+            session_id=validation.identity(session_id, "session_id"),
         )
         return BoundMemory(self, identity)
 
@@ -529,8 +536,8 @@ class AgentMemory:
     ) -> Iterator[dict[str, Any]]:
         """Every live record (of every tenant unless ``tenant_id``) as JSON-ready dicts."""
         ctx = self._live()
-        kind_filter = v.choices(kinds, "kinds", KINDS)
-        for row in ctx.records.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
+        kind_filter = validation.choices(kinds, "kinds", KINDS)
+        for row in ctx.records.archive.iter_rows(tenant_id=tenant_id, kinds=kind_filter):
             yield row.item.to_dict()
 
     def judge_pending(self, *, limit: int | None = None) -> JudgeResult:
@@ -747,18 +754,8 @@ class BoundMemory:
     def recall(
         self,
         query: str,
-        *,
-        top_k: int = 5,
-        kinds: Iterable[str] | str | None = None,
-        memory_types: Iterable[str] | str | None = None,
-        scope: str = "any",
-        rerank: bool = True,
-        min_score: float | None = None,
-        token_budget: int | None = None,
-        filters: Mapping[str, Any] | None = None,
-        include_superseded: bool = False,
-        tiers: Iterable[str] | str | None = None,
-        target_agent: str | None = None,
+        options: RecallOptions | None = None,
+        **kwargs: Unpack[RecallKwargs],
     ) -> RecallResult:
         """Hybrid (keyword + vector) recall within this identity's scopes.
 
@@ -767,45 +764,14 @@ class BoundMemory:
 
         Args:
             query: What to look for (longer than 8192 characters is truncated).
-            top_k: At most this many items (1..20).
-            kinds: Restrict to these kinds (chat_message, tool_output, document_chunk,
-                memory, summary).
-            memory_types: Restrict to these memory types.
-            scope: session, history, user, agent, tenant, knowledge, or any (all of them,
-                fused).
-            rerank: Use the configured reranker, if any (fail-open).
-            min_score: Calibrated score in [0, 1] the best candidate must reach for recall
-                to return anything (default from config, 0.3); items scoring at least it,
-                or at least the profile's share of the best score (``chat_floor``,
-                ``item_floor``), are returned (see :func:`agentmem.recall.ranking.kept_indices`).
-            token_budget: Max tokens of returned content (default from config, 1000).
-            filters: Equality filters on the caller's stored metadata; identity keys are
-                rejected (identity comes only from :meth:`AgentMemory.bind`).
-            include_superseded: Audit callers only: include superseded memories.
-            target_agent: Read another agent of the tenant instead (this memory must be bound
-                to an agent and no user): its closed sessions' chunks and summaries
-                (``scope="history"``) and its knowledge (``scope="knowledge"``); never its
-                working memory, a user's rows or another tenant.
-            tiers: Only rows of these tiers (working, mid_term, long_term, knowledge); the
-                default searches messages, memories, documents, knowledge and session
-                summaries, but not session chunks (see :mod:`agentmem.tiers.sessions`).
+            options: How to search (:class:`~agentmem.RecallOptions`: ``top_k``, ``kinds``,
+                ``memory_types``, ``scope``, ``rerank``, ``min_score``, ``token_budget``,
+                ``filters``, ``include_superseded``, ``tiers``, ``target_agent``; each
+                documented there).
+            **kwargs: The same options as keywords (``top_k=3, scope="user"``), laid over
+                ``options``.
         """
-        return recall_op(
-            self._ctx,
-            self.identity,
-            query,
-            top_k=top_k,
-            kinds=kinds,
-            memory_types=memory_types,
-            scope=scope,
-            rerank=rerank,
-            min_score=min_score,
-            token_budget=token_budget,
-            filters=filters,
-            include_superseded=include_superseded,
-            tiers=tiers,
-            target_agent=target_agent,
-        )
+        return recall_op(self._ctx, self.identity, query, options, **kwargs)
 
     # -- derived memories --------------------------------------------------------------------
     def ingest(self, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> IngestResult:

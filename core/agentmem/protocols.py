@@ -7,6 +7,15 @@ and the client of :func:`agentmem.connect` both satisfy :class:`MemoryProtocol`.
 unchanged on a memory served by ``agentmem serve``. Both protocols are runtime-checkable
 (``isinstance(x, BoundMemoryProtocol)``), so a pydantic field typed with one accepts either.
 
+These protocols are also the one declaration of the operation contract: the wire's
+operation table (:data:`agentmem.wire.OPS`, hence the server's routes and their OpenAPI
+schema) is read from them, both clients' methods are generated from them
+(``make generate``), and ``tests/core/test_architecture.py`` fails when the embedded facade, a
+client or the server disagrees with them on a name, parameter, default, type or result.
+A new operation is declared here and implemented on :class:`~agentmem.BoundMemory`.
+They sit at the bottom layer (models, results and errors only), so a client imports them
+without the engine.
+
 Example:
     >>> def remember_tea(memory: BoundMemoryProtocol) -> str:
     ...     return memory.remember("Prefers tea", memory_type="preference").id
@@ -15,11 +24,10 @@ Example:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, Unpack, runtime_checkable
 
-from .llm.base import ChatTurn
 from .models import (
     AnswerResult,
     ErasureReceipt,
@@ -29,10 +37,30 @@ from .models import (
     RecallResult,
     RememberResult,
 )
-from .tiers.agent_state import StateEntry
-from .tiers.knowledge import KnowledgeEntry, UpsertResult
-from .tiers.sessions import CloseResult, SessionDetail
-from .tiers.working import CompactionResult, PromptView
+from .recall_options import RecallKwargs, RecallOptions
+from .results import (
+    ChatTurn,
+    CloseResult,
+    CompactionResult,
+    KnowledgeEntry,
+    PromptView,
+    SessionDetail,
+    StateEntry,
+    UpsertResult,
+)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def local(method: _F) -> _F:
+    """Mark a declared method as served by the caller's side alone (``knowledge.search`` is
+    a ``recall`` with ``scope="knowledge"``): it has no operation of its own on the wire."""
+    method.__agentmem_local__ = True  # type: ignore[attr-defined]
+    return method
+
+
+def is_local(method: Any) -> bool:
+    return bool(getattr(method, "__agentmem_local__", False))
 
 
 class KnowledgeProtocol(Protocol):
@@ -56,7 +84,10 @@ class KnowledgeProtocol(Protocol):
         self, *, agent_id: str | None = None, all_agents: bool = False
     ) -> builtins.list[KnowledgeEntry]: ...
 
-    def search(self, query: str, *, top_k: int = 5, **kwargs: Any) -> RecallResult: ...
+    @local
+    def search(
+        self, query: str, options: RecallOptions | None = None, **kwargs: Unpack[RecallKwargs]
+    ) -> RecallResult: ...
 
 
 class StateProtocol(Protocol):
@@ -144,17 +175,8 @@ class BoundMemoryProtocol(Protocol):
     def recall(
         self,
         query: str,
-        *,
-        top_k: int = 5,
-        kinds: Iterable[str] | str | None = None,
-        memory_types: Iterable[str] | str | None = None,
-        scope: str = "any",
-        rerank: bool = True,
-        min_score: float | None = None,
-        token_budget: int | None = None,
-        filters: Mapping[str, Any] | None = None,
-        include_superseded: bool = False,
-        tiers: Iterable[str] | str | None = None,
+        options: RecallOptions | None = None,
+        **kwargs: Unpack[RecallKwargs],
     ) -> RecallResult: ...
 
     def ingest(self, messages: Iterable[Mapping[str, Any] | ChatTurn]) -> IngestResult: ...
@@ -183,7 +205,9 @@ class BoundMemoryProtocol(Protocol):
 
     def close_session(self, *, summary_timeout: float | None = None) -> CloseResult: ...
 
-    def session_detail(self, session_id: str) -> SessionDetail: ...
+    def session_detail(
+        self, session_id: str, *, target_agent: str | None = None
+    ) -> SessionDetail: ...
 
     def sessions(self) -> list[str]: ...
 

@@ -79,7 +79,7 @@ def test_tracker_flushes_on_its_interval_and_keeps_counts_when_a_flush_fails(
     tmp_path: Path,
 ) -> None:
     store = RecordStore(tmp_path / "records.sqlite3")
-    store.insert([record("a"), record("b")])
+    store.memories.insert([record("a"), record("b")])
     now = [100.0]
     tracker = AccessTracker(store, flush_every=1000, flush_interval=5.0, clock=lambda: now[0])
     tracker.record(["a", "b"])

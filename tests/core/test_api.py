@@ -209,6 +209,7 @@ def test_all_is_pinned() -> None:
         "OnnxMiniLMEmbedder",
         "RateLimitError",
         "RecallHit",
+        "RecallOptions",
         "RecallResult",
         "RecordsMissingError",
         "RememberResult",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,3 +141,17 @@ def test_calibrate_fits_saves_and_uses_a_profile(
     ]
     assert m.recall("lattice quantum chromodynamics").items == []
     again.close()
+
+
+def test_the_calibrate_command_registers_the_shipped_cases() -> None:
+    """A fresh ``agentmem calibrate`` process has the shipped cases to fit on, although the
+    package root no longer imports the engine (and the evaluation layer) on its own."""
+    code = (
+        "import agentmem.cli.calibrate_cmd\n"
+        "from agentmem.calibration import source\n"
+        "print(len(source._collector))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "1"

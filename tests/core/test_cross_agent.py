@@ -57,7 +57,7 @@ def test_an_agent_reads_another_agents_closed_sessions_and_knowledge(world: Agen
     assert any("inspection" in t for t in texts)  # a chunk or summary of its closed session
     assert any("opens at six" in t for t in texts)  # its knowledge
     for hit in result.items:
-        row = world.records.get(hit.id)
+        row = world.records.memories.get(hit.id)
         assert row is not None and row.item.tenant_id == "acme"
         assert row.item.agent_id == "planner" and row.item.user_id is None
         assert hit.scope in ("history", "knowledge")

@@ -57,7 +57,7 @@ def _stored(path: Path, embedder: CachedEmbedder, ids: list[str]) -> dict[str, n
         warnings.simplefilter("ignore", Uncalibrated)
         mem = AgentMemory(path, embedder=embedder, background=False, read_only=True)
     with mem:
-        partition = mem.records.partitions()[0][1]
+        partition = mem.records.partitions.all()[0][1]
         return dict(mem.vectors.vectors(collection_name("t", partition), ids))
 
 

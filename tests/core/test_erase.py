@@ -101,7 +101,9 @@ def assert_gone(mem: AgentMemory, canary: str, *bound: BoundMemory) -> None:
     assert files_with(mem.home, canary) == []
 
 
-def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMemory) -> None:
+def test_erase_user_leaves_no_byte_and_keeps_the_other_user(
+    make_memory: MakeMemory, rows: Callable[..., int]
+) -> None:
     mem = make_memory()
     m1 = fill(mem, C1, user=U1, agent="support")
     m2 = fill(mem, C2, user=U2, agent="support")
@@ -114,7 +116,7 @@ def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMem
     assert len(contents2) > 20
     assert files_with(mem.home, C1) and files_with(mem.home, C2)
     assert keyword_terms_left(mem, C1)
-    indexed = mem.records.count("user_id = ? AND keyword_indexed = 1", (U1,))
+    indexed = rows(mem, "user_id = ? AND keyword_indexed = 1", (U1,))
     vectors = vector_count(mem, set(ids1))
     assert recall2 and vectors
 
@@ -131,7 +133,7 @@ def test_erase_user_leaves_no_byte_and_keeps_the_other_user(make_memory: MakeMem
     assert owned_rows(mem, "user_id = ?", (U2,)) == rows2
     assert gettable(m2, ids2) == contents2
     after = m2.recall(C2, top_k=20, min_score=0.0).items
-    assert after and all(mem.records.get(h.id).item.user_id == U2 for h in after)
+    assert after and all(mem.records.memories.get(h.id).item.user_id == U2 for h in after)
     assert any(C2 in t for t in everything_readable(m2, C2))
     # the receipt counts what went, per store
     assert receipt.records["memories"] == len(ids1)
@@ -205,12 +207,12 @@ def test_erase_a_whole_tenant(make_memory: MakeMemory) -> None:
     fill(mem, C1 + "x", tenant="t-gone", user=None, agent="support")
     other = fill(mem, C2, tenant="t-kept", user=U1, agent="support")
     kept = owned_rows(mem, "tenant_id = ?", ("t-kept",))
-    gone_collections = {c for t, _, c in mem.records.partitions() if t == "t-gone"}
+    gone_collections = {c for t, _, c in mem.records.partitions.all() if t == "t-gone"}
 
     receipt = mem.erase(tenant_id="t-gone")
 
     assert mem.records.erasure.leftovers([mem.records.erasure.all()[0].subject]) == [{}]
-    assert not [t for t, _, _ in mem.records.partitions() if t == "t-gone"]
+    assert not [t for t, _, _ in mem.records.partitions.all() if t == "t-gone"]
     assert gone_collections and not gone_collections & set(mem.vectors.collections())
     assert receipt.records["memories"] > 0 and receipt.records["agent_state"] == 1
     assert owned_rows(mem, "tenant_id = ?", ("t-kept",)) == kept
@@ -411,5 +413,5 @@ def test_the_keyword_rewrite_indexes_rows_as_the_indexer_does(make_memory: MakeM
 
     before = answers()
     assert any(len(a) > 3 for a in before)
-    assert mem.indexer.rewrite_keywords() == mem.records.count_live()
+    assert mem.indexer.rewrite_keywords() == mem.stats().live
     assert answers() == before

@@ -111,7 +111,7 @@ def test_forget_reaches_chunks_summaries_extracted_memories_and_working_memory(
 def test_forget_leaves_a_tombstone_of_ids_kind_and_times(make_memory: MakeMemory) -> None:
     mem = make_memory()
     m, ingested, target = _conversation(mem)
-    before = mem.records.get(target)
+    before = mem.records.memories.get(target)
     assert before is not None
     assert m.forget(target)
     row = mem.records.read(
@@ -279,7 +279,7 @@ def test_a_message_forgotten_while_its_follower_is_keyword_indexed_leaves_no_tra
     release.set()
     thread.join(30)
     assert mem.flush(timeout=30)
-    row = mem.records.get(reply.id)
+    row = mem.records.memories.get(reply.id)
     assert row is not None
     flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
     assert mem.keywords.search(mem.keywords.query_terms(CANARY), flt, 10) == []

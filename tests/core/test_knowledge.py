@@ -58,7 +58,7 @@ def test_update_by_key_supersedes_the_previous_entry(mem: AgentMemory) -> None:
     entry = kb.get("hours")
     assert entry is not None and entry.content == "Support hours are 8-20 CET."
     assert entry.metadata == {"v": 2, KEY_METADATA: "hours"}
-    stored = mem.records.get(old.id)
+    stored = mem.records.memories.get(old.id)
     assert stored is not None and stored.item.superseded_by == new.id  # kept as history
     assert [e.key for e in kb.list()] == ["hours"]
     # the old version is out of recall; the new one is in

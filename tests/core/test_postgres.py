@@ -344,7 +344,7 @@ def test_writes_of_other_users_and_topics_run_while_one_topic_is_locked(
     b = make_memory(records_url=pg_url, chroma_client=chroma)
     u1, u2 = b.bind("acme", user_id="u1"), b.bind("acme", user_id="u2")
     first = u1.remember("Deploys go out on Mondays", memory_type="fact", topic_key="deploy")
-    row = a.records.get(first.id)
+    row = a.records.memories.get(first.id)
     assert row is not None
     held = topic_key("acme", row.partition, "deploy")
     done: dict[str, threading.Event] = {}
@@ -422,7 +422,7 @@ def test_a_change_committed_after_a_later_one_reaches_every_keyword_index(
     reader.indexer.run_once(drain=True)
     assert len(reader.keywords.all_ids()) == 2 and earlier[0] in reader.keywords.all_ids()
     assert not reader.records.index.held_back
-    assert reader.records.index.pending_counts()[0] == 0
+    assert reader.stats().keyword_pending == 0
 
 
 def test_concurrent_writers_on_two_nodes_keep_every_guarantee(
@@ -457,7 +457,7 @@ def test_concurrent_writers_on_two_nodes_keep_every_guarantee(
                     topic = topics[n % len(topics)] if n % 3 == 1 else None
                     text = f"Writer {w} note {n} for {user}"
                     got = m.remember(text, memory_type="fact", topic_key=topic)
-                other = nodes[1 - node].records.get(got.id)
+                other = nodes[1 - node].records.memories.get(got.id)
                 assert other is not None and other.item.content == text
                 with lock:
                     acked.append((node, got.id, text))
@@ -537,7 +537,7 @@ def test_an_erased_message_leaves_no_context_in_the_other_nodes_entries(
     scout.add_message("user", "Scout, what is the garage code zqgarage4711?")
     follower = helper.add_message("user", "Helper, book the dentist for Tuesday afternoon.")
     assert a.flush(timeout=60) and b.flush(timeout=60)
-    row = a.records.get(follower.id)
+    row = a.records.memories.get(follower.id)
     assert row is not None
     flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
     canary = b.keywords.query_terms("zqgarage4711")
@@ -579,7 +579,7 @@ def test_a_message_embedded_ahead_of_one_nodes_keyword_pass_is_gated_on_every_no
     finally:
         b.indexer.embedder = embedder
     assert a.flush(timeout=60) and b.flush(timeout=60)
-    row = a.records.get(budget.id)
+    row = a.records.memories.get(budget.id)
     assert row is not None
     flt = KeywordFilter(tenant="acme", partitions=(row.partition,))
     for node in (a, b):

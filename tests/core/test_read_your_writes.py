@@ -30,7 +30,8 @@ def test_fifty_messages_then_recall_finds_them_by_keyword_and_meaning(
     for n in range(49):
         m.add_message("user" if n % 2 else "assistant", f"Small talk line {n} about the garden")
     m.add_message("assistant", WEATHER)
-    assert mem.records.index.pending_counts()[:2] == (50, 50)  # nothing indexed yet
+    queued = mem.stats()
+    assert (queued.keyword_pending, queued.vector_pending) == (50, 50)  # nothing indexed yet
 
     by_keyword = m.recall("weather forecast")
     assert by_keyword.items and by_keyword.items[0].content == WEATHER
@@ -99,7 +100,7 @@ def test_a_backlog_row_naming_the_queried_identifier_is_found(make_memory: MakeM
     assert [h.id for h in result.items[:1]] == [target.id]
     assert hidden.id not in {h.id for h in result.items}  # the same gates as other rows
     # only the backlog's rows: none for an identifier nobody wrote, nor once indexed
-    row = mem.records.get(target.id)
+    row = mem.records.memories.get(target.id)
     assert row is not None
     index = mem.records.index
     assert index.keyword_pending_naming("acme", [row.partition], ["nosuch1"], 8) == []
@@ -150,7 +151,7 @@ def test_a_backlog_row_naming_a_number_is_not_crowded_out_by_longer_ones(
     result = m.recall("order 4711", min_score=0.0)
     assert result.degraded
     assert target.id in {h.id for h in result.items}
-    row = mem.records.get(target.id)
+    row = mem.records.memories.get(target.id)
     assert row is not None
     named = mem.records.index.keyword_pending_naming("acme", [row.partition], ["4711"], 8)
     assert [r.item.id for _, r, _, _ in named] == [target.id]
@@ -196,7 +197,7 @@ def test_identifier_lookup_matches_text_literally(make_memory: MakeMemory) -> No
     m = mem.bind("acme", user_id="u1")
     literal = m.remember("Discount code 50%off applies to order X_17")
     m.remember("Discount code 50 off applies to order XA17")
-    row = mem.records.get(literal.id)
+    row = mem.records.memories.get(literal.id)
     assert row is not None
     for needle in ("50%off", "x_17"):
         found = mem.records.index.keyword_pending_naming("acme", [row.partition], [needle], 10)
@@ -276,6 +277,7 @@ def test_a_row_indexed_while_recall_searches_is_not_lost(
         searched_then_indexed(engine.vectors.search_many, nested=True),
     )
     result = m.recall("Which parcel is the user's?")
-    assert mem.records.index.pending_counts()[:2] == (0, 0)  # indexed during the recall
+    queued = mem.stats()
+    assert (queued.keyword_pending, queued.vector_pending) == (0, 0)  # indexed during the recall
     assert [i.id for i in result.items] == [fact.id]
     assert not result.degraded

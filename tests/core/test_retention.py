@@ -174,7 +174,7 @@ def test_policy_from_env() -> None:
     assert p == RetentionPolicy(7, 90, 100, True)
 
 
-def test_batches_and_tenant_filter(make_memory: MakeMemory) -> None:
+def test_batches_and_tenant_filter(make_memory: MakeMemory, rows: Callable[..., int]) -> None:
     mem = make_memory()
     for tenant in ("acme", "beta"):
         kb = mem.bind(tenant, agent_id="a1").knowledge
@@ -183,8 +183,8 @@ def test_batches_and_tenant_filter(make_memory: MakeMemory) -> None:
     policy = RetentionPolicy(batch_size=2)
     result = run_retention(mem.context, policy, now=now_utc() + LATER, tenant_id="acme")
     assert result.soft_deleted == 5
-    assert mem.records.count("anonymized_at IS NOT NULL AND tenant_id = 'acme'") == 5
-    assert mem.records.count("anonymized_at IS NOT NULL AND tenant_id = 'beta'") == 0
+    assert rows(mem, "anonymized_at IS NOT NULL AND tenant_id = 'acme'") == 5
+    assert rows(mem, "anonymized_at IS NOT NULL AND tenant_id = 'beta'") == 0
     assert run_retention(mem.context, policy, now=now_utc() + LATER).soft_deleted == 5
 
 

@@ -142,22 +142,22 @@ def test_candidates_are_older_same_bucket_and_capped(make_memory: MakeMemory) ->
     }
 
 
-def test_unembedded_rows_are_candidates(make_memory: MakeMemory) -> None:
+def test_unembedded_rows_are_candidates(make_memory: MakeMemory, rows: Callable[..., int]) -> None:
     mem = make_memory(background=False)  # nothing is embedded until flush()
     m = mem.bind("acme", user_id="u1")
     old = m.remember("I live in Berlin")
     new = m.remember("I moved to Lisbon")
-    assert mem.records.count("vec_pending = 1") == 2
+    assert rows(mem, "vec_pending = 1") == 2
     assert mem.judge_pending().superseded == ((old.id, new.id),)
 
 
-def test_embedded_rows_are_candidates(make_memory: MakeMemory) -> None:
+def test_embedded_rows_are_candidates(make_memory: MakeMemory, rows: Callable[..., int]) -> None:
     mem = make_memory()
     m = mem.bind("acme", user_id="u1")
     old = m.remember("I live in Berlin")
     mem.judge_pending()
     mem.flush()
-    assert mem.records.count("vec_pending = 1") == 0
+    assert rows(mem, "vec_pending = 1") == 0
     new = m.remember("I moved to Lisbon")
     assert mem.judge_pending().superseded == ((old.id, new.id),)
 

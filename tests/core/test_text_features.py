@@ -127,11 +127,11 @@ def test_leaving_the_index_clears_the_stored_terms(make_memory: Any) -> None:
     # forgetting clears the copy of the words with the content, in the same transaction (not
     # only when the indexes drop the row, which forget does at once but may fail to)
     other = m.recall("flight LH-4471", min_score=0.0).items[0]
-    assert mem.records.tombstone("acme", [other.id]) == [other.id]
+    assert mem.records.retention.tombstone("acme", [other.id]) == [other.id]
     assert _features(mem)[other.id][2:] == (None, None, None)
     assert m.forget(fact.id)
     # anonymizing redacts the copy of the words at once, before the indexer runs
-    mem.records.anonymize([(msg.id, "acme", "test")], "2030-01-01T00:00:00+00:00")
+    mem.records.retention.anonymize([(msg.id, "acme", "test")], "2030-01-01T00:00:00+00:00")
     assert _features(mem)[msg.id][2:] == (None, None, None)
     mem.flush()
     assert _features(mem)[fact.id][2:] == (None, None, None)

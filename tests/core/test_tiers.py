@@ -172,7 +172,7 @@ def test_long_term_detail_chunks_are_keyword_only(twelve: AgentMemory, reader: B
     assert chunk.id in chunk_ids(twelve, "s0") and chunk.kind == "chat_message"
     assert chunk.metadata["dia_ids"] == ["D0:1", "D0:2", "D0:3"]
     assert "Alice: Today I want to talk about baking sourdough" in chunk.content
-    assert twelve.records.get(chunk.id).item.keyword_indexed  # type: ignore[union-attr]
+    assert twelve.records.memories.get(chunk.id).item.keyword_indexed  # type: ignore[union-attr]
 
 
 def test_mid_term_chunks_carry_their_messages(twelve: AgentMemory, reader: BoundMemory) -> None:
@@ -249,16 +249,16 @@ def test_reindex_does_not_embed_long_term_chunks_again(
 
 
 # -- the pipeline -------------------------------------------------------------------------------
-def test_close_session_is_idempotent(make_memory: MakeMemory) -> None:
+def test_close_session_is_idempotent(make_memory: MakeMemory, rows: Callable[..., int]) -> None:
     mem = make_memory(background=False)
     m = mem.bind("acme", user_id="u1", session_id="s1")
     fill_session(m, 0)
     first = m.close_session()
-    rows = mem.records.count()
+    stored = rows(mem)
     second = m.close_session()
     assert second.already_closed and not first.already_closed
     assert second.chunk_ids == first.chunk_ids and second.summary_ids == first.summary_ids
-    assert second.tier == "mid_term" and mem.records.count() == rows
+    assert second.tier == "mid_term" and rows(mem) == stored
     assert len(list_sessions(m.store.context, m.identity)) == 1
 
 
@@ -272,7 +272,7 @@ def test_new_messages_after_a_close_are_chunked_on_the_next_close(
     fill_session(m, 1)
     second = m.close_session()
     assert not second.already_closed and second.messages == 6
-    live = mem.records.get_many("acme", chunk_ids(mem, "s1"))
+    live = mem.records.memories.get_many("acme", chunk_ids(mem, "s1"))
     covered = [i for r in live for i in r.item.metadata["message_ids"]]
     assert sorted(covered) == sorted(i.id for i in m.messages())  # every message exactly once
     assert len(summary_ids(mem, "s1")) == 1 and summary_ids(mem, "s1") != list(first.summary_ids)
@@ -325,7 +325,7 @@ def test_failed_summary_is_skipped_and_promotion_writes_an_offline_one(
     closed = m2.close_session(summary_timeout=0)
     assert closed.summary_status == "skipped" and closed.promoted == ("s1",)
     (sid,) = summary_ids(mem, "s1")
-    row = mem.records.get(sid)
+    row = mem.records.memories.get(sid)
     assert row is not None and row.tier == TIER_LONG_SUMMARY
     assert row.item.metadata["summarizer"] == "offline-heuristic-v1"
     assert "tax return" in row.item.content
@@ -391,7 +391,7 @@ def test_group_messages_keeps_tool_sequences_with_their_turn(make_memory: MakeMe
     big = group_messages(items, max_messages=2, max_tokens=400)
     assert all(len(c) <= 2 for c in big) and sum(len(c) for c in big) == len(items)
     result = m.close_session()
-    first = mem.records.get(result.chunk_ids[0])
+    first = mem.records.memories.get(result.chunk_ids[0])
     assert first is not None
     assert first.item.content.splitlines()[2] == "tool hotels: Hotel A, Hotel B"
 

@@ -73,7 +73,7 @@ def _worker(
                 result = m.recall(f"tok{n}x{target} heron", top_k=5, min_score=0.0)
                 assert len(result.items) <= 5
                 for hit in result.items:
-                    row = mem.records.get(hit.id)
+                    row = mem.records.memories.get(hit.id)
                     assert row is not None and row.item.tenant_id == tenant
                     if row.item.scope == "user":
                         assert row.item.user_id == user
@@ -107,16 +107,17 @@ def test_threads_writing_and_recalling_lose_nothing(make_memory, shared_embedder
 
     assert mem.flush(timeout=180)
     live = set(written) - forgotten
-    rows = {r.item.id: r for r in mem.records.iter_rows(live_only=False)}
+    rows = {r.item.id: r for r in mem.records.archive.iter_rows(live_only=False)}
     assert set(rows) == set(written)  # nothing lost, nothing invented
     assert {i for i, r in rows.items() if r.item.deleted_at is None} == live
     for id_, tenant in written.items():
         assert rows[id_].item.tenant_id == tenant
         # a forgotten row is a tombstone: no content left
         assert bool(rows[id_].item.content) == (id_ in live)
-    assert mem.records.index.pending_counts() == (0, 0, 0)
+    done = mem.stats()
+    assert (done.keyword_pending, done.vector_pending, done.vector_failed) == (0, 0, 0)
     assert mem.keywords.all_ids() == live
-    vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions()))
+    vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions.all()))
     assert vectors == live
     stats = mem.stats()
     assert stats.live == len(live) and stats.deleted == len(forgotten)
@@ -137,7 +138,7 @@ def test_second_process_gets_data_dir_locked_error(
     acked = [line.split()[2] for line in lines if line.startswith("ACK ")]
     with AgentMemory(home, embedder=HashEmbedder(), background=False) as mem:
         m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
-        assert len(mem.records.get_many(TENANT, acked)) == len(acked)
+        assert len(mem.records.memories.get_many(TENANT, acked)) == len(acked)
         assert m.get(acked[-1]).content
 
 

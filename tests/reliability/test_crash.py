@@ -97,7 +97,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
     records = mem.records
     assert records.index.pending_counts() == (0, 0, 0)
 
-    rows = {r.item.id: r for r in records.iter_rows(live_only=False)}
+    rows = {r.item.id: r for r in records.archive.iter_rows(live_only=False)}
     # 1. every acknowledged write is there, exactly as written
     missing = [i for i in acked if i not in rows]
     assert not missing, f"{len(missing)} acknowledged ids lost, e.g. {missing[:3]}"
@@ -124,7 +124,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
     for row in rows.values():
         by_partition[row.partition].add(row.item.id)
     vector_ids: set[str] = set()
-    for tenant, partition, collection in records.partitions():
+    for tenant, partition, collection in records.partitions.all():
         assert tenant == TENANT
         ids = mem.vectors.ids(collection)
         assert ids == by_partition[partition], f"partition {partition} drifted"
@@ -161,7 +161,7 @@ def verify(home: Path, acked: Acked, *, sample: int = 25) -> AgentMemory:
         assert kw and id_ in {i for i, s in kw if s >= kw[0][1] - 1e-6}, kw
         for other, _ in kw:
             if other != id_:
-                before = records.preceding_messages(
+                before = records.conversations.preceding_messages(
                     TENANT, SESSION, rows[other].partition, other, mem.config.keyword_context
                 )
                 assert id_ in {r.item.id for r in before}, (other, kw)

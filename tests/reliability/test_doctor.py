@@ -74,7 +74,7 @@ def _assert_healed(home: Path, ids: list[str], gone: str, embedder: Any) -> None
         assert report.ok, report
         assert report.live_rows == len(ids)
         assert mem.keywords.all_ids() == set(ids)
-        vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions()))
+        vectors = set().union(*(mem.vectors.ids(c) for _, _, c in mem.records.partitions.all()))
         assert vectors == set(ids)
         m = mem.bind(**IDENT)
         assert m.recall("KX-93-ZQ-771").items[0].content == FACTS[0]
@@ -84,7 +84,7 @@ def _assert_healed(home: Path, ids: list[str], gone: str, embedder: Any) -> None
 
 
 def _partition_of(mem: AgentMemory, id_: str) -> str:
-    row = mem.records.get(id_)
+    row = mem.records.memories.get(id_)
     assert row is not None
     return row.partition
 

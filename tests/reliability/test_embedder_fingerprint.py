@@ -106,7 +106,7 @@ def _disk_state(home: Path) -> tuple[Any, ...]:
 
 def _stored_vectors(mem: AgentMemory) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
-    for _, _, name in mem.records.partitions():
+    for _, _, name in mem.records.partitions.all():
         col = mem.vectors._collection(name, create=False)
         if col is None:
             continue
@@ -118,7 +118,7 @@ def _stored_vectors(mem: AgentMemory) -> dict[str, np.ndarray]:
 def _assert_vectors_made_by(mem: AgentMemory, embedder: Any) -> None:
     """Every live row's stored vector is ``embedder``'s vector of its text."""
     stored = _stored_vectors(mem)
-    rows = list(mem.records.iter_rows())
+    rows = list(mem.records.archive.iter_rows())
     assert rows and set(stored) == {row.item.id for row in rows}
     texts = [vector_text(row) for row in rows]
     expected = np.asarray(embedder.embed_documents(texts))
@@ -261,9 +261,9 @@ def test_allow_embedder_change_reindex_reembeds_and_records_the_new_embedder(
         _assert_vectors_made_by(mem, embedder)
         top = _recall_ids(mem)
         assert top[0] == ids[1]  # the cello fact, now found with the new embedder
-        row = mem.records.get(ids[1])
+        row = mem.records.memories.get(ids[1])
         assert row is not None
-        col = mem.records.collection_for("acme", row.partition)
+        col = mem.records.partitions.collection_for("acme", row.partition)
         assert col is not None
         assert mem.vectors.query(col, embedder.embed_query(FACTS[1]), 1)[0][0] == ids[1]
 

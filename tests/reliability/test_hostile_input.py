@@ -179,7 +179,7 @@ def assert_may_see(
     mem: AgentMemory, ident: Identity, hit_id: str, target_agent: str | None = None
 ) -> None:
     """The isolation oracle (independent of scopes.visible_scope)."""
-    row = mem.records.get(hit_id)
+    row = mem.records.memories.get(hit_id)
     assert row is not None
     item = row.item
     assert item.tenant_id == ident.tenant_id, "row of another tenant"
@@ -375,7 +375,7 @@ def test_writes_store_only_under_the_bound_identity_or_change_nothing(
         pytest.fail(f"{op} raised {type(exc).__name__}: {exc!r}"[:500])
     event(f"{op} stored")
     for id_ in ids:
-        row = world.records.get(id_)
+        row = world.records.memories.get(id_)
         assert row is not None
         item = row.item
         assert item.tenant_id == m.tenant_id  # metadata cannot move a row
@@ -395,7 +395,7 @@ def test_identity_keys_in_metadata_and_filters_cannot_widen_scope(world: AgentMe
     forged = {"tenant_id": "A", "user_id": "u1", "agent_id": "a1", "owner": "u1"}
     rid = intruder.remember(f"{SHARED} forged by B claiming A/u1", metadata=forged).id
     world.flush()
-    row = world.records.get(rid)
+    row = world.records.memories.get(rid)
     assert row is not None and (row.item.tenant_id, row.item.user_id) == ("B", "u2")
     victim = world.bind(tenant_id="A", user_id="u1", agent_id="a1", session_id="s1")
     for flt in ({"owner": "u1"}, {"owner": "u2"}, None):

@@ -29,6 +29,7 @@ from agentmem import (
     MemoryProtocol,
     NotFoundError,
     RecallHit,
+    RecallOptions,
     RecallResult,
     RememberResult,
     ScopeError,
@@ -353,10 +354,11 @@ def test_async_client_is_the_same_api(server: ServerProcess, tenant: str) -> Non
 
 def test_async_and_sync_remote_memories_have_the_same_methods() -> None:
     def api(cls: type) -> dict[str, inspect.Signature]:
+        members = {name: getattr(cls, name) for name in dir(cls)}  # inherited ones too
         return {
             name: inspect.signature(member)
-            for name, member in vars(cls).items()
-            if callable(member) and not name.startswith("_")
+            for name, member in members.items()
+            if inspect.isfunction(member) and not name.startswith("_")
         }
 
     sync_api, async_api = api(RemoteBoundMemory), api(AsyncRemoteBoundMemory)
@@ -407,12 +409,36 @@ def test_the_server_logs_no_memory_content_and_no_key(
 
 def test_remote_memories_take_the_parameters_of_the_embedded_one() -> None:
     """A remote call accepts what the same call on an embedded BoundMemory accepts."""
-    for name, member in vars(RemoteBoundMemory).items():
-        embedded = getattr(BoundMemory, name, None)
+    for name in dir(RemoteBoundMemory):  # its operations are inherited from the generated ones
+        member, embedded = getattr(RemoteBoundMemory, name), getattr(BoundMemory, name, None)
         if name.startswith("_") or not callable(member) or not callable(embedded):
             continue
         remote = list(inspect.signature(member).parameters)
         assert remote == list(inspect.signature(embedded).parameters), name
+
+
+def test_recall_options_travel_as_the_keywords_do(connect_as: ConnectAs, tenant: str) -> None:
+    client = connect_as(tenant)
+    m = client.bind(user_id="u1", session_id="s1")
+    m.remember("The user prefers oolong tea", memory_type="preference")
+    m.remember("The user's bike is blue")
+    options = RecallOptions(top_k=1, memory_types=["preference"], min_score=0.0, rerank=False)
+    by_value = m.recall("what does the user drink?", options)
+    by_keywords = m.recall("what does the user drink?", options, top_k=2)  # laid over it
+    assert [h.content for h in by_value.items] == ["The user prefers oolong tea"]
+    assert [h.id for h in by_keywords.items] == [h.id for h in by_value.items]  # one preference
+    with pytest.raises(ValidationError) as caught:  # refused by the server, naming the field
+        m.recall("tea", RecallOptions(top_k=0))
+    assert caught.value.field == "top_k"
+
+    async def remote_async() -> list[str]:
+        async with agentmem.connect_async(
+            client.options.url, api_key=client.options.api_key
+        ) as aclient:
+            found = await aclient.bind(user_id="u1").recall("what does the user drink?", options)
+            return [h.id for h in found.items]
+
+    assert asyncio.run(remote_async()) == [h.id for h in by_value.items]
 
 
 def test_a_remote_agent_reads_another_agents_closed_session(

@@ -2,8 +2,10 @@
 
 The labelled cases that ship with agentmem, and the code that writes them into a scratch store
 and collects recall's candidates, belong to the evaluation layer, above the facade. So the
-facade does not import them: the evaluation layer registers its collector here when agentmem
-is imported (:func:`register`), and calibrate asks for it (:func:`shipped`).
+facade does not import them: the evaluation layer registers its collector here when it is
+imported (:func:`register`; the package root imports it with the engine's names, e.g. on
+``agentmem.AgentMemory``, and ``agentmem calibrate`` imports it), and calibrate asks for it
+(:func:`shipped`).
 
 Example:
     >>> queries, described = shipped(default_embedder())  # doctest: +SKIP
@@ -39,8 +41,8 @@ def shipped(embedder: Embedder, progress: Progress | None = None) -> tuple[Seque
     """
     if not _collector:
         raise ConfigError(
-            "no labelled data to calibrate on: import agentmem.evaluation (importing agentmem "
-            "does) or pass the labelled cases to calibrate()"
+            "no labelled data to calibrate on: import agentmem.evaluation.calibration_data "
+            "(using agentmem.AgentMemory does) or pass the labelled cases to calibrate()"
         )
     return _collector[0](embedder, progress)
 

@@ -63,7 +63,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .. import validation as v
+from .. import validation
 from ..client import Client, connect
 from ..config import Settings, default_home
 from ..context import settings_embedder
@@ -118,7 +118,7 @@ def resolve_identity(args: argparse.Namespace) -> Identity:
     for name in IDENTITY_ENV:
         value = _flag_or_env(args, name)
         try:
-            values[name] = v.identity(value, f"--{name}")
+            values[name] = validation.identity(value, f"--{name}")
         except ValidationError as exc:
             raise CliError(str(exc)) from exc
     return Identity(
@@ -353,9 +353,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(item) for k, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(item) for item in value]
     return value
 
 

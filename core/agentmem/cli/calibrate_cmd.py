@@ -18,6 +18,7 @@ import argparse
 from rich.table import Table
 
 from ..calibration.fit import CalibrationReport, Figures
+from ..evaluation import calibration_data  # noqa: F401 (registers the labelled data it fits on)
 from ._common import EXIT_OK, Output, command, markup, open_memory
 
 

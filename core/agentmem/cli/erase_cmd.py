@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import validation as v
+from .. import validation
 from ..errors import ValidationError
 from ..models import ErasureReceipt
 from ._common import EXIT_OK, CliError, Output, command, markup, open_memory, to_jsonable
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _flag(args: argparse.Namespace, name: str, *, required: bool = False) -> str | None:
     try:
-        return v.identity(getattr(args, name, None), f"--{name}", required=required)
+        return validation.identity(getattr(args, name, None), f"--{name}", required=required)
     except ValidationError as exc:
         raise CliError(str(exc)) from exc
 

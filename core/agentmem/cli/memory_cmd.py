@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from .. import validation as v
+from .. import validation
 from ..client import Client
 from ..config import MemoryConfig
 from ..memory import AgentMemory
@@ -205,7 +205,7 @@ def _parse_filters(raw: list[str] | None) -> dict[str, Any] | None:
 def cmd_recall(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     filters = _parse_filters(args.filter)
-    v.query(args.query)  # a bad query is the error, even where there is no data dir
+    validation.query(args.query)  # a bad query is the error, even where there is no data dir
     with open_store(args, create=False) as mem:
         m = bind(mem, args)
         if args.wait > 0:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from .. import validation as v
+from .. import validation
 from ..client import Client
 from ..maintenance import transfer
 from ..memory import AgentMemory
@@ -260,7 +260,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     tenant = resolve_identity(args).tenant_id if args.tenant_only else None
     if tenant is not None:
-        v.identity(tenant, "tenant_id", required=True)
+        validation.identity(tenant, "tenant_id", required=True)
     target = Path(args.output) if args.output else None
     with open_memory(args, background=False, beside_writer=True) as mem:
         lines = transfer.export_lines(mem.context, tenant_id=tenant, kinds=args.kind)

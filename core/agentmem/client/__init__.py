@@ -8,20 +8,17 @@
   connect_async(...) as client`` (or ``await connect_async(...)``) gives an
   :class:`AsyncClient` whose bound memory's operations are coroutines.
 
-Both need only ``httpx`` (a core dependency), not the server extra.
+Both need only ``httpx`` and ``orjson`` (``pip install agentmem-layer[client]``): importing
+this package loads the models, the contract, the wire codec and the errors, never the engine
+(``tests/core/test_thin_client.py``). ``sync.py`` is generated from ``aio.py``
+(``make generate``).
 """
 
 from __future__ import annotations
 
-from .aio import (
-    AsyncClient,
-    AsyncConnection,
-    AsyncRemoteBoundMemory,
-    AsyncRemoteKnowledge,
-    AsyncRemoteState,
-    connect_async,
-)
-from .sync import Client, RemoteBoundMemory, RemoteKnowledge, RemoteState, connect
+from .aio import AsyncClient, AsyncRemoteBoundMemory, AsyncRemoteKnowledge, AsyncRemoteState
+from .connect import AsyncConnection, connect, connect_async
+from .sync import Client, RemoteBoundMemory, RemoteKnowledge, RemoteState
 
 __all__ = [
     "AsyncClient",

@@ -17,8 +17,9 @@ import orjson
 
 from .. import validation as v
 from ..errors import AgentMemError, AuthError, RateLimitError, RemoteError, ValidationError
+from ..key_identity import resolve_identity
 from ..models import Identity
-from ..server.keys import ApiKey, resolve_identity
+from ..results import ApiKey
 from ..wire.codec import decode, orjson_default
 from ..wire.errors import error_from
 from ..wire.ops import OPS

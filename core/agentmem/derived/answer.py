@@ -12,7 +12,7 @@ other, still live memories are offered as memories); it stays in the transcript 
 
 from __future__ import annotations
 
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..models import AnswerResult, Identity
 from ..recall.api import recall
@@ -25,10 +25,10 @@ _PREFERRED_KINDS = ("memory", "summary")
 
 def answer(ctx: StoreContext, identity: Identity, question: str, *, top_k: int = 5) -> AnswerResult:
     """See the module docstring; called by :meth:`BoundMemory.answer`."""
-    q = v.query(question, "question")
+    q = validation.query(question, "question")
     llm = ctx.llm
     hits = list(recall(ctx, identity, q, top_k=top_k).items)
-    outdated = ctx.records.outdated_message_ids(
+    outdated = ctx.records.supersession.outdated_message_ids(
         identity.tenant_id, [h.id for h in hits if h.kind == "chat_message"]
     )
     hits = [h for h in hits if h.id not in outdated]

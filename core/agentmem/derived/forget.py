@@ -3,7 +3,7 @@
 Forgetting a row (``BoundMemory.forget``, the ``delete_memory`` tool):
 
 1. **The row becomes a tombstone** (ids, kind, scope, tier and times only; see
-   :meth:`~agentmem.storage.records.RecordStore.tombstone`): content, metadata and keys are
+   :meth:`~agentmem.storage.retention.RetentionTable.tombstone`): content, metadata and keys are
    cleared and its full-text payload (a tool output, a long message) is deleted, in one
    transaction. Its keyword entry and vector are removed before ``forget`` returns.
 2. **What was derived from it goes too** (the source links of
@@ -35,7 +35,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..models import MESSAGE_KINDS, Identity
 from ..storage.sources import RowRef
@@ -66,10 +66,10 @@ class Cascade:
 def forget(ctx: StoreContext, identity: Identity, memory_id: str) -> bool:
     """Forget a record visible to ``identity`` and what was derived from it; False if
     there is none (or it was forgotten already)."""
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
-    row = ctx.records.get(id_)
+    row = ctx.records.memories.get(id_)
     if row is None or row.item.tenant_id != identity.tenant_id:
         return False
     if scope_rules.visible_row(identity, row) is None or row.item.anonymized_at is not None:
@@ -83,7 +83,7 @@ def plan(ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef]) -> Cascade:
     """What forgetting ``roots`` (rows of ``tenant_id``) reaches."""
     out = Cascade()
     seen: set[str] = set()
-    seqs = ctx.records.seqs([r.id for r in roots])
+    seqs = ctx.records.memories.seqs([r.id for r in roots])
 
     def add(id_: str) -> bool:
         if id_ in seen:
@@ -112,7 +112,7 @@ def plan(ctx: StoreContext, tenant_id: str, roots: Sequence[RowRef]) -> Cascade:
             # carry any of its messages, whatever its links say), and the session is rebuilt
             conversation = d.partition.removeprefix(scope_rules.CHUNK_PREFIX)
             out.sessions.add((conversation, d.session_id))
-            for summary in ctx.records.derived_ids(
+            for summary in ctx.records.conversations.derived_ids(
                 tenant_id, conversation, d.session_id, kind="summary", live=False
             ):
                 add(summary)
@@ -141,7 +141,7 @@ def _forget_rows(
     # the indexer paused: a keyword pass that read a follower's context before the tombstone
     # would write the forgotten text into its entry and then clear the requeue below
     with ctx.indexer.paused(), _locked(ctx, tenant_id, cascade.conversations | cascade.sessions):
-        done = ctx.records.tombstone(
+        done = ctx.records.retention.tombstone(
             tenant_id, cascade.ids, cause=cause, conversations=sorted(cascade.conversations)
         )
         after = followers(ctx, tenant_id, cascade.messages)
@@ -178,7 +178,9 @@ def followers(
         return []
     out: dict[str, None] = {}
     for partition, session_id, seq in messages:
-        for id_ in ctx.records.following_messages(tenant_id, partition, session_id, seq, n):
+        for id_ in ctx.records.conversations.following_messages(
+            tenant_id, partition, session_id, seq, n
+        ):
             out.setdefault(id_, None)
     return list(out)
 

@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..errors import LLMError, ValidationError
 from ..llm.base import ChatTurn, Extracted
@@ -104,11 +104,11 @@ def _validate(messages: Iterable[Mapping[str, Any] | ChatTurn]) -> list[_Message
         if "role" not in msg or "content" not in msg:
             raise ValidationError(field, "needs 'role' and 'content'")
         try:
-            role = v.choice(msg["role"], "role", ROLES)
-            content = v.text(msg["content"], "content")
-            source_id = v.identity(msg.get("id"), "id")
-            when = v.event_time(msg.get("event_time"))
-            meta = v.metadata(msg.get("metadata"))
+            role = validation.choice(msg["role"], "role", ROLES)
+            content = validation.text(msg["content"], "content")
+            source_id = validation.identity(msg.get("id"), "id")
+            when = validation.event_time(msg.get("event_time"))
+            meta = validation.metadata(msg.get("metadata"))
         except ValidationError as exc:
             raise type(exc)(f"{field}.{exc.field}", str(exc).split(": ", 1)[-1]) from exc
         out.append(_Message(role, content, source_id, when, meta))
@@ -163,7 +163,7 @@ def ingest(
                 source_ref=f"msg_{msg_id}" if oversized else None,
             )
         )
-    existing = ctx.records.existing_ids(msg_ids)
+    existing = ctx.records.memories.existing_ids(msg_ids)
     fresh = [r for r in records if r.id not in existing]
     written = commit(ctx, fresh, "ingest") if fresh else []
     messages_new = sum(1 for _, new in written if new)
@@ -223,7 +223,7 @@ def ingest(
         done.update(pending)
 
     # 4b. the judge, synchronously, over this ingest's new facts/preferences/instructions
-    superseded = ctx.records.count_superseded_by(identity.tenant_id, created)
+    superseded = ctx.records.supersession.count_superseded_by(identity.tenant_id, created)
     if created:
         judged = judge_rows(ctx, created, llm)
         superseded += len(judged.superseded)
@@ -340,7 +340,7 @@ def _store_memories(
         records.append(dataclasses.replace(rec, id=mem_id, event_time=when))
     if not records:
         return [], duplicates, errors
-    existing = ctx.records.existing_ids([r.id for r in records])
+    existing = ctx.records.memories.existing_ids([r.id for r in records])
     fresh = []
     seen: set[str] = set()
     for r in records:

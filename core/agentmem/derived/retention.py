@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from ..config import RetentionPolicy
 from ..context import StoreContext
 from ..models import RetentionResult
-from ..storage.records import ANONYMIZED_PARTITION, ANONYMIZED_SUFFIX, REDACTED
+from ..storage.retention import ANONYMIZED_PARTITION, ANONYMIZED_SUFFIX, REDACTED
 from ..storage.rows import iso, now_utc
 
 __all__ = [
@@ -73,7 +73,7 @@ def run_retention(
     counts = {"soft_deleted": 0, "superseded": 0}
     last_seq = 0
     while True:
-        rows = ctx.records.retired(
+        rows = ctx.records.retention.retired(
             deleted_before=iso(at - timedelta(days=policy.soft_ttl_days)) or "",
             superseded_before=iso(at - timedelta(days=policy.sup_ttl_days)) or "",
             tenant_id=tenant_id,
@@ -85,7 +85,7 @@ def run_retention(
         last_seq = rows[-1][0]
         batch = [(id_, tenant, reason) for _, id_, tenant, reason in rows]
         if not dry:
-            ctx.records.anonymize(batch, iso(at) or "")
+            ctx.records.retention.anonymize(batch, iso(at) or "")
         for id_, _, reason in batch:
             ids.append(id_)
             counts[reason] += 1
@@ -95,7 +95,7 @@ def run_retention(
             ctx.indexer.notify()
             if wait:
                 ctx.indexer.flush()
-        scrubbed = ctx.records.scrub_partitions(tenant_id)
+        scrubbed = ctx.records.retention.scrub_partitions(tenant_id)
     result = RetentionResult(
         dry_run=dry,
         soft_deleted=counts["soft_deleted"],

@@ -42,14 +42,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import JudgeConfig
 from ..context import StoreContext
 from ..errors import NotFoundError
 from ..llm.base import LLM
 from ..models import Identity, IngestError, JudgeResult, MemoryItem
-from ..storage.records import JudgeRow
 from ..storage.rows import Row
+from ..storage.supersession import JudgeRow
 from ..storage.vector_index import collection_name
 from ..write.index_text import row_text
 
@@ -92,13 +92,13 @@ def judge_pending(
     config: JudgeConfig | None = None,
 ) -> JudgeResult:
     """Judge unjudged memories oldest first, in batches, until none is left (or ``limit``)."""
-    limit = v.positive_int(limit, "limit")
+    limit = validation.positive_int(limit, "limit")
     ctx.check_open()
     cfg = config or ctx.settings.judge
     run = JudgeRun()
     while limit is None or run.judged < limit:
         size = cfg.batch_size if limit is None else min(cfg.batch_size, limit - run.judged)
-        batch = ctx.records.unjudged(limit=size)
+        batch = ctx.records.supersession.unjudged(limit=size)
         if not batch:
             break
         _judge_batch(ctx, batch, llm or ctx.llm, cfg, run)
@@ -114,9 +114,9 @@ def judge_rows(
     """Judge the given (new) memories now, oldest first; used by ``ingest``."""
     cfg = config or ctx.settings.judge
     run = JudgeRun()
-    rows = ctx.records.unjudged(ids=ids, limit=len(ids))
+    rows = ctx.records.supersession.unjudged(ids=ids, limit=len(ids))
     if cfg.enabled and rows:  # one embedding batch for the new rows, not one call per row
-        stored = ctx.records.get_many(rows[0].tenant_id, [r.id for r in rows])
+        stored = ctx.records.memories.get_many(rows[0].tenant_id, [r.id for r in rows])
         if stored:
             vecs = ctx.embedder.embed_documents([row_text(r) for r in stored])
             run.vectors.update((r.item.id, vec) for r, vec in zip(stored, vecs, strict=True))
@@ -164,7 +164,7 @@ def _judge_batch(
                         }
                     )
                 )
-        retired = ctx.records.apply_judgement(row, retire, llm.name)
+        retired = ctx.records.supersession.apply_judgement(row, retire, llm.name)
         run.superseded.extend((old, row.id) for old in retired)
         run.judged += 1
 
@@ -175,7 +175,7 @@ def _decide(
     candidates = _candidates(ctx, row, cfg, vectors)
     if not candidates:
         return []
-    new_row = ctx.records.get(row.id)
+    new_row = ctx.records.memories.get(row.id)
     if new_row is None:
         return []
     verdicts = llm.judge(new_row.item.content, [(cid, content) for cid, content, _ in candidates])
@@ -191,7 +191,7 @@ def _candidates(
     ctx: StoreContext, row: JudgeRow, cfg: JudgeConfig, vectors: dict[str, Any]
 ) -> list[tuple[str, str, float]]:
     """(id, content, cosine distance) of older same-bucket memories, nearest first."""
-    stored = ctx.records.get(row.id)
+    stored = ctx.records.memories.get(row.id)
     if stored is None:
         return []
     if row.id not in vectors:
@@ -201,7 +201,9 @@ def _candidates(
     # vector and then marks its row done, so a row that is no longer pending here is
     # already in the collection the query reads (the other order misses a row embedded
     # between the two reads).
-    unembedded = ctx.records.unembedded_older(row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES)
+    unembedded = ctx.records.supersession.unembedded_older(
+        row, JUDGED_TYPES, MAX_UNEMBEDDED_CANDIDATES
+    )
     sims: dict[str, float] = {}
     hits = ctx.vectors.query(
         collection_name(row.tenant_id, row.partition),
@@ -213,7 +215,7 @@ def _candidates(
     fresh = [i for i in unembedded if i not in sims]
     missing = [i for i in fresh if i not in vectors]
     if missing:
-        rows = ctx.records.get_many(row.tenant_id, missing)
+        rows = ctx.records.memories.get_many(row.tenant_id, missing)
         if rows:
             vecs = ctx.embedder.embed_documents([row_text(r) for r in rows])
             for r, vec in zip(rows, vecs, strict=True):
@@ -226,7 +228,7 @@ def _candidates(
         return []
     out = [
         (cid, content, 1.0 - sims[cid])
-        for cid, content in ctx.records.older_in_bucket(row, list(sims), JUDGED_TYPES)
+        for cid, content in ctx.records.supersession.older_in_bucket(row, list(sims), JUDGED_TYPES)
         if 1.0 - sims[cid] < cfg.threshold
     ]
     out.sort(key=lambda c: (c[2], c[0]))
@@ -241,11 +243,11 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
     older ones). Rows that are soft-deleted, anonymized or not visible to this identity are
     left out (the chain is still followed through them).
     """
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
     records = ctx.records
-    start = records.get(id_)
+    start = records.memories.get(id_)
     if not scope_rules.readable(identity, start):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     assert start is not None
@@ -253,17 +255,17 @@ def history(ctx: StoreContext, identity: Identity, memory_id: str) -> list[Memor
     todo = [id_]
     while todo and len(seen) < MAX_HISTORY:
         row = seen[todo.pop()]
-        neighbours = records.memory_neighbours(identity.tenant_id, row.item.id)
+        neighbours = records.supersession.memory_neighbours(identity.tenant_id, row.item.id)
         if row.item.superseded_by:
             neighbours.append(row.item.superseded_by)
         for nid in neighbours:
             if nid not in seen:
-                nrow = records.get(nid)
+                nrow = records.memories.get(nid)
                 if nrow is None or nrow.item.tenant_id != identity.tenant_id:
                     continue
                 seen[nid] = nrow
                 todo.append(nid)
-    order = records.seqs(list(seen))
+    order = records.memories.seqs(list(seen))
     out = [row.item for row in seen.values() if scope_rules.readable(identity, row)]
     out.sort(key=lambda item: order.get(item.id, 0))
     return out

@@ -10,34 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from ..results import ChatTurn as ChatTurn  # re-exported: it lived here
 from ..speakers import metadata_speaker
 
 if TYPE_CHECKING:
     from ..models import MemoryItem
-
-
-@dataclass(frozen=True, slots=True)
-class ChatTurn:
-    """One message handed to an LLM task.
-
-    Attributes:
-        role: ``user``, ``assistant``, ``system`` or ``tool``.
-        content: The message text.
-        id: The message id; extracted memories name it in ``source_ids``.
-        speaker: The person who wrote it, when known (a named participant of a chat);
-            memories say this name instead of "I".
-        time: When it was written; relative dates ("yesterday", "last week") in a
-            memory are resolved against it.
-    """
-
-    role: str
-    content: str
-    id: str | None = None
-    speaker: str | None = None
-    time: datetime | None = None
 
 
 def chat_turn(item: MemoryItem) -> ChatTurn:

@@ -45,79 +45,57 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
 from ..embeddings import model_files_status
 from ..errors import StorageError
+from ..results import DoctorReport, PartitionDrift
 from ..storage.datadir import quarantined
+from ..storage.fingerprint import EmbedderFingerprint, read_switch
 from ..storage.fingerprint import read as read_fingerprint
-from ..storage.fingerprint import read_switch
 from ..storage.rows import VEC_FAILED, VEC_PENDING, VEC_SKIP
 from ..storage.vector_index import collection_name
-from .erase import ErasureCheck, leftovers
+from .erase import leftovers
 
 #: Ids listed per kind of drift in a report.
 SAMPLE_SIZE = 10
 
 
-@dataclass(frozen=True)
-class PartitionDrift:
-    """Drift of one (tenant, partition): counts of ids per kind of drift."""
-
-    tenant_id: str
-    partition: str
-    collection: str
-    live: int
-    missing_keyword: int = 0
-    missing_vectors: int = 0
-    extra_vectors: int = 0
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    """What :func:`diagnose` found. ``ok`` is False when anything needs ``reindex``."""
-
-    ok: bool
-    live_rows: int
-    keyword_docs: int
-    vectors: int
-    missing_keyword: int
-    extra_keyword: int
-    stale_keyword: int
-    missing_vectors: int
-    extra_vectors: int
-    stale_vectors: int
-    pending_keyword: int
-    pending_vectors: int
-    failed_vectors: int
-    orphan_collections: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    partitions: list[PartitionDrift] = field(default_factory=list)
-    samples: dict[str, list[str]] = field(default_factory=dict)
-    #: The recorded embedder of the vectors (model_name, dimensions, origin), or None.
-    embedder: dict[str, Any] | None = None
-    #: Remarks that need no repair (e.g. an embedder that was assumed, not recorded).
-    notes: list[str] = field(default_factory=list)
-    #: The embedder's model files (role, path, ok, size, sha256_verified, problem, fix), or
-    #: None for an embedder without files agentmem knows of (a custom one).
-    model_files: list[dict[str, Any]] | None = None
-    #: Logged erasures checked.
-    erasures_checked: int = 0
-    #: Erasures with something of their identity left, or not finished.
-    erasures: list[ErasureCheck] = field(default_factory=list)
-    #: Segment directories of the embedded Chroma store no collection uses.
-    orphan_vector_files: list[str] = field(default_factory=list)
-    #: Entries about rows that no longer exist, per table (payloads, source links).
-    orphan_rows: dict[str, int] = field(default_factory=dict)
-    #: Copies of unreadable indexes an earlier version kept in the data dir.
-    quarantined: list[str] = field(default_factory=list)
-
-
 def _sample(ids: set[str] | list[str]) -> list[str]:
     return sorted(ids)[:SAMPLE_SIZE]
+
+
+#: A row's index state, as :meth:`~agentmem.storage.index_queue.IndexQueue.state` reads it:
+#: (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live).
+StateRow = tuple[str, str, str, int, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class _KeywordDrift:
+    ids: set[str]
+    missing: set[str]
+    stale: set[str]
+    extra: set[str]
+
+
+@dataclass(frozen=True)
+class _VectorDrift:
+    collections: list[str]
+    orphans: list[str]
+    present: dict[str, set[str]]  # collection -> the ids in it
+    missing: dict[str, set[str]]  # collection -> ids that belong in it and are not
+    extra: dict[str, set[str]]  # collection -> ids in it that do not belong
+    stale: set[str]
+
+    @property
+    def all_missing(self) -> set[str]:
+        return set().union(*self.missing.values())
+
+    @property
+    def all_extra(self) -> set[str]:
+        return set().union(*self.extra.values())
 
 
 def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport:
@@ -138,85 +116,14 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
     if ctx.vector_loss is not None:
         problems.append(ctx.vector_loss.describe())
     whole = tenant_id is None
-    # (id, tenant, partition, kw_pending, keyword_indexed, vec_pending, embedded, vector_live)
-    rows = records.index.state(tenant_id)
+    rows: list[StateRow] = records.index.state(tenant_id)
     live_ids = {r[0] for r in rows}
-    where: dict[str, tuple[str, str]] = {r[0]: (r[1], r[2]) for r in rows}
+    kw = _keyword_drift(ctx, rows, live_ids, tenant_id, problems)
+    partitions = [p for p in records.partitions.all() if whole or p[0] == tenant_id]
+    vec = _vector_drift(ctx, rows, partitions, whole, problems)
+    missing_vec, extra_vec = vec.all_missing, vec.all_extra
+    drift = _partition_drift(rows, partitions, kw.missing, vec)
 
-    # -- keyword index -----------------------------------------------------------------------
-    keyword_ids: set[str] = set()
-    try:
-        keyword_ids = ctx.keywords.all_ids(tenant_id)
-    except Exception as exc:  # an unreadable index is a finding, not a crash
-        problems.append(f"keyword index unreadable: {exc}")
-    missing_kw = {r[0] for r in rows if r[3] == 0 and r[0] not in keyword_ids}
-    stale_kw = {r[0] for r in rows if r[3] == 0 and r[4] == 1 and r[0] not in keyword_ids}
-    # ids whose deletion is still queued are not extra (the indexer removes them next)
-    queued = records.index.queued_keyword_removals()
-    extra_kw = keyword_ids - live_ids - queued
-
-    # -- vector index ------------------------------------------------------------------------
-    expected: dict[str, set[str]] = defaultdict(set)  # collection -> ids that belong in it
-    stale_vec_candidates: set[str] = set()
-    for id_, tenant, partition, _kp, _ki, vec_pending, embedded, vector_live in rows:
-        if vector_live and vec_pending not in (VEC_PENDING, VEC_FAILED, VEC_SKIP):
-            expected[collection_name(tenant, partition)].add(id_)
-            if embedded:
-                stale_vec_candidates.add(id_)
-    # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
-    queued_vec = records.index.queued_vector_ids()
-    partitions = [p for p in records.partitions() if whole or p[0] == tenant_id]
-    known = {c for _, _, c in partitions}
-    collections: list[str] = []
-    vectors_readable = True
-    try:
-        collections = ctx.vectors.collections()
-    except Exception as exc:
-        vectors_readable = False
-        problems.append(f"vector index unreadable: {exc}")
-    if not whole:  # the tenant's collections only
-        collections = [c for c in collections if c in known or c in expected]
-    orphans = sorted(set(collections) - known)
-    present: dict[str, set[str]] = {}
-    for name in sorted(set(expected) | known | set(collections)):
-        present[name] = set()
-        if vectors_readable and name in collections:
-            try:
-                present[name] = ctx.vectors.ids(name)
-            except Exception as exc:
-                problems.append(f"vector collection {name} unreadable: {exc}")
-    missing_vec: set[str] = set()
-    extra_vec: set[str] = set()
-    per_coll_missing: dict[str, set[str]] = {}
-    per_coll_extra: dict[str, set[str]] = {}
-    for name, ids in present.items():
-        per_coll_missing[name] = expected.get(name, set()) - ids
-        per_coll_extra[name] = ids - expected.get(name, set()) - queued_vec
-        missing_vec |= per_coll_missing[name]
-        extra_vec |= per_coll_extra[name]
-    stale_vec = missing_vec & stale_vec_candidates
-
-    # -- per partition -----------------------------------------------------------------------
-    drift: list[PartitionDrift] = []
-    live_per: dict[tuple[str, str], int] = defaultdict(int)
-    for tenant, partition in where.values():
-        live_per[(tenant, partition)] += 1
-    keys = set(live_per) | {(t, p) for t, p, _ in partitions}
-    for tenant, partition in sorted(keys):
-        name = collection_name(tenant, partition)
-        d = PartitionDrift(
-            tenant_id=tenant,
-            partition=partition,
-            collection=name,
-            live=live_per.get((tenant, partition), 0),
-            missing_keyword=sum(1 for i in missing_kw if where[i] == (tenant, partition)),
-            missing_vectors=len(per_coll_missing.get(name, set())),
-            extra_vectors=len(per_coll_extra.get(name, set())),
-        )
-        if d.missing_keyword or d.missing_vectors or d.extra_vectors:
-            drift.append(d)
-
-    # -- the embedder's model files -----------------------------------------------------------
     files = model_files_status(ctx.embedder, verify_checksums=True)
     for status in files or []:
         if not status.ok:
@@ -224,78 +131,34 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
 
     kw_pending, vec_pending, failed = records.index.pending_counts(tenant_id)
     recorded = read_fingerprint(records)
-    notes: list[str] = []
-    if recorded is not None and recorded.origin == "assumed":
-        notes.append(
-            f"the embedder of the vectors was not recorded when they were written (the data "
-            f"dir predates embedder fingerprints); {recorded.describe()} was assumed when it "
-            f"was first opened. If vector recall looks wrong, run `agentmem reindex` to "
-            f"re-embed every record with a known embedder"
-        )
-    notes.extend(_calibration_notes(ctx))
-    switch = read_switch(records)
-    if switch is not None:
-        notes.append(
-            f"a re-embedding with {switch.target.describe()} is under way ({vec_pending} of "
-            f"{switch.total} records left): run `agentmem reindex --embeddings` to finish it"
-        )
-    samples = {
-        name: _sample(ids)
-        for name, ids in (
-            ("missing_keyword", missing_kw),
-            ("extra_keyword", extra_kw),
-            ("stale_keyword", stale_kw),
-            ("missing_vectors", missing_vec),
-            ("extra_vectors", extra_vec),
-            ("stale_vectors", stale_vec),
-        )
-        if ids
-    }
+    notes = _embedder_notes(ctx, recorded, vec_pending)
+    samples = _samples(kw, vec)
     if failed:
         samples["failed_vectors"] = records.index.failed_vector_ids(SAMPLE_SIZE, tenant_id)
-    checks = leftovers(ctx, set(collections), tenant_id=tenant_id)
+    checks = leftovers(ctx, set(vec.collections), tenant_id=tenant_id)
     erasures = [c for c in checks if not c.ok]
-    orphan_files: list[str] = []
-    try:
-        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()] if whole else []
-    except StorageError as exc:
-        problems.append(f"vector index files unreadable: {exc}")
-    orphan_rows = records.erasure.orphans() if whole else {}
-    copies = [p.name for p in quarantined(ctx.home)] if whole else []
+    orphan_files, orphan_rows, copies = _store_leftovers(ctx, problems) if whole else ([], {}, [])
     if not whole and problems:  # they name paths, and other tenants' rows may be in them
         problems = [
             f"the store has {len(problems)} problem(s) of its own (an index recovered or "
             "unreadable, model files): its operator sees them (`agentmem doctor` on the data "
             "dir, or `GET /v1/admin/doctor` with an operator key)"
         ]
-    ok = not (
-        problems
-        or copies
-        or missing_kw
-        or extra_kw
-        or missing_vec
-        or extra_vec
-        or orphans
-        or failed
-        or erasures
-        or orphan_files
-        or orphan_rows
-    )
-    return DoctorReport(
-        ok=ok,
+    report = DoctorReport(
+        ok=False,
         live_rows=len(live_ids),
-        keyword_docs=len(keyword_ids),
-        vectors=sum(len(ids) for ids in present.values()),
-        missing_keyword=len(missing_kw),
-        extra_keyword=len(extra_kw),
-        stale_keyword=len(stale_kw),
+        keyword_docs=len(kw.ids),
+        vectors=sum(len(ids) for ids in vec.present.values()),
+        missing_keyword=len(kw.missing),
+        extra_keyword=len(kw.extra),
+        stale_keyword=len(kw.stale),
         missing_vectors=len(missing_vec),
         extra_vectors=len(extra_vec),
-        stale_vectors=len(stale_vec),
+        stale_vectors=len(vec.stale),
         pending_keyword=kw_pending,
         pending_vectors=vec_pending,
         failed_vectors=failed,
-        orphan_collections=orphans,
+        orphan_collections=vec.orphans,
         problems=problems,
         partitions=drift,
         samples=samples,
@@ -308,6 +171,166 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
         orphan_rows=orphan_rows,
         quarantined=copies,
     )
+    return dataclasses.replace(report, ok=not _needs_repair(report))
+
+
+def _needs_repair(report: DoctorReport) -> bool:
+    """Anything found that ``reindex`` (or ``erase``, or the operator) must deal with."""
+    return bool(
+        report.problems
+        or report.quarantined
+        or report.missing_keyword
+        or report.extra_keyword
+        or report.missing_vectors
+        or report.extra_vectors
+        or report.orphan_collections
+        or report.failed_vectors
+        or report.erasures
+        or report.orphan_vector_files
+        or report.orphan_rows
+    )
+
+
+def _keyword_drift(
+    ctx: StoreContext,
+    rows: list[StateRow],
+    live_ids: set[str],
+    tenant_id: str | None,
+    problems: list[str],
+) -> _KeywordDrift:
+    """Live rows the keyword index should hold and does not, and entries it should not."""
+    keyword_ids: set[str] = set()
+    try:
+        keyword_ids = ctx.keywords.all_ids(tenant_id)
+    except Exception as exc:  # an unreadable index is a finding, not a crash
+        problems.append(f"keyword index unreadable: {exc}")
+    missing = {r[0] for r in rows if r[3] == 0 and r[0] not in keyword_ids}
+    stale = {r[0] for r in rows if r[3] == 0 and r[4] == 1 and r[0] not in keyword_ids}
+    # ids whose deletion is still queued are not extra (the indexer removes them next)
+    queued = ctx.records.index.queued_keyword_removals()
+    return _KeywordDrift(keyword_ids, missing, stale, keyword_ids - live_ids - queued)
+
+
+def _vector_drift(
+    ctx: StoreContext,
+    rows: list[StateRow],
+    partitions: list[tuple[str, str, str]],
+    whole: bool,
+    problems: list[str],
+) -> _VectorDrift:
+    """Per collection: the vectors that should be there and are not, and those that should
+    not; collections no partition maps to."""
+    expected: dict[str, set[str]] = defaultdict(set)  # collection -> ids that belong in it
+    stale_candidates: set[str] = set()
+    for id_, tenant, partition, _kp, _ki, vec_pending, embedded, vector_live in rows:
+        if vector_live and vec_pending not in (VEC_PENDING, VEC_FAILED, VEC_SKIP):
+            expected[collection_name(tenant, partition)].add(id_)
+            if embedded:
+                stale_candidates.add(id_)
+    # not extra: deletions still queued, and live rows whose (re-)embedding is queued or failed
+    queued = ctx.records.index.queued_vector_ids()
+    known = {c for _, _, c in partitions}
+    collections: list[str] = []
+    readable = True
+    try:
+        collections = ctx.vectors.collections()
+    except Exception as exc:
+        readable = False
+        problems.append(f"vector index unreadable: {exc}")
+    if not whole:  # the tenant's collections only
+        collections = [c for c in collections if c in known or c in expected]
+    present: dict[str, set[str]] = {}
+    for name in sorted(set(expected) | known | set(collections)):
+        present[name] = set()
+        if readable and name in collections:
+            try:
+                present[name] = ctx.vectors.ids(name)
+            except Exception as exc:
+                problems.append(f"vector collection {name} unreadable: {exc}")
+    missing = {name: expected.get(name, set()) - ids for name, ids in present.items()}
+    extra = {name: ids - expected.get(name, set()) - queued for name, ids in present.items()}
+    stale = set().union(*missing.values()) & stale_candidates
+    orphans = sorted(set(collections) - known)
+    return _VectorDrift(collections, orphans, present, missing, extra, stale)
+
+
+def _partition_drift(
+    rows: list[StateRow],
+    partitions: list[tuple[str, str, str]],
+    missing_kw: set[str],
+    vec: _VectorDrift,
+) -> list[PartitionDrift]:
+    """The (tenant, partition)s with any drift, each with its counts."""
+    where: dict[str, tuple[str, str]] = {r[0]: (r[1], r[2]) for r in rows}
+    live_per: dict[tuple[str, str], int] = defaultdict(int)
+    for tenant, partition in where.values():
+        live_per[(tenant, partition)] += 1
+    drift: list[PartitionDrift] = []
+    for tenant, partition in sorted(set(live_per) | {(t, p) for t, p, _ in partitions}):
+        name = collection_name(tenant, partition)
+        d = PartitionDrift(
+            tenant_id=tenant,
+            partition=partition,
+            collection=name,
+            live=live_per.get((tenant, partition), 0),
+            missing_keyword=sum(1 for i in missing_kw if where[i] == (tenant, partition)),
+            missing_vectors=len(vec.missing.get(name, set())),
+            extra_vectors=len(vec.extra.get(name, set())),
+        )
+        if d.missing_keyword or d.missing_vectors or d.extra_vectors:
+            drift.append(d)
+    return drift
+
+
+def _samples(kw: _KeywordDrift, vec: _VectorDrift) -> dict[str, list[str]]:
+    """A few ids of each kind of drift found."""
+    return {
+        name: _sample(ids)
+        for name, ids in (
+            ("missing_keyword", kw.missing),
+            ("extra_keyword", kw.extra),
+            ("stale_keyword", kw.stale),
+            ("missing_vectors", vec.all_missing),
+            ("extra_vectors", vec.all_extra),
+            ("stale_vectors", vec.stale),
+        )
+        if ids
+    }
+
+
+def _store_leftovers(
+    ctx: StoreContext, problems: list[str]
+) -> tuple[list[str], dict[str, int], list[str]]:
+    """What the store as a whole left behind: Chroma segment directories no collection uses,
+    entries about rows that no longer exist, and kept copies of unreadable indexes."""
+    orphan_files: list[str] = []
+    try:
+        orphan_files = [p.name for p in ctx.vectors.orphan_segment_dirs()]
+    except StorageError as exc:
+        problems.append(f"vector index files unreadable: {exc}")
+    return orphan_files, ctx.records.erasure.orphans(), [p.name for p in quarantined(ctx.home)]
+
+
+def _embedder_notes(
+    ctx: StoreContext, recorded: EmbedderFingerprint | None, vec_pending: int
+) -> list[str]:
+    """Remarks on the embedder that need no repair: assumed, miscalibrated, being switched."""
+    notes: list[str] = []
+    if recorded is not None and recorded.origin == "assumed":
+        notes.append(
+            f"the embedder of the vectors was not recorded when they were written (the data "
+            f"dir predates embedder fingerprints); {recorded.describe()} was assumed when it "
+            f"was first opened. If vector recall looks wrong, run `agentmem reindex` to "
+            f"re-embed every record with a known embedder"
+        )
+    notes.extend(_calibration_notes(ctx))
+    switch = read_switch(ctx.records)
+    if switch is not None:
+        notes.append(
+            f"a re-embedding with {switch.target.describe()} is under way ({vec_pending} of "
+            f"{switch.total} records left): run `agentmem reindex --embeddings` to finish it"
+        )
+    return notes
 
 
 __all__ = ["DoctorReport", "PartitionDrift", "diagnose"]

@@ -41,13 +41,13 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..derived.forget import followers, plan
 from ..errors import StorageError
 from ..models import ErasureReceipt
+from ..results import ErasureCheck as ErasureCheck  # re-exported: it lived here
 from ..storage.datadir import quarantined, remove_quarantined
 from ..storage.erasure import ErasureRecord, ErasureSubject
 from ..storage.rows import now_utc
@@ -72,10 +72,10 @@ def erase(
         StorageError: the store is open read-only, or a store failed (the erasure is
             finished at the next open, or by erasing again).
     """
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
     subject = ErasureSubject(
-        tenant, v.identity(user_id, "user_id"), v.identity(agent_id, "agent_id")
+        tenant, validation.identity(user_id, "user_id"), validation.identity(agent_id, "agent_id")
     )
     ctx.check_open()
     if ctx.read_only:
@@ -113,22 +113,8 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
     done = _Progress()
     with ctx.indexer.paused():
         # 1. plan
-        refs = ctx.records.erasure.rows(subject)
-        if subject.whole_tenant:
-            ids = [r.id for r in refs]
-            shared_sessions: list[tuple[str, str]] = []
-            shared_conversations: list[tuple[str, str]] = []
-            after: list[str] = []
-            partitions = ctx.records.erasure.partitions(tenant)
-        else:
-            cascade = plan(ctx, tenant, refs)
-            ids = cascade.ids
-            owned = set(subject.owned_partitions())
-            shared_sessions = sorted(p for p in cascade.sessions if p[0] not in owned)
-            shared_conversations = sorted(p for p in cascade.conversations if p[0] not in owned)
-            after = followers(ctx, tenant, cascade.messages)
-            touched = {r.partition for r in refs} | _partitions_of(ctx, tenant, ids) | owned
-            partitions = sorted(touched)
+        reach = _reach(ctx, subject)
+        ids, after, partitions = reach.ids, reach.followers, reach.partitions
         record = ctx.records.erasure.plan(
             record.id, [(p, collection_name(tenant, p)) for p in partitions]
         )
@@ -140,14 +126,7 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
         )
         if after:  # every node writes their entries again, without the erased context
             ctx.records.index.requeue(after, vectors=ctx.settings.memory.vector_context > 0)
-        for partition, session_id in shared_sessions:
-            with session_lock(ctx, tenant, partition, session_id):
-                done.sessions += refresh_session(ctx, tenant, partition, session_id)
-        for partition, session_id in shared_conversations:
-            if ctx.records.session_items(tenant, partition, session_id, limit=1):
-                rebuild_reference(ctx, tenant, partition, session_id)
-            else:
-                ctx.records.working.delete(tenant, partition, session_id)
+        _repair_shared(ctx, tenant, reach, done)
 
         # 3. keyword index, 4. vector index (an erasure that found nothing skips the work)
         if done.keyword_entries or after or resumed:
@@ -165,6 +144,58 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
     # 6. copies of unreadable indexes an earlier version kept (no erasure reaches into them)
     if remove_quarantined(ctx.home):
         done.compacted.append("quarantine")
+    return _finish(ctx, record, counts, done, resumed)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """What an erasure deletes beyond the subject's own rows, and what it must repair."""
+
+    ids: list[str]  # every row to delete: the subject's and those derived from them
+    partitions: list[str]  # the partitions those rows lived in
+    followers: list[str]  # other rows whose index entries carry an erased row as context
+    shared_sessions: list[tuple[str, str]] = field(default_factory=list)
+    shared_conversations: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _reach(ctx: StoreContext, subject: ErasureSubject) -> _Reach:
+    tenant = subject.tenant_id
+    refs = ctx.records.erasure.rows(subject)
+    if subject.whole_tenant:
+        return _Reach([r.id for r in refs], ctx.records.erasure.partitions(tenant), [])
+    cascade = plan(ctx, tenant, refs)
+    owned = set(subject.owned_partitions())
+    touched = {r.partition for r in refs} | _partitions_of(ctx, tenant, cascade.ids) | owned
+    return _Reach(
+        ids=cascade.ids,
+        partitions=sorted(touched),
+        followers=followers(ctx, tenant, cascade.messages),
+        shared_sessions=sorted(p for p in cascade.sessions if p[0] not in owned),
+        shared_conversations=sorted(p for p in cascade.conversations if p[0] not in owned),
+    )
+
+
+def _repair_shared(ctx: StoreContext, tenant: str, reach: _Reach, done: _Progress) -> None:
+    """Rebuild what conversations shared with others derived from the erased rows."""
+    for partition, session_id in reach.shared_sessions:
+        with session_lock(ctx, tenant, partition, session_id):
+            done.sessions += refresh_session(ctx, tenant, partition, session_id)
+    for partition, session_id in reach.shared_conversations:
+        if ctx.records.conversations.session_items(tenant, partition, session_id, limit=1):
+            rebuild_reference(ctx, tenant, partition, session_id)
+        else:
+            ctx.records.working.delete(tenant, partition, session_id)
+
+
+def _finish(
+    ctx: StoreContext,
+    record: ErasureRecord,
+    counts: dict[str, int],
+    done: _Progress,
+    resumed: bool,
+) -> ErasureReceipt:
+    """Log the erasure done, and the receipt that says what went."""
+    subject = record.subject
     removed = {f"records.{t}": n for t, n in counts.items() if n}
     removed.update(
         keyword_entries=done.keyword_entries,
@@ -177,7 +208,7 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
     ctx.indexer.notify()
     receipt = ErasureReceipt(
         erasure_id=record.id,
-        tenant_id=tenant,
+        tenant_id=subject.tenant_id,
         user_id=subject.user_id,
         agent_id=subject.agent_id,
         records={t: n for t, n in sorted(counts.items()) if n},
@@ -207,7 +238,7 @@ def _run(ctx: StoreContext, record: ErasureRecord, resumed: bool) -> ErasureRece
 
 
 def _partitions_of(ctx: StoreContext, tenant: str, ids: Sequence[str]) -> set[str]:
-    return {r.partition for r in ctx.records.get_many(tenant, ids, live_only=False)}
+    return {r.partition for r in ctx.records.memories.get_many(tenant, ids, live_only=False)}
 
 
 def _clear_vectors(
@@ -232,38 +263,6 @@ def _clear_vectors(
             keep = ctx.records.index.vector_ids(tenant, partition) - requeued
             done.vectors += ctx.vectors.rebuild(name, keep)
             done.rebuilt += 1
-
-
-@dataclass(frozen=True)
-class ErasureCheck:
-    """What ``doctor`` found of one logged erasure (see :func:`leftovers`)."""
-
-    erasure_id: str
-    tenant_id: str
-    user_id: str | None
-    agent_id: str | None
-    status: str
-    completed_at: datetime | None
-    #: Rows of the identity still stored, per records table.
-    records: dict[str, int] = field(default_factory=dict)
-    #: Keyword entries still in the files under the identity's own partitions (live ones of
-    #: its tenant, or deleted ones not yet rewritten out of the files).
-    keyword_entries: int = 0
-    #: Vector collections of the identity's own partitions that still exist.
-    collections: list[str] = field(default_factory=list)
-    #: Copies of unreadable indexes in the data dir (unreadable, so they may hold anything
-    #: of the identity).
-    quarantined: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.status == "done"
-            and not self.records
-            and not self.keyword_entries
-            and not self.collections
-            and not self.quarantined
-        )
 
 
 def leftovers(

@@ -34,7 +34,7 @@ def reindex(
         # this embedder (and rows queued for it), never old vectors under a new name
         current = EmbedderFingerprint.of(ctx.embedder, origin="reindex")
         fingerprint.record(ctx.records, current, replace=True)
-        total = ctx.records.count_live()
+        total = ctx.records.archive.count_live()
         before = ctx.indexer.embedded_total
         while ctx.indexer.run_once():
             if progress is not None:

@@ -2,42 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..context import StoreContext
 from ..models import KINDS
+from ..results import Stats as Stats  # re-exported: it lived here
 from ..storage import fingerprint
 from ..storage.datadir import KEYWORDS_DIR, RECORDS_FILE, VECTORS_DIR, dir_size
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Counts for ``agentmem stats``."""
-
-    live: int
-    deleted: int
-    superseded: int
-    keyword_pending: int
-    vector_pending: int
-    vector_failed: int
-    by_kind: dict[str, int]
-    tenants: int
-    disk_bytes: dict[str, int]
-    #: The embedder recorded for the vectors (model_name, dimensions, origin); None until
-    #: the first vectors are written.
-    embedder: dict[str, Any] | None = None
-    #: The calibration recall scores with: ``source`` (``store``: fitted for this data dir,
-    #: ``bundled``: shipped for its model, ``none``: rank-based fallback), the profile's
-    #: ``model_name``, ``fitted_on`` and ``fitted_at``.
-    calibration: dict[str, Any] | None = None
 
 
 def stats(ctx: StoreContext, *, tenant_id: str | None = None) -> Stats:
     """Counts of the whole data dir (every tenant), or of one tenant's rows (its admin's view
     on a server: nothing of other tenants, no disk use of the shared files)."""
     ctx.check_open()
-    counts = ctx.records.counts(KINDS, tenant_id)
+    counts = ctx.records.archive.counts(KINDS, tenant_id)
     kw, vec, failed = ctx.records.index.pending_counts(tenant_id)
     recorded = fingerprint.read(ctx.records)
     files = {"records": RECORDS_FILE, "keywords": KEYWORDS_DIR, "vectors": VECTORS_DIR}

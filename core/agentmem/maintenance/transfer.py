@@ -51,8 +51,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from .. import scopes
-from .. import validation as v
+from .. import scopes, validation
 from ..config import CHAT_COPY_MAX_BYTES
 from ..context import StoreContext
 from ..errors import ValidationError
@@ -69,6 +68,7 @@ from ..models import (
     Identity,
     MemoryItem,
 )
+from ..results import ImportCounts as ImportCounts  # re-exported: it lived here
 from ..storage.rows import Row, StoredRecord
 from ..storage.sessions import SessionInfo
 from ..write import conversation, documents, memories
@@ -124,8 +124,8 @@ def export_lines(
     """Every live record (then closed sessions and agent state, unless ``kinds`` narrows
     the export to records) as JSON-ready lines, in insertion order."""
     ctx.check_open()
-    kind_filter = v.choices(kinds, "kinds", KINDS)
-    for rec in ctx.records.iter_records(tenant_id=tenant_id, kinds=kind_filter):
+    kind_filter = validation.choices(kinds, "kinds", KINDS)
+    for rec in ctx.records.archive.iter_records(tenant_id=tenant_id, kinds=kind_filter):
         item = rec.row.item
         line: dict[str, Any] = {"type": record_type(item, rec.row.tier), **item.to_dict()}
         line["partition"] = rec.row.partition
@@ -294,43 +294,45 @@ def _line_identity(obj: Mapping[str, Any], base: Identity) -> Identity:
     for key in _IDENTITY_KEYS:
         if key in obj:
             values[key] = obj[key]
-    tenant = v.identity(values["tenant_id"], "tenant_id", required=True)
+    tenant = validation.identity(values["tenant_id"], "tenant_id", required=True)
     assert tenant is not None
     return Identity(
         tenant_id=tenant,
-        user_id=v.identity(values["user_id"], "user_id"),
-        agent_id=v.identity(values["agent_id"], "agent_id"),
-        session_id=v.identity(values["session_id"], "session_id"),
+        user_id=validation.identity(values["user_id"], "user_id"),
+        agent_id=validation.identity(values["agent_id"], "agent_id"),
+        session_id=validation.identity(values["session_id"], "session_id"),
     )
 
 
 def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> Op:
-    metadata = v.metadata(obj.get("metadata"))
+    metadata = validation.metadata(obj.get("metadata"))
     content = obj.get("content")
     if typ in ("message", "tool_output") and identity.session_id is None:
         raise _LineError(f"a {typ} needs a session: session_id on the line or --session")
     args: dict[str, Any]
     if typ == "message":
         args = {
-            "role": v.choice(obj.get("role"), "role", ROLES),
-            "content": v.text(content, "content"),
+            "role": validation.choice(obj.get("role"), "role", ROLES),
+            "content": validation.text(content, "content"),
             "metadata": metadata,
-            "event_time": v.event_time(obj.get("event_time")),
+            "event_time": validation.event_time(obj.get("event_time")),
         }
         return Op(typ, line, identity, args)
     if typ == "tool_output":
         args = {
-            "tool_call_id": v.identity(obj.get("tool_call_id"), "tool_call_id", required=True),
-            "content": v.text(content, "content"),
-            "tool_name": v.identity(obj.get("tool_name"), "tool_name"),
+            "tool_call_id": validation.identity(
+                obj.get("tool_call_id"), "tool_call_id", required=True
+            ),
+            "content": validation.text(content, "content"),
+            "tool_name": validation.identity(obj.get("tool_name"), "tool_name"),
             "metadata": metadata,
         }
         return Op(typ, line, identity, args)
     if typ == "document":
         text = content if content is not None else obj.get("text")
         args = {
-            "text": v.text(text, "content"),
-            "source_ref": v.identity(obj.get("source_ref"), "source_ref"),
+            "text": validation.text(text, "content"),
+            "source_ref": validation.identity(obj.get("source_ref"), "source_ref"),
             "metadata": metadata,
         }
         return Op(typ, line, identity, args)
@@ -341,17 +343,19 @@ def _write(typ: str, obj: Mapping[str, Any], line: int, identity: Identity) -> O
             'user of the tenant: name its owner (on the line or with --user), or say "scope": '
             '"tenant" to mean that'
         )
-    scope = v.choice(scope, "scope", REMEMBER_SCOPES)
+    scope = validation.choice(scope, "scope", REMEMBER_SCOPES)
     needs = {"user": "user_id", "agent": "agent_id", "session": "session_id"}.get(scope)
     if needs is not None and getattr(identity, needs) is None:
         flag = "--" + needs.removesuffix("_id")
         raise _LineError(f"a {scope}-scope memory needs {needs} (on the line or {flag})")
     args = {
-        "content": v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES),
-        "memory_type": v.choice(obj.get("memory_type") or "fact", "memory_type", MEMORY_TYPES),
+        "content": validation.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES),
+        "memory_type": validation.choice(
+            obj.get("memory_type") or "fact", "memory_type", MEMORY_TYPES
+        ),
         "scope": scope,
-        "importance": v.unit_float(obj.get("importance"), "importance"),
-        "topic_key": v.identity(obj.get("topic_key"), "topic_key"),
+        "importance": validation.unit_float(obj.get("importance"), "importance"),
+        "topic_key": validation.identity(obj.get("topic_key"), "topic_key"),
         "metadata": metadata,
     }
     return Op(typ, line, identity, args, superseded=obj.get("superseded_by") is not None)
@@ -380,7 +384,7 @@ def _drop_stale_history(ops: list[Op]) -> list[Op]:
 
 
 def _time(obj: Mapping[str, Any], name: str, *, required: bool = True) -> datetime | None:
-    when = v.event_time(obj.get(name), name)
+    when = validation.event_time(obj.get(name), name)
     if when is None and required:
         raise ValidationError(name, "is required")
     return when
@@ -393,13 +397,13 @@ def _record(obj: Mapping[str, Any]) -> StoredRecord:
     if unknown:
         raise _LineError(f"unknown keys {unknown} for an exported record")
     identity = Identity(
-        tenant_id=v.identity(obj.get("tenant_id"), "tenant_id", required=True),  # type: ignore[arg-type]
-        user_id=v.identity(obj.get("user_id"), "user_id"),
-        agent_id=v.identity(obj.get("agent_id"), "agent_id"),
-        session_id=v.identity(obj.get("session_id"), "session_id"),
+        tenant_id=validation.identity(obj.get("tenant_id"), "tenant_id", required=True),  # type: ignore[arg-type]
+        user_id=validation.identity(obj.get("user_id"), "user_id"),
+        agent_id=validation.identity(obj.get("agent_id"), "agent_id"),
+        session_id=validation.identity(obj.get("session_id"), "session_id"),
     )
-    kind = v.choice(obj.get("kind"), "kind", KINDS)
-    scope = v.choice(obj.get("scope"), "scope", SCOPES)
+    kind = validation.choice(obj.get("kind"), "kind", KINDS)
+    scope = validation.choice(obj.get("scope"), "scope", SCOPES)
     tier = obj.get("tier")
     if (
         tier is None
@@ -408,7 +412,7 @@ def _record(obj: Mapping[str, Any]) -> StoredRecord:
     ):
         tier = _legacy_tier(obj["metadata"], kind)  # exports from before tiers were exported
     if tier is not None:
-        v.choice(tier, "tier", STORED_TIERS)
+        validation.choice(tier, "tier", STORED_TIERS)
     partition = obj.get("partition") or _home(identity, scope, kind, tier)
     if partition not in _allowed_partitions(identity, scope, kind, tier):
         raise ValidationError(
@@ -417,7 +421,7 @@ def _record(obj: Mapping[str, Any]) -> StoredRecord:
     role = obj.get("role")
     memory_type = obj.get("memory_type")
     item = MemoryItem(
-        id=v.identity(obj.get("id"), "id", required=True),  # type: ignore[arg-type]
+        id=validation.identity(obj.get("id"), "id", required=True),  # type: ignore[arg-type]
         tenant_id=identity.tenant_id,
         user_id=identity.user_id,
         agent_id=identity.agent_id,
@@ -425,30 +429,30 @@ def _record(obj: Mapping[str, Any]) -> StoredRecord:
         kind=kind,
         memory_type=None
         if memory_type is None
-        else v.choice(memory_type, "memory_type", MEMORY_TYPES),
+        else validation.choice(memory_type, "memory_type", MEMORY_TYPES),
         scope=scope,
-        role=None if role is None else v.choice(role, "role", ROLES),
+        role=None if role is None else validation.choice(role, "role", ROLES),
         # a tool may have returned nothing (add_tool_output accepts it, so the export has it)
-        content=v.text(obj.get("content"), "content", allow_empty=kind == "tool_output"),
+        content=validation.text(obj.get("content"), "content", allow_empty=kind == "tool_output"),
         content_hash=str(obj.get("content_hash") or ""),
-        source_ref=v.identity(obj.get("source_ref"), "source_ref"),
-        metadata=v.metadata(obj.get("metadata")),
-        importance=v.unit_float(obj.get("importance"), "importance"),
+        source_ref=validation.identity(obj.get("source_ref"), "source_ref"),
+        metadata=validation.metadata(obj.get("metadata")),
+        importance=validation.unit_float(obj.get("importance"), "importance"),
         event_time=_time(obj, "event_time"),  # type: ignore[arg-type]
         created_at=_time(obj, "created_at"),  # type: ignore[arg-type]
         updated_at=_time(obj, "updated_at"),  # type: ignore[arg-type]
         access_count=int(obj.get("access_count") or 0),
         last_accessed=_time(obj, "last_accessed", required=False),
-        superseded_by=v.identity(obj.get("superseded_by"), "superseded_by"),
+        superseded_by=validation.identity(obj.get("superseded_by"), "superseded_by"),
     )
     full = obj.get("full_content")
-    payload = None if full is None else v.text(full, "full_content")
+    payload = None if full is None else validation.text(full, "full_content")
     if payload is None and item.kind == "tool_output" and item.source_ref:
         payload = item.content  # a tool output always has its payload
     return StoredRecord(
         Row(item, partition, tier),
-        topic_key=v.identity(obj.get("topic_key"), "topic_key"),
-        dedup_key=v.identity(obj.get("dedup_key"), "dedup_key"),
+        topic_key=validation.identity(obj.get("topic_key"), "topic_key"),
+        dedup_key=validation.identity(obj.get("dedup_key"), "dedup_key"),
         payload=payload,
     )
 
@@ -479,14 +483,14 @@ def _allowed_partitions(identity: Identity, scope: str, kind: str, tier: str | N
 
 
 def _session(obj: Mapping[str, Any]) -> dict[str, Any]:
-    tenant = v.identity(obj.get("tenant_id"), "tenant_id", required=True)
-    partition = v.identity(obj.get("partition"), "partition", required=True)
+    tenant = validation.identity(obj.get("tenant_id"), "tenant_id", required=True)
+    partition = validation.identity(obj.get("partition"), "partition", required=True)
     ids = obj.get("summary_ids") or []
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ValidationError("summary_ids", "must be a list of ids")
     info = SessionInfo(
-        session_id=v.identity(obj.get("session_id"), "session_id", required=True),  # type: ignore[arg-type]
-        tier=v.choice(obj.get("tier"), "tier", (TIER_MID, TIER_LONG)),
+        session_id=validation.identity(obj.get("session_id"), "session_id", required=True),  # type: ignore[arg-type]
+        tier=validation.choice(obj.get("tier"), "tier", (TIER_MID, TIER_LONG)),
         close_order=_int(obj, "close_order"),
         closed_at=_time(obj, "closed_at"),  # type: ignore[arg-type]
         promoted_at=_time(obj, "promoted_at", required=False),
@@ -495,18 +499,18 @@ def _session(obj: Mapping[str, Any]) -> dict[str, Any]:
         summary_status=str(obj.get("summary_status") or "ok"),
         summarizer=obj.get("summarizer"),
         summary_ids=tuple(ids),
-        user_id=v.identity(obj.get("user_id"), "user_id"),
-        agent_id=v.identity(obj.get("agent_id"), "agent_id"),
+        user_id=validation.identity(obj.get("user_id"), "user_id"),
+        agent_id=validation.identity(obj.get("agent_id"), "agent_id"),
     )
     return {"tenant_id": tenant, "partition": partition, "info": info}
 
 
 def _agent_state(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "tenant_id": v.identity(obj.get("tenant_id"), "tenant_id", required=True),
-        "agent_id": v.identity(obj.get("agent_id"), "agent_id", required=True),
-        "key": v.identity(obj.get("key"), "key", required=True),
-        "value": v.metadata({"value": obj.get("value")}, "value")["value"],
+        "tenant_id": validation.identity(obj.get("tenant_id"), "tenant_id", required=True),
+        "agent_id": validation.identity(obj.get("agent_id"), "agent_id", required=True),
+        "key": validation.identity(obj.get("key"), "key", required=True),
+        "value": validation.metadata({"value": obj.get("value")}, "value")["value"],
         "updated_at": _time(obj, "updated_at"),
     }
 
@@ -519,29 +523,6 @@ def _int(obj: Mapping[str, Any], name: str) -> int:
 
 
 # -- applying ---------------------------------------------------------------------------------
-@dataclass
-class ImportCounts:
-    """What an import did (``applied`` of the plan's ``planned`` writes; fewer when it was
-    interrupted)."""
-
-    lines: int = 0
-    planned: int = 0
-    applied: int = 0
-    interrupted: bool = False
-    restored: int = 0
-    already_present: int = 0
-    messages: int = 0
-    messages_new: int = 0
-    tool_outputs: int = 0
-    documents: int = 0
-    document_chunks: int = 0
-    memories: int = 0
-    memories_new: int = 0
-    sessions: int = 0
-    agent_state: int = 0
-    superseded_skipped: int = 0
-
-
 def apply_plan(
     ctx: StoreContext,
     plan: ImportPlan,
@@ -561,7 +542,7 @@ def apply_plan(
     Raises:
         ValidationError: ``batch_size`` is not a positive integer.
     """
-    v.positive_int(batch_size, "batch_size", allow_none=False)
+    validation.positive_int(batch_size, "batch_size", allow_none=False)
     counts = ImportCounts(
         lines=plan.lines, planned=len(plan.ops), superseded_skipped=plan.superseded_skipped
     )
@@ -604,7 +585,7 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
     i = first.identity
     a = first.args
     if first.type == "record":
-        inserted = ctx.records.restore([op.args["record"] for op in batch])
+        inserted = ctx.records.archive.restore([op.args["record"] for op in batch])
         counts.restored += sum(inserted)
         counts.already_present += len(inserted) - sum(inserted)
     elif first.type == "session":
@@ -672,7 +653,9 @@ def _not_stored_before(
     stored = {
         (partition, session, *found)
         for (partition, session), hashes in owners.items()
-        for found in ctx.records.superseded_hashes(identity.tenant_id, partition, session, hashes)
+        for found in ctx.records.supersession.superseded_hashes(
+            identity.tenant_id, partition, session, hashes
+        )
     }
     return [
         a

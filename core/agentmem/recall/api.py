@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
 from ..context import StoreContext
 from ..models import Identity, RecallResult
+from ..recall_options import RecallKwargs, RecallOptions
 from ..telemetry.recalls import observe
 from .request import recall_request
 
 
-def recall(ctx: StoreContext, identity: Identity, query: str, **options: Any) -> RecallResult:
-    """Hybrid recall for ``identity`` (see ``BoundMemory.recall`` for the options)."""
+def recall(
+    ctx: StoreContext,
+    identity: Identity,
+    query: str,
+    options: RecallOptions | None = None,
+    **kwargs: Unpack[RecallKwargs],
+) -> RecallResult:
+    """Hybrid recall for ``identity`` (see :class:`~agentmem.recall_options.RecallOptions`)."""
     ctx.check_open()
-    request = recall_request(ctx.settings.memory, identity, query, **options)
+    request = recall_request(ctx.settings.memory, identity, query, options, **kwargs)
     return observe(
         ctx.recalls, identity, request.scope, lambda: ctx.engine.recall(identity, request)
     )

@@ -5,7 +5,7 @@ query -> keyword search (Tantivy) + vector search (Chroma), per partition
       -> weighted RRF + calibration -> rerank? (fail-open) -> min_score -> top_k -> token budget
 
 The query embedding runs on a worker thread while the keyword side is searched and its rows
-are read; candidates are read as light :class:`~agentmem.storage.records.Brief` rows, and only the
+are read; candidates are read as light :class:`~agentmem.storage.rows.Brief` rows, and only the
 hits returned are fully parsed.
 """
 
@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import scopes as scope_rules
 from ..config import MemoryConfig
@@ -35,7 +35,7 @@ from ..storage.vector_index import VectorIndex, collection_name
 from ..telemetry.tracing import short_hash
 from ..tokens import count_tokens, truncate_to_tokens
 from . import profile as recall_profile
-from .pending import PendingScorer, merge
+from .pending import Pending, PendingScorer, merge
 from .ranking import (
     UNCALIBRATED,
     Candidate,
@@ -132,28 +132,7 @@ class RecallEngine:
         n_candidates = len(ranked)
         rerank_used = False
         if req.rerank and self.reranker is not None and ranked:
-            head = ranked[:RERANK_CANDIDATES]
-            try:
-                scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
-                if len(scores) != len(head):
-                    raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
-                # every score first: one that fails leaves the fused scores all in place
-                new_scores = [float(s) for s in scores]
-                for c, score in zip(head, new_scores, strict=True):
-                    c.score = score
-                ranked = sorted(head, key=lambda c: c.score, reverse=True)
-                rerank_used = True
-            except Exception as exc:  # fail open: the fused order, a warning
-                log.warning(
-                    json.dumps(
-                        {
-                            "event": "rerank_failed",
-                            "reranker": getattr(self.reranker, "name", "?"),
-                            "error": type(exc).__name__,
-                            "detail": str(exc)[:200],
-                        }
-                    )
-                )
+            ranked, rerank_used = self._rerank(self.reranker, req.query, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
         # the gap was fitted on calibrated scores; a reranker's scores are on another scale,
@@ -206,6 +185,38 @@ class RecallEngine:
             prof.end(candidates=n_candidates)
         return result
 
+    @staticmethod
+    def _rerank(
+        reranker: Reranker,
+        query: str,
+        ranked: list[Candidate],
+        visible: Mapping[str, tuple[str, Brief]],
+    ) -> tuple[list[Candidate], bool]:
+        """The head of ``ranked`` in the reranker's order and scores, and True; or, when the
+        reranker fails, ``ranked`` as it was (fused scores), False, and a warning."""
+        head = ranked[:RERANK_CANDIDATES]
+        try:
+            scores = reranker.rerank(query, [visible[c.id][1].content for c in head])
+            if len(scores) != len(head):
+                raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
+            # every score first: one that fails leaves the fused scores all in place
+            new_scores = [float(s) for s in scores]
+            for c, score in zip(head, new_scores, strict=True):
+                c.score = score
+            return sorted(head, key=lambda c: c.score, reverse=True), True
+        except Exception as exc:  # fail open: the fused order, a warning
+            log.warning(
+                json.dumps(
+                    {
+                        "event": "rerank_failed",
+                        "reranker": getattr(reranker, "name", "?"),
+                        "error": type(exc).__name__,
+                        "detail": str(exc)[:200],
+                    }
+                )
+            )
+            return ranked, False
+
     def candidates(
         self,
         identity: Identity,
@@ -221,32 +232,13 @@ class RecallEngine:
         keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
         """
         prof = recall_profile.active()
-        plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
-        if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
-            weights = self.config.scope_weights
-            plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
-        wanted_scopes = {p.scope for p in plans}
-        by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
-        for p in plans:
-            by_partition[p.partition].append(p)
-
+        lap = prof.lap if prof is not None else _no_lap
+        wanted_scopes, by_partition = self._plans(identity, req)
         use_keyword = "keyword" in req.retrievers
         use_vector = "vector" in req.retrievers
         pool = self.config.candidates * (4 if req.filters else 1)
-        searches: list[tuple[str, KeywordFilter, dict[str, Any] | None]] = []
-        for partition, group in by_partition.items():
-            session = group[0].session if len(group) == 1 else None
-            not_session = group[0].not_session if len(group) == 1 else None
-            flt = KeywordFilter(
-                tenant=identity.tenant_id,
-                partitions=(partition,),
-                session=session,
-                not_session=not_session,
-                kinds=req.kinds,
-                memory_types=req.memory_types,
-            )
-            where = _vector_where(session, not_session, req.kinds, req.memory_types)
-            searches.append((partition, flt, where))
+        searches = _searches(identity, req, by_partition)
+        gate = _Gate(identity, req, wanted_scopes, searches, pool)
         terms = self.keywords.query_terms(req.query)
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
@@ -256,8 +248,7 @@ class RecallEngine:
         # and a name said whole ("Bongani Park") outweighs rows saying its words apart
         # ("Bongani Dahl and Tuan Park")
         phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
-        if prof is not None:
-            prof.lap("plan")
+        lap("plan")
         # The query embedding (~3 ms of model time, which releases the GIL) and the vector
         # searches it feeds run on worker threads while the keyword side is searched and its
         # rows are read.
@@ -265,72 +256,38 @@ class RecallEngine:
         # the rows not indexed yet are read before either index is searched (see .pending)
         pending_read = threading.Event()
         if searches and use_vector:
-            targets = [(collection_name(identity.tenant_id, p), w) for p, _, w in searches]
-            vector_job = self._vector_async(req.query, targets, pool, pending_read)
+            vector_job = self._vector_async(gate, pending_read)
         # the identifiers as typed, for the backlog rows whose raw content names them
         needles = identifier_words(req.query, self.keywords.analyze) if identifiers else []
         try:
             pending = self.pending.read(identity.tenant_id, list(by_partition), needles)
         finally:
             pending_read.set()
-        if prof is not None:
-            prof.lap("pending")
+        lap("pending")
         keyword_lists = [
             self.keywords.search(terms, flt, pool, boosts, phrases) if use_keyword else []
             for _, flt, _ in searches
         ]
-        if prof is not None:
-            prof.lap("keyword_search")
+        lap("keyword_search")
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
-        self._admit_ids(identity, req, wanted_scopes, keyword_lists, visible)
-        for n in _crowded(keyword_lists, visible, pool):
-            keyword_lists[n] = self.keywords.search(
-                terms, searches[n][1], pool * DEEPER, boosts, phrases
-            )
-            self._admit_ids(identity, req, wanted_scopes, keyword_lists[n : n + 1], visible)
-        if prof is not None:
-            prof.lap("gate_keyword")
+        self._gate_keywords(gate, (terms, boosts, phrases), keyword_lists, visible)
+        lap("gate_keyword")
         # Rows the indexes had not caught up with are scored here.
-        kw_rows: dict[str, list[Brief]] = defaultdict(list)
-        vec_rows: dict[str, list[Brief]] = defaultdict(list)
-        for row, kw_missing, vec_missing in pending.rows:
-            scope = _admit(identity, row, req, wanted_scopes)
-            if scope is None:
-                continue
-            visible.setdefault(row.id, (scope, row))
-            if kw_missing:
-                kw_rows[row.partition].append(row)
-            if vec_missing:
-                vec_rows[row.partition].append(row)
+        kw_rows, vec_rows = _admit_pending(identity, req, wanted_scopes, pending, visible)
         idf = self.keywords.idf(terms) if terms else {}
         if kw_rows and terms and use_keyword:
-            weights = {t: w * boosts.get(t, 1.0) for t, w in idf.items()}
-            phrase_idf = {p: sum(idf.get(t, 0.0) for t in p) for p in phrases}
-            for n, (partition, _, _) in enumerate(searches):
-                extra = self.pending.keyword_scores(
-                    self.keywords.analyze, weights, kw_rows[partition], phrase_idf
-                )
-                keyword_lists[n] = merge(keyword_lists[n], extra[:pool])
+            self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
         scorer = TextScorer(terms, idf, self.keywords.analyze, phrases)
         scorer.prime(row for _, row in visible.values())
-        if prof is not None:
-            prof.lap("pending")
+        lap("pending")
         query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)
-        if prof is not None:
-            prof.lap("vector_wait")
+        lap("vector_wait")
         if query_vec is not None:
-            self._admit_ids(identity, req, wanted_scopes, vector_lists, visible)
-            for n in _crowded(vector_lists, visible, pool):
-                target = (collection_name(identity.tenant_id, searches[n][0]), searches[n][2])
-                vector_lists[n] = self.vectors.search_many([target], query_vec, pool * DEEPER)[0]
-                self._admit_ids(identity, req, wanted_scopes, vector_lists[n : n + 1], visible)
-            if vec_rows and vector_lists:
-                self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
-            if prof is not None:
-                prof.lap("gate_vector")
+            self._gate_vectors(gate, query_vec, vector_lists, visible, vec_rows, notes)
+            lap("gate_vector")
         if notes is not None and pending.overflow:
             notes["pending_overflow"] = True
 
@@ -338,9 +295,77 @@ class RecallEngine:
             scorer, keyword_lists, vector_lists, visible, scoring or self.scoring
         )
         ranked = sorted(candidates.values(), key=lambda c: c.rank, reverse=True)
-        if prof is not None:
-            prof.lap("score")
+        lap("score")
         return ranked, visible, list(by_partition)
+
+    def _plans(
+        self, identity: Identity, req: RecallRequest
+    ) -> tuple[set[str], dict[str, list[scope_rules.ScopePlan]]]:
+        """The scopes a recall searches, and its scope plans by partition."""
+        plans = scope_rules.plan(identity, req.scope, req.tiers, req.target_agent)
+        if req.scope == "any":  # a scope weighted 0 is left out of the fused recall
+            weights = self.config.scope_weights
+            plans = [p for p in plans if weights.get(p.scope, 1.0) > 0]
+        by_partition: dict[str, list[scope_rules.ScopePlan]] = defaultdict(list)
+        for p in plans:
+            by_partition[p.partition].append(p)
+        return {p.scope for p in plans}, by_partition
+
+    def _gate_keywords(
+        self,
+        gate: _Gate,
+        query: tuple[list[str], dict[str, float], list[tuple[str, ...]]],
+        keyword_lists: list[list[tuple[str, float]]],
+        visible: dict[str, tuple[str, Brief]],
+    ) -> None:
+        """Admit the keyword hits this identity may see, searching deeper where others
+        crowded them out. ``query`` is (terms, boosts, phrases)."""
+        identity, req, wanted, searches, pool = gate
+        terms, boosts, phrases = query
+        self._admit_ids(identity, req, wanted, keyword_lists, visible)
+        for n in _crowded(keyword_lists, visible, pool):
+            keyword_lists[n] = self.keywords.search(
+                terms, searches[n][1], pool * DEEPER, boosts, phrases
+            )
+            self._admit_ids(identity, req, wanted, keyword_lists[n : n + 1], visible)
+
+    def _score_pending_keywords(
+        self,
+        gate: _Gate,
+        idf: Mapping[str, float],
+        boosts: Mapping[str, float],
+        phrases: Sequence[tuple[str, ...]],
+        kw_rows: Mapping[str, list[Brief]],
+        keyword_lists: list[list[tuple[str, float]]],
+    ) -> None:
+        """Merge the keyword scores of rows not in the keyword index yet into the lists."""
+        weights = {t: w * boosts.get(t, 1.0) for t, w in idf.items()}
+        phrase_idf = {p: sum(idf.get(t, 0.0) for t in p) for p in phrases}
+        for n, (partition, _, _) in enumerate(gate.searches):
+            extra = self.pending.keyword_scores(
+                self.keywords.analyze, weights, kw_rows[partition], phrase_idf
+            )
+            keyword_lists[n] = merge(keyword_lists[n], extra[: gate.pool])
+
+    def _gate_vectors(
+        self,
+        gate: _Gate,
+        query_vec: FloatArray,
+        vector_lists: list[list[tuple[str, float]]],
+        visible: dict[str, tuple[str, Brief]],
+        vec_rows: Mapping[str, list[Brief]],
+        notes: dict[str, bool] | None,
+    ) -> None:
+        """Admit the vector hits this identity may see (searching deeper where others
+        crowded them out), then add the rows whose vectors are not written yet."""
+        identity, req, wanted, searches, pool = gate
+        self._admit_ids(identity, req, wanted, vector_lists, visible)
+        for n in _crowded(vector_lists, visible, pool):
+            target = (collection_name(identity.tenant_id, searches[n][0]), searches[n][2])
+            vector_lists[n] = self.vectors.search_many([target], query_vec, pool * DEEPER)[0]
+            self._admit_ids(identity, req, wanted, vector_lists[n : n + 1], visible)
+        if vec_rows and vector_lists:
+            self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
 
     def _score_unembedded(
         self,
@@ -386,18 +411,18 @@ class RecallEngine:
         for n, extra in per_list.items():
             vector_lists[n] = merge(vector_lists[n], extra)
 
-    def _vector_async(
-        self,
-        query: str,
-        targets: Sequence[tuple[str, dict[str, Any] | None]],
-        n: int,
-        pending_read: threading.Event,
-    ) -> Future[_VectorSide]:
+    def _vector_async(self, gate: _Gate, pending_read: threading.Event) -> Future[_VectorSide]:
+        """Start the vector side of a recall (embed, then search every partition's collection)
+        on a worker."""
+        tenant = gate.identity.tenant_id
+        targets = [(collection_name(tenant, p), w) for p, _, w in gate.searches]
         if self._vector_pool is None:
             self._vector_pool = ThreadPoolExecutor(
                 VECTOR_WORKERS, thread_name_prefix="agentmem-query-vectors"
             )
-        return self._vector_pool.submit(self._vector_side, query, targets, n, pending_read)
+        return self._vector_pool.submit(
+            self._vector_side, gate.req.query, targets, gate.pool, pending_read
+        )
 
     def _vector_side(
         self,
@@ -461,7 +486,7 @@ class RecallEngine:
         """Read the rows of ids not seen yet and admit those this identity may see."""
         ids = {i for lst in lists for i, _ in lst}
         ids.difference_update(visible)
-        for row in self.records.briefs(identity.tenant_id, sorted(ids)):
+        for row in self.records.memories.briefs(identity.tenant_id, sorted(ids)):
             scope = _admit(identity, row, req, wanted_scopes)
             if scope is not None:
                 visible[row.id] = (scope, row)
@@ -553,6 +578,68 @@ def _context_features(
         if prev is not None:
             c.prev_coverage = prev.coverage
             c.prev_cos = max(prev.cos or 0.0, 0.0)
+
+
+#: One search of a recall: (partition, keyword filter, vector ``where``).
+Search = tuple[str, KeywordFilter, dict[str, Any] | None]
+
+
+class _Gate(NamedTuple):
+    """What a recall admits hits by: whose recall, its scopes, and where it searched."""
+
+    identity: Identity
+    req: RecallRequest
+    wanted_scopes: set[str]
+    searches: list[Search]
+    pool: int
+
+
+def _no_lap(phase: str) -> None:
+    """Stands for :meth:`~agentmem.recall.profile.RecallProfile.lap` when nothing profiles."""
+
+
+def _searches(
+    identity: Identity, req: RecallRequest, by_partition: Mapping[str, list[scope_rules.ScopePlan]]
+) -> list[Search]:
+    """One keyword filter and vector ``where`` per partition searched."""
+    searches: list[Search] = []
+    for partition, group in by_partition.items():
+        session = group[0].session if len(group) == 1 else None
+        not_session = group[0].not_session if len(group) == 1 else None
+        flt = KeywordFilter(
+            tenant=identity.tenant_id,
+            partitions=(partition,),
+            session=session,
+            not_session=not_session,
+            kinds=req.kinds,
+            memory_types=req.memory_types,
+        )
+        where = _vector_where(session, not_session, req.kinds, req.memory_types)
+        searches.append((partition, flt, where))
+    return searches
+
+
+def _admit_pending(
+    identity: Identity,
+    req: RecallRequest,
+    wanted_scopes: set[str],
+    pending: Pending,
+    visible: dict[str, tuple[str, Brief]],
+) -> tuple[dict[str, list[Brief]], dict[str, list[Brief]]]:
+    """Admit the rows the indexes have not caught up with that this identity may see;
+    those missing from the keyword index, and from the vector index, by partition."""
+    kw_rows: dict[str, list[Brief]] = defaultdict(list)
+    vec_rows: dict[str, list[Brief]] = defaultdict(list)
+    for row, kw_missing, vec_missing in pending.rows:
+        scope = _admit(identity, row, req, wanted_scopes)
+        if scope is None:
+            continue
+        visible.setdefault(row.id, (scope, row))
+        if kw_missing:
+            kw_rows[row.partition].append(row)
+        if vec_missing:
+            vec_rows[row.partition].append(row)
+    return kw_rows, vec_rows
 
 
 def _crowded(

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from .. import scopes as scope_rules
 from .. import validation as v
 from ..config import MemoryConfig
 from ..errors import ValidationError
 from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, TIERS, Identity
+from ..recall_options import RecallKwargs, RecallOptions
 
 #: The candidate retrievers; recall uses both (a request may name one, e.g. to measure it).
 RETRIEVERS: tuple[str, ...] = ("keyword", "vector")
@@ -46,32 +47,24 @@ def recall_request(
     config: MemoryConfig,
     identity: Identity,
     query: Any,
-    *,
-    top_k: Any = 5,
-    kinds: Any = None,
-    memory_types: Any = None,
-    scope: Any = "any",
-    rerank: Any = True,
-    min_score: Any = None,
-    token_budget: Any = None,
-    filters: Any = None,
-    include_superseded: Any = False,
-    tiers: Any = None,
-    target_agent: Any = None,
+    options: RecallOptions | None = None,
+    **kwargs: Unpack[RecallKwargs],
 ) -> RecallRequest:
-    """Validate recall arguments for ``identity``; None means the configured default."""
+    """Validate a recall for ``identity``: ``options`` with ``kwargs`` laid over it; None
+    means the configured default."""
+    o = RecallOptions.of(options, **kwargs)
     q = v.query(query)
-    k = v.top_k(top_k)
-    kind_filter = v.choices(kinds, "kinds", KINDS)
-    type_filter = v.choices(memory_types, "memory_types", MEMORY_TYPES)
-    scope = v.choice(scope, "scope", RECALL_SCOPES)
-    if not isinstance(rerank, bool):
+    k = v.top_k(o.top_k)
+    kind_filter = v.choices(o.kinds, "kinds", KINDS)
+    type_filter = v.choices(o.memory_types, "memory_types", MEMORY_TYPES)
+    scope = v.choice(o.scope, "scope", RECALL_SCOPES)
+    if not isinstance(o.rerank, bool):
         raise ValidationError("rerank", "must be a bool")
-    if not isinstance(include_superseded, bool):
+    if not isinstance(o.include_superseded, bool):
         raise ValidationError("include_superseded", "must be a bool")
-    threshold = v.unit_float(min_score, "min_score")
-    budget = v.positive_int(token_budget, "token_budget")
-    flt = v.metadata(filters, "filters")
+    threshold = v.unit_float(o.min_score, "min_score")
+    budget = v.positive_int(o.token_budget, "token_budget")
+    flt = v.metadata(o.filters, "filters")
     reserved = IDENTITY_KEYS & set(flt)
     if reserved:
         raise ValidationError(
@@ -80,8 +73,8 @@ def recall_request(
         )
     if scope != "any":
         scope_rules.require(identity, scope)
-    target = v.identity(target_agent, "target_agent")
-    tier_filter = v.choices(tiers, "tiers", TIERS)
+    target = v.identity(o.target_agent, "target_agent")
+    tier_filter = v.choices(o.tiers, "tiers", TIERS)
     if target is not None:
         scope_rules.plan(identity, scope, tier_filter, target)  # raises ScopeError if refused
     return RecallRequest(
@@ -90,11 +83,11 @@ def recall_request(
         scope=scope,
         kinds=kind_filter,
         memory_types=type_filter,
-        rerank=rerank,
+        rerank=o.rerank,
         min_score=config.min_score if threshold is None else threshold,
         token_budget=config.token_budget if budget is None else budget,
         filters=flt,
-        include_superseded=include_superseded,
+        include_superseded=o.include_superseded,
         tiers=tier_filter,
         target_agent=target,
     )

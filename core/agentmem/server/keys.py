@@ -29,11 +29,11 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
 
-from .. import validation as v
+from .. import validation
 from ..errors import AuthError, NotFoundError, ValidationError
-from ..models import Identity
+from ..key_identity import resolve_identity as resolve_identity  # re-exported: it lived here
+from ..results import ApiKey as ApiKey  # re-exported: it lived here
 from ..storage.keys import KeyRow
 from ..storage.records import RecordStore
 
@@ -41,33 +41,6 @@ PREFIX = "amk_"
 _ID = re.compile(r"^[0-9a-f]{12}$")
 #: Compared against when the key id is unknown, so a miss costs what a hit costs.
 _DUMMY_HASH = hashlib.sha256(b"agentmem-no-such-key").hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    """An API key as the server knows it (never its secret).
-
-    Attributes:
-        id: Public key id (shown by ``agentmem keys list``, used by ``keys revoke``).
-        tenant_id: The only tenant the key reaches.
-        user_id: When set, the key acts for this user only.
-        agent_id: When set, the key acts for this agent only.
-        admin: The key may also read its tenant's stats and doctor report, export the tenant
-            and erase in it.
-        revoked_at: When the key was revoked (None while it is live).
-        operator: The key may also read the server-wide views (the whole store's stats and
-            doctor report, the metrics).
-    """
-
-    id: str
-    tenant_id: str
-    user_id: str | None
-    agent_id: str | None
-    name: str | None
-    admin: bool
-    created_at: datetime
-    revoked_at: datetime | None = None
-    operator: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +85,11 @@ def create_key(
         ValidationError: an identity or the name is malformed, or an admin or operator key
             is pinned.
     """
-    tenant = v.identity(tenant_id, "tenant_id", required=True)
+    tenant = validation.identity(tenant_id, "tenant_id", required=True)
     assert tenant is not None
-    user = v.identity(user_id, "user_id")
-    agent = v.identity(agent_id, "agent_id")
-    label = v.identity(name, "name")
+    user = validation.identity(user_id, "user_id")
+    agent = validation.identity(agent_id, "agent_id")
+    label = validation.identity(name, "name")
     for field, flag in (("admin", admin), ("operator", operator)):
         if not isinstance(flag, bool):
             raise ValidationError(field, f"must be a bool, got {type(flag).__name__}")
@@ -149,7 +122,7 @@ def create_key(
 
 def list_keys(records: RecordStore, *, tenant_id: str | None = None) -> list[ApiKey]:
     """Every key (of ``tenant_id``), oldest first, revoked ones included."""
-    tenant = v.identity(tenant_id, "tenant_id")
+    tenant = validation.identity(tenant_id, "tenant_id")
     return [_public(r) for r in records.api_keys.list(tenant_id=tenant)]
 
 
@@ -159,7 +132,7 @@ def revoke_key(records: RecordStore, key_id: str) -> ApiKey:
     Raises:
         NotFoundError: no key has that id.
     """
-    ref = v.identity(key_id, "key_id", required=True)
+    ref = validation.identity(key_id, "key_id", required=True)
     assert ref is not None
     records.api_keys.revoke(ref)
     row = records.api_keys.get(ref)
@@ -199,53 +172,6 @@ def authenticate(records: RecordStore, token: str | None) -> ApiKey:
     if row.revoked_at is not None:
         raise AuthError(f"API key {row.id} was revoked", reason="revoked", key_id=row.id)
     return _public(row)
-
-
-def resolve_identity(
-    key: ApiKey,
-    *,
-    tenant_id: str | None = None,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    session_id: str | None = None,
-) -> Identity:
-    """The identity a request acts for: the key's tenant, and the asked-for user, agent and
-    session within what the key allows (a pinned user or agent is used when none is asked).
-
-    Raises:
-        AuthError: another tenant, or another user/agent than the key is pinned to
-            (``reason="forbidden"``).
-        ValidationError: a malformed identity component.
-    """
-    if tenant_id is not None and tenant_id != key.tenant_id:
-        raise AuthError(
-            f"this API key belongs to tenant {key.tenant_id!r}; it cannot act for another "
-            "tenant (bind without tenant_id, or use that tenant's key)",
-            reason="forbidden",
-            key_id=key.id,
-        )
-    user = _pinned(key.id, "user_id", key.user_id, v.identity(user_id, "user_id"))
-    agent = _pinned(key.id, "agent_id", key.agent_id, v.identity(agent_id, "agent_id"))
-    return Identity(
-        tenant_id=key.tenant_id,
-        user_id=user,
-        agent_id=agent,
-        session_id=v.identity(session_id, "session_id"),
-    )
-
-
-def _pinned(key_id: str, field: str, pinned: str | None, asked: str | None) -> str | None:
-    if pinned is None:
-        return asked
-    if asked is not None and asked != pinned:
-        raise AuthError(
-            f"this API key is pinned to {field}={pinned!r}; it cannot act for another "
-            f"{field.removesuffix('_id')}",
-            reason="forbidden",
-            key_id=key_id,
-            field=field,
-        )
-    return pinned
 
 
 __all__ = [

@@ -17,6 +17,7 @@ The answer is ``{"result": ...}``: the method's return value as JSON (see
 from __future__ import annotations
 
 import collections.abc
+import inspect
 import time
 import types
 import typing
@@ -27,13 +28,21 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.concurrency import run_in_threadpool
 
-from ..memory import AgentMemory
+from ..memory import AgentMemory, BoundMemory
+from ..tiers.agent_state import AgentState
+from ..tiers.knowledge import Knowledge
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
 from .responses import json_response
 from .state import Principal
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
+#: The class implementing each part's operations (``Op.part``).
+IMPLEMENTATIONS: dict[str | None, type] = {
+    None: BoundMemory,
+    "knowledge": Knowledge,
+    "state": AgentState,
+}
 
 
 class IdentityIn(BaseModel):
@@ -145,14 +154,16 @@ def _add(router: APIRouter, store: AgentMemory, op: Op) -> None:
     # the body model is built at run time, so the annotations FastAPI reads are set here
     endpoint.__annotations__ = {"body": body_type, "key": Principal, "return": Response}
     result = result_model(op)
-    summary, _, _ = op.doc.partition("\n")
+    # the declaration carries the signature; the implementation the user-facing docs
+    doc = inspect.getdoc(getattr(IMPLEMENTATIONS[op.part], op.method)) or op.doc
+    summary, _, _ = doc.partition("\n")
     router.add_api_route(
         op.path,
         endpoint,
         methods=["POST"],
         name=op.name,
         summary=summary or op.name,
-        description=op.doc,
+        description=doc,
         responses={200: {"model": result}} if result is not None else None,
         response_class=Response,
     )

@@ -110,7 +110,7 @@ class AccessTracker:
         if not counts:
             return 0
         try:
-            self._records.add_access(counts, last)
+            self._records.memories.add_access(counts, last)
         except AgentMemError as exc:
             log.warning("access counters not flushed (kept for the next flush): %s", exc)
             with self._lock:

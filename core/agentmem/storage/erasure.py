@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -263,50 +263,8 @@ class ErasureStore:
                     cur = tx.execute(f"DELETE FROM {name} WHERE tenant_id = ?", (tenant,))
                     add(name, cur.rowcount)
             else:
-                sql, params = subject.where(MEMORIES) or ("", [])
-                found = {
-                    r[0]
-                    for r in tx.execute(f"SELECT id FROM memories WHERE {sql}", params).fetchall()
-                }
-                gone = sorted(found | set(ids))
-                add("memory_sources", unlink(tx, gone))
-                for chunk in chunks(gone):
-                    m = marks(len(chunk))
-                    for name, column in (
-                        ("payloads", "memory_id"),
-                        ("ingest_log", "message_id"),
-                        ("audit_log", "memory_id"),
-                        ("memories", "id"),
-                    ):
-                        cur = tx.execute(
-                            f"DELETE FROM {name} WHERE tenant_id = ? AND {column} IN ({m})",
-                            (tenant, *chunk),
-                        )
-                        add(name, cur.rowcount)
-                owned = subject.owned_partitions()
-                if owned:
-                    cur = tx.execute(
-                        f"DELETE FROM working_state WHERE tenant_id = ? "
-                        f"AND partition IN ({marks(len(owned))})",
-                        (tenant, *owned),
-                    )
-                    add("working_state", cur.rowcount)
-                empty = [
-                    p
-                    for p in partitions
-                    if tx.execute(
-                        "SELECT 1 FROM memories WHERE tenant_id = ? AND partition = ? LIMIT 1",
-                        (tenant, p),
-                    ).fetchone()
-                    is None
-                ]
-                for chunk in chunks(empty):
-                    cur = tx.execute(
-                        f"DELETE FROM partitions WHERE tenant_id = ? "
-                        f"AND partition IN ({marks(len(chunk))})",
-                        (tenant, *chunk),
-                    )
-                    add("partitions", cur.rowcount)
+                _delete_subject_rows(tx, subject, ids, add)
+                _drop_empty_partitions(tx, tenant, partitions, add)
             for table in IDENTITY_TABLES:
                 where = subject.where(table)
                 if where is not None:
@@ -315,12 +273,7 @@ class ErasureStore:
                         table.name,
                         tx.execute(f"DELETE FROM {table.name} WHERE {sql}", params).rowcount,
                     )
-            earlier = tx.execute(
-                "SELECT removed FROM erasures WHERE id = ?", (erasure_id,)
-            ).fetchone()
-            total = dict(counts)
-            for name, n in json.loads(earlier[0] if earlier else "{}").items():
-                total[name] = total.get(name, 0) + int(n)
+            total = _with_earlier(tx, erasure_id, counts)
             _set_status(tx, erasure_id, "compacting", total)
         return total
 
@@ -406,3 +359,65 @@ def _set_status(tx: Transaction, erasure_id: str, status: str, removed: dict[str
         "UPDATE erasures SET status = ?, removed = ? WHERE id = ?",
         (status, json.dumps(removed, sort_keys=True), erasure_id),
     )
+
+
+def _delete_subject_rows(
+    tx: Transaction, subject: ErasureSubject, ids: Sequence[str], add: Callable[[str, int], None]
+) -> None:
+    """Delete the rows of a subject narrower than a tenant, and ``ids``, with every entry
+    about them, and the working-memory state of the subject's own conversations."""
+    tenant = subject.tenant_id
+    sql, params = subject.where(MEMORIES) or ("", [])
+    found = {r[0] for r in tx.execute(f"SELECT id FROM memories WHERE {sql}", params).fetchall()}
+    gone = sorted(found | set(ids))
+    add("memory_sources", unlink(tx, gone))
+    for chunk in chunks(gone):
+        m = marks(len(chunk))
+        for name, column in (
+            ("payloads", "memory_id"),
+            ("ingest_log", "message_id"),
+            ("audit_log", "memory_id"),
+            ("memories", "id"),
+        ):
+            cur = tx.execute(
+                f"DELETE FROM {name} WHERE tenant_id = ? AND {column} IN ({m})",
+                (tenant, *chunk),
+            )
+            add(name, cur.rowcount)
+    owned = subject.owned_partitions()
+    if owned:
+        cur = tx.execute(
+            f"DELETE FROM working_state WHERE tenant_id = ? AND partition IN ({marks(len(owned))})",
+            (tenant, *owned),
+        )
+        add("working_state", cur.rowcount)
+
+
+def _drop_empty_partitions(
+    tx: Transaction, tenant: str, partitions: Sequence[str], add: Callable[[str, int], None]
+) -> None:
+    """Remove the ``partitions`` entries of those of ``partitions`` left without rows."""
+    empty = [
+        p
+        for p in partitions
+        if tx.execute(
+            "SELECT 1 FROM memories WHERE tenant_id = ? AND partition = ? LIMIT 1",
+            (tenant, p),
+        ).fetchone()
+        is None
+    ]
+    for chunk in chunks(empty):
+        cur = tx.execute(
+            f"DELETE FROM partitions WHERE tenant_id = ? AND partition IN ({marks(len(chunk))})",
+            (tenant, *chunk),
+        )
+        add("partitions", cur.rowcount)
+
+
+def _with_earlier(tx: Transaction, erasure_id: str, counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` plus what an interrupted earlier attempt of this erasure removed."""
+    earlier = tx.execute("SELECT removed FROM erasures WHERE id = ?", (erasure_id,)).fetchone()
+    total = dict(counts)
+    for name, n in json.loads(earlier[0] if earlier else "{}").items():
+        total[name] = total.get(name, 0) + int(n)
+    return total

@@ -163,7 +163,7 @@ def start_switch(
     meta: dict[str, str | None] = dict.fromkeys(forget)
     meta[META_KEY] = target.to_json()
     meta[SWITCH_KEY] = switch.to_json()
-    records.requeue_vectors(meta=meta)
+    records.partitions.requeue_vectors(meta=meta)
     # the count, for progress, once the rows are queued (a crash before it leaves 0: the
     # resumed run then counts what is left)
     switch = Switch(source, target, switch.started_at, records.index.pending_counts()[1])
@@ -280,7 +280,7 @@ def _legacy(
     recording anything); otherwise the embedder is recorded as ``assumed`` (``agentmem
     doctor`` says so; ``reindex`` makes it certain).
     """
-    names = [collection for _, _, collection in records.partitions()]
+    names = [collection for _, _, collection in records.partitions.all()]
     if not names:
         return None  # nothing was ever embedded
     ours = EmbedderFingerprint.of(embedder, origin="assumed")

@@ -8,24 +8,14 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from .. import validation as v
+from .. import validation
 from ..errors import ScopeError
 from ..models import Identity
+from ..results import StateEntry as StateEntry  # re-exported: it lived here
 from ..storage.agent_state import AgentStateTable
 from ..storage.rows import now_utc
-
-
-@dataclass(frozen=True, slots=True)
-class StateEntry:
-    """One stored state value."""
-
-    key: str
-    value: Any
-    updated_at: datetime
 
 
 class AgentState:
@@ -48,23 +38,23 @@ class AgentState:
 
     def get(self, key: str) -> StateEntry | None:
         """The entry under ``key``, or None."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
         found = self._table.get(self._identity.tenant_id, self._agent(), k)
         return None if found is None else StateEntry(k, found[0], found[1])
 
     def set(self, key: str, value: Any) -> StateEntry:
         """Store a JSON-serialisable value under ``key`` (replacing any previous one)."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
-        encoded = v.metadata({"value": value}, "value")["value"]
+        encoded = validation.metadata({"value": value}, "value")["value"]
         now = now_utc()
         self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now)
         return StateEntry(k, encoded, now)
 
     def delete(self, key: str) -> bool:
         """Remove the entry under ``key``; False if there was none."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
         return self._table.delete(self._identity.tenant_id, self._agent(), k)
 

@@ -32,60 +32,24 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import CHAT_COPY_MAX_BYTES
 from ..context import StoreContext
 from ..errors import ScopeError
 from ..models import MEMORY_TYPES, Identity, MemoryItem, RecallResult
 from ..recall.api import recall
+from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
+from ..results import KnowledgeEntry as KnowledgeEntry  # re-exported: they lived here
+from ..results import UpsertResult as UpsertResult
 from ..storage.rows import Row
 from ..write.commit import commit, retire
 from ..write.records import new_record, sha
 
 SCOPE = "knowledge"
 KEY_METADATA = "knowledge_key"
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeEntry:
-    """One live knowledge entry.
-
-    Attributes:
-        id: Row id (changes when an upsert by key replaces the entry).
-        key: The dedup key, if the entry has one.
-        agent_id: The agent that owns (and alone may change) the entry.
-    """
-
-    id: str
-    key: str | None
-    content: str
-    agent_id: str
-    memory_type: str | None
-    metadata: dict[str, Any]
-    importance: float | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class UpsertResult:
-    """Outcome of :meth:`Knowledge.upsert`.
-
-    Attributes:
-        id: Id of the live entry.
-        was_new: False when the same entry (same key and content) existed already.
-        replaced: Id of the entry this one superseded (same key, other content), if any.
-    """
-
-    id: str
-    key: str | None
-    was_new: bool
-    replaced: str | None = None
 
 
 def _topic(agent_id: str, key: str) -> str:
@@ -139,11 +103,11 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
-        k = v.identity(key, "key")
-        mtype = v.choice(memory_type, "memory_type", MEMORY_TYPES)
-        imp = v.unit_float(importance, "importance")
-        meta = v.metadata(metadata)
+        text = validation.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
+        k = validation.identity(key, "key")
+        mtype = validation.choice(memory_type, "memory_type", MEMORY_TYPES)
+        imp = validation.unit_float(importance, "importance")
+        meta = validation.metadata(metadata)
         meta.pop(KEY_METADATA, None)
         if k is not None:
             meta[KEY_METADATA] = k
@@ -163,7 +127,7 @@ class Knowledge:
         ((id_, new),) = commit(self._ctx, [rec], "knowledge_upsert")
         replaced = None
         if new and k is not None:
-            older = self._ctx.records.superseded_by(id_)
+            older = self._ctx.records.supersession.superseded_by(id_)
             replaced = older[0] if older else None
         return UpsertResult(id=id_, key=k, was_new=new, replaced=replaced)
 
@@ -176,11 +140,11 @@ class Knowledge:
         """
         self._ctx.check_open()
         agent = self._own_agent()
-        ref = v.identity(key_or_id, "key_or_id", required=True)
+        ref = validation.identity(key_or_id, "key_or_id", required=True)
         assert ref is not None
         ids = self._ids(agent, ref)
         if not ids:
-            row = self._ctx.records.get(ref)
+            row = self._ctx.records.memories.get(ref)
             if row is None or not self._readable(row) or row.item.deleted_at is not None:
                 return False
             if row.item.agent_id != agent:
@@ -195,9 +159,9 @@ class Knowledge:
     # -- reads ---------------------------------------------------------------------------------
     def get(self, key: str, *, agent_id: str | None = None) -> KnowledgeEntry | None:
         """The live entry under ``key`` of ``agent_id`` (default: the bound agent), or None."""
-        k = v.identity(key, "key", required=True)
+        k = validation.identity(key, "key", required=True)
         assert k is not None
-        agent = v.identity(agent_id, "agent_id") or self._identity.agent_id
+        agent = validation.identity(agent_id, "agent_id") or self._identity.agent_id
         if agent is None:
             raise ScopeError(
                 "agent_id", "this memory is bound without an agent: pass agent_id= to read one"
@@ -212,21 +176,23 @@ class Knowledge:
         ``all_agents=True`` every agent's of the tenant (an identity without an agent sees
         every agent's by default)."""
         self._ctx.check_open()
-        agent = v.identity(agent_id, "agent_id")
+        agent = validation.identity(agent_id, "agent_id")
         if agent is None and not all_agents:
             agent = self._identity.agent_id
-        ids = self._ctx.records.current_ids(
+        ids = self._ctx.records.supersession.current_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, SCOPE, agent_id=agent
         )
         return self._entries(ids)
 
-    def search(self, query: str, *, top_k: int = 5, **kwargs: Any) -> RecallResult:
+    def search(
+        self, query: str, options: RecallOptions | None = None, **kwargs: Unpack[RecallKwargs]
+    ) -> RecallResult:
         """Recall over knowledge only (``m.recall(query, scope="knowledge", ...)``)."""
-        return recall(self._ctx, self._identity, query, top_k=top_k, scope=SCOPE, **kwargs)
+        return recall(self._ctx, self._identity, query, knowledge_options(options, **kwargs))
 
     # -- helpers -------------------------------------------------------------------------------
     def _ids(self, agent: str, key: str) -> builtins.list[str]:
-        return self._ctx.records.topic_ids(
+        return self._ctx.records.supersession.topic_ids(
             self._identity.tenant_id, scope_rules.KNOWLEDGE_PARTITION, _topic(agent, key), SCOPE
         )
 
@@ -234,7 +200,9 @@ class Knowledge:
         return row.item.scope == SCOPE and scope_rules.visible_row(self._identity, row) == SCOPE
 
     def _entries(self, ids: builtins.list[str]) -> builtins.list[KnowledgeEntry]:
-        rows = {r.item.id: r for r in self._ctx.records.get_many(self._identity.tenant_id, ids)}
+        rows = {
+            r.item.id: r for r in self._ctx.records.memories.get_many(self._identity.tenant_id, ids)
+        }
         out = []
         for id_ in ids:
             row = rows.get(id_)

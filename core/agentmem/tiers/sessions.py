@@ -31,7 +31,7 @@ visibility of the session's messages. Chunks live in their own partition (and Ch
 collection), so default recall never searches them and they cannot crowd out message-level
 hits; ``recall(tiers=("mid_term",))`` or ``("long_term",)`` targets them. Long-term detail
 chunks stay keyword-searchable: the records store counts them out of the vector index
-(:data:`~agentmem.storage.records.VECTOR_LIVE`), so the indexer deletes their vectors and never
+(:data:`~agentmem.storage.rows.VECTOR_LIVE`), so the indexer deletes their vectors and never
 embeds them again (``reindex`` included). A chunk or summary hit carries the ids of the
 messages it came from (``metadata["message_ids"]``, ``metadata["dia_ids"]`` when the messages
 had ``dia_id`` metadata, and ``metadata["messages"]`` with each message's id, role and
@@ -58,12 +58,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..chunking import chunk_text, elide
 from ..config import TierConfig
 from ..context import StoreContext
@@ -78,6 +77,8 @@ from ..models import (
     Identity,
     MemoryItem,
 )
+from ..results import CloseResult as CloseResult  # re-exported: they lived here
+from ..results import SessionDetail as SessionDetail
 from ..speakers import metadata_speaker, resolve_speaker
 from ..storage.rows import NewRecord
 from ..storage.sessions import SessionInfo
@@ -100,67 +101,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
 
 
-@dataclass(frozen=True, slots=True)
-class CloseResult:
-    """What :func:`close_session` did.
-
-    Attributes:
-        session_id: The closed session.
-        tier: Its tier afterwards (``mid_term``, or ``long_term`` if it was promoted).
-        already_closed: True when the session was closed before and has no new messages
-            (nothing was done).
-        messages: Messages and tool outputs in the session.
-        chunk_ids: Ids of the session's chunk rows.
-        summary_ids: Ids of the session's summary rows (empty when the summary was skipped).
-        summary_status: ``ok``, ``timeout``, ``failed``, ``skipped`` (timeout 0) or ``empty``
-            (no messages).
-        summarizer: Name of the LLM that wrote the summary.
-        promoted: Sessions promoted to long-term by this call, oldest first.
-        error: Why the summary was skipped, if it was.
-        elapsed_ms: Wall time of the pipeline.
-    """
-
-    session_id: str
-    tier: str
-    already_closed: bool
-    messages: int
-    chunk_ids: tuple[str, ...] = ()
-    summary_ids: tuple[str, ...] = ()
-    summary_status: str = "ok"
-    summarizer: str | None = None
-    promoted: tuple[str, ...] = ()
-    error: str | None = None
-    elapsed_ms: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class SessionDetail:
-    """A session's full events (``BoundMemory.session_detail``).
-
-    Attributes:
-        session_id: The session.
-        tier: ``mid_term`` or ``long_term`` when closed, None when never closed.
-        closed_at: When it was (last) closed.
-        summary: Its session summary, if one was written.
-        summary_ids: Ids of the summary rows.
-        events: Its messages and tool outputs, oldest first, each with its full content
-            (an oversized message's or tool output's full payload, not the indexed copy).
-    """
-
-    session_id: str
-    tier: str | None
-    closed_at: datetime | None
-    summary: str | None
-    summary_ids: tuple[str, ...] = ()
-    events: list[MemoryItem] = field(default_factory=list)
-
-
 # -- reads ------------------------------------------------------------------------------------
 def session_messages(
     ctx: StoreContext, tenant_id: str, partition: str, session_id: str
 ) -> list[tuple[int, MemoryItem]]:
     """(seq, item) of a session's live messages and tool outputs, oldest first."""
-    rows = ctx.records.session_items(tenant_id, partition, session_id)
+    rows = ctx.records.conversations.session_items(tenant_id, partition, session_id)
     return [(seq, row.item) for seq, row in rows]
 
 
@@ -175,7 +121,7 @@ def list_sessions(
         ['long_term', 'mid_term']
     """
     if tier is not None:
-        tier = v.choice(tier, "tier", (TIER_MID, TIER_LONG))
+        tier = validation.choice(tier, "tier", (TIER_MID, TIER_LONG))
     ctx.check_open()
     return ctx.records.sessions.list(identity.tenant_id, _conversation(identity), tier=tier)
 
@@ -184,7 +130,7 @@ def conversation_sessions(ctx: StoreContext, identity: Identity) -> list[str]:
     """Session ids of ``identity``'s conversation with live messages, oldest first (for an
     identity with neither user nor agent: the sessions bound that way)."""
     ctx.check_open()
-    return ctx.records.conversation_sessions(
+    return ctx.records.conversations.conversation_sessions(
         identity.tenant_id, scope_rules.conversation_partition(identity)
     )
 
@@ -335,7 +281,7 @@ def _write_session(
     summary_recs = (
         _summary_records(identity, partition, items, summary, summarizer, tier) if summary else []
     )
-    written = ctx.records.insert([*chunk_recs, *summary_recs]) if items else []
+    written = ctx.records.memories.insert([*chunk_recs, *summary_recs]) if items else []
     chunk_ids = tuple(i for i, _ in written[: len(chunk_recs)])
     summary_ids = tuple(i for i, _ in written[len(chunk_recs) :])
     replace_summaries = summary is not None or status == "empty"
@@ -647,10 +593,10 @@ def _derived_ids(
     ctx: StoreContext, tenant: str, partition: str, session_id: str, *, chunks: bool
 ) -> tuple[str, ...]:
     if chunks:
-        return ctx.records.derived_ids(
+        return ctx.records.conversations.derived_ids(
             tenant, scope_rules.chunk_partition(partition), session_id, kind="chat_message"
         )
-    return ctx.records.derived_ids(tenant, partition, session_id, kind="summary")
+    return ctx.records.conversations.derived_ids(tenant, partition, session_id, kind="summary")
 
 
 def _retire_stale(
@@ -708,7 +654,7 @@ def _promote_one(ctx: StoreContext, identity: Identity, partition: str, info: Se
     if not _derived_ids(ctx, tenant, partition, session_id, chunks=False):
         items = [item for _, item in session_messages(ctx, tenant, partition, session_id)]
         fallback = _fallback_summary(ctx, identity, partition, items, info)
-    ctx.records.promote_session(
+    ctx.records.conversations.promote_session(
         tenant,
         partition,
         session_id,
@@ -746,7 +692,7 @@ def _fallback_summary(
         TIER_LONG,
         owner=(info.session_id, info.user_id, info.agent_id),
     )
-    return [i for i, _ in ctx.records.insert(recs)]
+    return [i for i, _ in ctx.records.memories.insert(recs)]
 
 
 def _turn(item: MemoryItem) -> ChatTurn:
@@ -764,9 +710,9 @@ def session_detail(
     is one of that agent's own closed sessions: its events up to the last close (later ones
     are its working memory, readable by its own session only) and its summary.
     """
-    sid = v.identity(session_id, "session_id", required=True)
+    sid = validation.identity(session_id, "session_id", required=True)
     assert sid is not None
-    target = v.identity(target_agent, "target_agent")
+    target = validation.identity(target_agent, "target_agent")
     ctx.check_open()
     closed_up_to: int | None = None
     if target is not None:
@@ -783,7 +729,7 @@ def session_detail(
             part = scope_rules.home_partition(identity, "session")
         own = part
     events: list[MemoryItem] = []
-    for seq, row in ctx.records.session_items(identity.tenant_id, own, sid):
+    for seq, row in ctx.records.conversations.session_items(identity.tenant_id, own, sid):
         if target is not None:
             assert closed_up_to is not None
             if seq > closed_up_to or not scope_rules.cross_agent_message(identity, row, target):
@@ -792,7 +738,7 @@ def session_detail(
             continue
         item = row.item
         if item.source_ref:
-            payload = ctx.records.payload(identity.tenant_id, item.source_ref)
+            payload = ctx.records.memories.payload(identity.tenant_id, item.source_ref)
             if payload is not None and payload[0] == item.id:
                 item = replace(item, content=payload[1])
         events.append(item)
@@ -800,7 +746,7 @@ def session_detail(
     summary_ids = _derived_ids(ctx, identity.tenant_id, own, sid, chunks=False)
     summaries = [
         r.item.content
-        for r in ctx.records.items(identity.tenant_id, list(summary_ids))
+        for r in ctx.records.memories.items(identity.tenant_id, list(summary_ids))
         if scope_rules.visible_row(identity, r, target) is not None
     ]
     if not events and info is None:

@@ -47,11 +47,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..config import TierConfig
 from ..context import StoreContext
 from ..errors import StorageError, ValidationError
 from ..models import Identity, MemoryItem
+from ..results import SUMMARY_HEADER as SUMMARY_HEADER  # re-exported: they lived here
+from ..results import CompactionResult as CompactionResult
+from ..results import PromptView as PromptView
+from ..results import ReferenceFact as ReferenceFact
+from ..results import ReferenceSummary as ReferenceSummary
+from ..results import TokenCounts as TokenCounts
 from ..tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -66,73 +72,9 @@ MAX_FACTS = 200
 MAX_REFERENCES = 1000
 #: Messages handed to one ``summary_delta`` call; a longer roll-off is folded in batches.
 MAX_DELTA_MESSAGES = 64
-SUMMARY_HEADER = (
-    "Summary of earlier messages of this conversation (they were compacted out of the "
-    "prompt; call recall to look up details before answering):"
-)
 
 
-# -- the reference summary --------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ReferenceFact:
-    """One fact of a reference summary, with the message it came from."""
-
-    key: str
-    value: str
-    source_event: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReferenceSummary:
-    """The structured summary of what rolled off a session's window.
-
-    Example:
-        >>> ReferenceSummary(summary="User plans a trip.").to_dict()["summary"]
-        'User plans a trip.'
-    """
-
-    summary: str = ""
-    facts: tuple[ReferenceFact, ...] = ()
-    referenced_sessions: tuple[str, ...] = ()
-    referenced_events: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.summary or self.facts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary,
-            "facts": [
-                {"key": f.key, "value": f.value, "source_event": f.source_event} for f in self.facts
-            ],
-            "referenced_sessions": list(self.referenced_sessions),
-            "referenced_events": list(self.referenced_events),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReferenceSummary:
-        return cls(
-            summary=str(data.get("summary", "")),
-            facts=tuple(
-                ReferenceFact(str(f["key"]), str(f["value"]), f.get("source_event"))
-                for f in data.get("facts", ())
-            ),
-            referenced_sessions=tuple(data.get("referenced_sessions", ())),
-            referenced_events=tuple(data.get("referenced_events", ())),
-        )
-
-    def render(self) -> str:
-        """The text of the system message that carries this summary into a prompt."""
-        parts = [SUMMARY_HEADER]
-        if self.summary:
-            parts.append(self.summary)
-        if self.facts:
-            parts.append("Known facts:")
-            parts.extend(f"- {f.key}: {f.value}" for f in self.facts)
-        return "\n".join(parts)
-
-
+# -- the reference summary (its types live in agentmem.results) ------------------------------
 class MalformedDeltaError(ValueError):
     """A summary delta that cannot be applied (the summary stays as it was)."""
 
@@ -213,41 +155,6 @@ def _strings(value: Any, name: str) -> list[str]:
 
 # -- value objects ----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class TokenCounts:
-    """Tokens (cl100k_base, plus a per-message overhead) of the parts of a working memory."""
-
-    pinned: int
-    summary: int
-    window: int
-
-    @property
-    def total(self) -> int:
-        return self.pinned + self.summary + self.window
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    """Outcome of one compaction.
-
-    Attributes:
-        ok: False when the LLM failed, its delta was malformed, or another compaction won
-            the race; the stored summary and window are unchanged then.
-        reason: ``manual``, ``budget`` (the 80% trip) or ``window_full``.
-        rolled_off: Ids of the messages folded into the reference summary.
-        window: Messages left in the window.
-        summary: The reference summary after the compaction (the old one if not ok).
-        error: What went wrong, when not ok.
-    """
-
-    ok: bool
-    reason: str
-    rolled_off: tuple[str, ...] = ()
-    window: int = 0
-    summary: ReferenceSummary = ReferenceSummary()
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class WorkingSnapshot:
     """A session's working memory at one moment (``m.working.snapshot()``).
 
@@ -275,28 +182,6 @@ class WorkingSnapshot:
     def compressed(self) -> bool:
         """True once a budget trip happened: older content must be reached through recall."""
         return self.trips > 0
-
-
-@dataclass(frozen=True, slots=True)
-class PromptView:
-    """What a prompt of a session holds (:meth:`WorkingMemory.prompt_view`), in order:
-    pinned messages, the reference summary (when not empty) and the shown window.
-
-    Attributes:
-        pinned: System and pinned messages.
-        summary: The reference summary of what rolled off.
-        window: The window messages shown, oldest first (never without the latest user
-            message).
-        left_out: Window messages left out of this view because the prompt was still over
-            budget after compaction (the stored window keeps them).
-        compaction: The compaction this call ran, if one tripped.
-    """
-
-    pinned: tuple[MemoryItem, ...]
-    summary: ReferenceSummary
-    window: tuple[MemoryItem, ...]
-    left_out: int = 0
-    compaction: CompactionResult | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,11 +427,11 @@ class WorkingMemory:
         Args: as :meth:`context_messages`.
         """
         window_tokens = self._model_window(model_window)
-        ratio = v.unit_float(budget_ratio, "budget_ratio")
+        ratio = validation.unit_float(budget_ratio, "budget_ratio")
         if ratio is None or ratio <= 0:
             raise ValidationError("budget_ratio", "must be in (0, 1]")
         cfg = self.config
-        limit = v.positive_int(max_messages, "max_messages")
+        limit = validation.positive_int(max_messages, "max_messages")
         limit = cfg.working_max_messages if limit is None else limit
         budget = int(window_tokens * ratio)
         snap = self.snapshot()
@@ -563,7 +448,7 @@ class WorkingMemory:
         override = self.config.model_window_override
         if override is not None:
             return override
-        value = v.positive_int(model_window, "model_window")
+        value = validation.positive_int(model_window, "model_window")
         return value if value is not None else self.config.model_window
 
     @staticmethod
@@ -629,7 +514,7 @@ def rebuild_reference(
             return False
         rolled = [
             r.item
-            for seq, r in ctx.records.session_items(tenant_id, partition, session_id)
+            for seq, r in ctx.records.conversations.session_items(tenant_id, partition, session_id)
             if seq <= row.boundary and seq not in row.held and not is_pinned(r.item)
         ]
         summary = ReferenceSummary()

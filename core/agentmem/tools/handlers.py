@@ -18,9 +18,9 @@ from ..config import MAX_TOP_K, TOOL_OUTPUT_PREVIEW_CHARS
 from ..errors import NotFoundError, ScopeError, ValidationError
 from ..models import MemoryItem, RecallHit
 from ..protocols import BoundMemoryProtocol
+from ..results import KnowledgeEntry
 from ..scopes import MEMORY_DEFAULT_SCOPES, default_memory_scope
-from ..tiers.knowledge import KnowledgeEntry
-from . import args as a
+from . import args as tool_args
 from .render import NO_MEMORIES, Entry, format_block, format_hits, json_text
 
 
@@ -107,7 +107,9 @@ def _question(memory: BoundMemoryProtocol) -> MemoryItem | None:
     return None
 
 
-def recall(memory: BoundMemoryProtocol, args: a.RecallArgs, options: ToolOptions) -> ToolResult:
+def recall(
+    memory: BoundMemoryProtocol, args: tool_args.RecallArgs, options: ToolOptions
+) -> ToolResult:
     # The model already has the question it is answering; handing it back as a memory (it
     # matches its own words best) crowds out an answer. Its earlier copies (the same words
     # asked again) go too.
@@ -141,7 +143,7 @@ def recall(memory: BoundMemoryProtocol, args: a.RecallArgs, options: ToolOptions
 
 
 def remember_fact(
-    memory: BoundMemoryProtocol, args: a.RememberFactArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.RememberFactArgs, options: ToolOptions
 ) -> ToolResult:
     scope = args.scope or _default_scope(memory, ("user", "agent"), "remember_fact")
     out = memory.remember(args.content, memory_type="fact", scope=scope, metadata=args.metadata)
@@ -150,7 +152,7 @@ def remember_fact(
 
 
 def read_tool_output(
-    memory: BoundMemoryProtocol, args: a.ReadToolOutputArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.ReadToolOutputArgs, options: ToolOptions
 ) -> ToolResult:
     content = memory.read_tool_output(args.key)
     text = format_block([(content, {"source_ref": args.key})])
@@ -158,7 +160,7 @@ def read_tool_output(
 
 
 def store_memory(
-    memory: BoundMemoryProtocol, args: a.StoreMemoryArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.StoreMemoryArgs, options: ToolOptions
 ) -> ToolResult:
     scope = args.scope or _default_scope(memory, MEMORY_DEFAULT_SCOPES, "store_memory")
     out = memory.remember(
@@ -179,7 +181,7 @@ def store_memory(
 
 
 def search_memory(
-    memory: BoundMemoryProtocol, args: a.SearchMemoryArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.SearchMemoryArgs, options: ToolOptions
 ) -> ToolResult:
     threshold = args.min_importance
     # Recall cannot filter on importance: with a threshold, search the best MAX_TOP_K
@@ -219,7 +221,7 @@ def search_memory(
 
 
 def delete_memory(
-    memory: BoundMemoryProtocol, args: a.DeleteMemoryArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.DeleteMemoryArgs, options: ToolOptions
 ) -> ToolResult:
     missing = NotFoundError(
         f"no memory {args.memory_id!r} is visible here (already deleted, or never stored "
@@ -248,7 +250,7 @@ def delete_memory(
 
 # -- agent state ------------------------------------------------------------------------------
 def get_agent_state(
-    memory: BoundMemoryProtocol, args: a.GetAgentStateArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.GetAgentStateArgs, options: ToolOptions
 ) -> ToolResult:
     entry = memory.state.get(args.key)
     if entry is None:
@@ -264,7 +266,7 @@ def get_agent_state(
 
 
 def set_agent_state(
-    memory: BoundMemoryProtocol, args: a.SetAgentStateArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.SetAgentStateArgs, options: ToolOptions
 ) -> ToolResult:
     entry = memory.state.set(args.key, args.value)
     data = {
@@ -305,7 +307,7 @@ def _knowledge_entry(entry: KnowledgeEntry) -> Entry:
 
 
 def upsert_knowledge(
-    memory: BoundMemoryProtocol, args: a.UpsertKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.UpsertKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     out = memory.knowledge.upsert(
         args.content,
@@ -319,7 +321,7 @@ def upsert_knowledge(
 
 
 def get_knowledge(
-    memory: BoundMemoryProtocol, args: a.GetKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.GetKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     if args.owner_agent is None and memory.agent_id is None:
         raise ScopeError(
@@ -337,7 +339,7 @@ def get_knowledge(
 
 
 def list_knowledge(
-    memory: BoundMemoryProtocol, args: a.ListKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.ListKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     entries = memory.knowledge.list(agent_id=args.owner_agent, all_agents=args.all_agents)
     page = entries[args.offset : args.offset + args.limit]
@@ -353,7 +355,7 @@ def list_knowledge(
 
 
 def delete_knowledge(
-    memory: BoundMemoryProtocol, args: a.DeleteKnowledgeArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.DeleteKnowledgeArgs, options: ToolOptions
 ) -> ToolResult:
     if not memory.knowledge.delete(args.key_or_id):
         raise NotFoundError(
@@ -387,7 +389,7 @@ def _event_data(item: MemoryItem) -> dict[str, Any]:
 
 
 def session_detail(
-    memory: BoundMemoryProtocol, args: a.SessionDetailArgs, options: ToolOptions
+    memory: BoundMemoryProtocol, args: tool_args.SessionDetailArgs, options: ToolOptions
 ) -> ToolResult:
     detail = memory.session_detail(args.session_ref)
     page = detail.events[args.offset : args.offset + args.limit]
@@ -423,7 +425,9 @@ def session_detail(
     return ToolResult(format_block(entries, notes=notes), data)
 
 
-def answer(memory: BoundMemoryProtocol, args: a.AnswerArgs, options: ToolOptions) -> ToolResult:
+def answer(
+    memory: BoundMemoryProtocol, args: tool_args.AnswerArgs, options: ToolOptions
+) -> ToolResult:
     out = memory.answer(args.question, top_k=args.top_k)
     data = {
         "answer": out.text,
@@ -438,7 +442,9 @@ def answer(memory: BoundMemoryProtocol, args: a.AnswerArgs, options: ToolOptions
     return ToolResult(format_block([(out.text, attrs)]), data)
 
 
-def compact(memory: BoundMemoryProtocol, args: a.CompactArgs, options: ToolOptions) -> ToolResult:
+def compact(
+    memory: BoundMemoryProtocol, args: tool_args.CompactArgs, options: ToolOptions
+) -> ToolResult:
     out = memory.compact(keep=args.keep)
     data = {
         "ok": out.ok,

@@ -1,19 +1,25 @@
 """The operations a remote bound memory offers: one table, read by the server and the client.
 
-Each operation is a method of :class:`~agentmem.BoundMemory` (or of its ``knowledge`` and
-``state`` parts). Its name on the wire is the method name (``recall``), prefixed for the parts
-(``knowledge.upsert``, ``state.get``); its arguments and result type are those of the method,
-read from its signature and type hints, so the wire cannot drift from the Python API.
+The table is read from the contract, :mod:`agentmem.protocols`: every method declared on
+:class:`~agentmem.protocols.BoundMemoryProtocol` is an operation named after it
+(``recall``), and every method of its ``knowledge`` and ``state`` parts one prefixed with the
+part (``knowledge.upsert``, ``state.get``); a method marked ``@local`` is not. Arguments and
+result type are those declared, so the wire cannot drift from the Python API. A parameter
+typed with an options value (``recall(query, options: RecallOptions | None, **kwargs)``)
+travels as its fields, one argument each, as the keywords always did.
 
 Example:
     >>> OPS["recall"].returns.__name__
     'RecallResult'
     >>> OPS["state.get"].path
     '/v1/ops/state.get'
+    >>> "top_k" in OPS["recall"].parameters
+    True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -21,40 +27,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..memory import BoundMemory
-from ..tiers.agent_state import AgentState
-from ..tiers.knowledge import Knowledge
+from ..protocols import BoundMemoryProtocol, KnowledgeProtocol, StateProtocol, is_local
+from ..recall_options import RecallOptions
 
-#: Methods of BoundMemory served remotely (every operation of the embedded API but the
-#: ``working`` view, whose snapshot is reached through ``context_messages``, ``prompt_view``
-#: and ``compact``).
-BOUND_OPS: tuple[str, ...] = (
-    "add_message",
-    "add_messages",
-    "add_tool_output",
-    "read_tool_output",
-    "messages",
-    "clear_session",
-    "add_document",
-    "remember",
-    "remember_many",
-    "forget",
-    "get",
-    "recall",
-    "ingest",
-    "history",
-    "answer",
-    "context_messages",
-    "prompt_view",
-    "compact",
-    "close_session",
-    "session_detail",
-    "sessions",
-)
-#: Methods of ``BoundMemory.knowledge`` (``search`` is a recall with ``scope="knowledge"``).
-KNOWLEDGE_OPS: tuple[str, ...] = ("upsert", "delete", "get", "list")
-#: Methods of ``BoundMemory.state``.
-STATE_OPS: tuple[str, ...] = ("get", "set", "delete", "list")
+#: Values that travel as their fields, one argument each (see the module docstring).
+OPTION_TYPES: tuple[type, ...] = (RecallOptions,)
+#: The parts of a bound memory with operations of their own, and their declarations.
+PARTS: dict[str | None, type] = {
+    None: BoundMemoryProtocol,
+    "knowledge": KnowledgeProtocol,
+    "state": StateProtocol,
+}
 
 PREFIX = "/v1/ops/"
 
@@ -81,7 +64,15 @@ class Op:
 
     @functools.cached_property
     def hints(self) -> dict[str, Any]:
-        return typing.get_type_hints(self.function)
+        """Types of the wire arguments and ``return``."""
+        hints = typing.get_type_hints(self.function)
+        for name, param in inspect.signature(self.function).parameters.items():
+            if param.kind is param.VAR_KEYWORD:
+                hints.pop(name, None)
+            elif (options := _options_type(hints.get(name))) is not None:
+                del hints[name]
+                hints.update(typing.get_type_hints(options))
+        return hints
 
     @property
     def returns(self) -> Any:
@@ -89,9 +80,20 @@ class Op:
 
     @functools.cached_property
     def parameters(self) -> dict[str, inspect.Parameter]:
-        """The method's parameters, without ``self``."""
-        params = dict(inspect.signature(self.function).parameters)
-        params.pop("self", None)
+        """The arguments on the wire: the declared parameters without ``self`` and
+        ``**kwargs``, an options value expanded into its fields (keyword-only)."""
+        declared = typing.get_type_hints(self.function)
+        params: dict[str, inspect.Parameter] = {}
+        for name, param in inspect.signature(self.function).parameters.items():
+            if name == "self" or param.kind is param.VAR_KEYWORD:
+                continue
+            options = _options_type(declared.get(name))
+            if options is None:
+                params[name] = param
+                continue
+            for f in dataclasses.fields(options):
+                kind = inspect.Parameter.KEYWORD_ONLY
+                params[f.name] = inspect.Parameter(f.name, kind, default=f.default)
         return params
 
     @property
@@ -103,19 +105,34 @@ class Op:
         return bound if self.part is None else getattr(bound, self.part)
 
 
+def _options_type(tp: Any) -> type | None:
+    """The options class ``tp`` (``RecallOptions | None``) stands for, if any."""
+    for arg in (tp, *typing.get_args(tp)):
+        if arg in OPTION_TYPES:
+            return typing.cast(type, arg)
+    return None
+
+
+def declared_methods(protocol: type) -> dict[str, Callable[..., Any]]:
+    """The methods ``protocol`` declares, in order (properties and private names aside)."""
+    return {
+        name: member
+        for name, member in vars(protocol).items()
+        if not name.startswith("_") and inspect.isfunction(member)
+    }
+
+
 def _table() -> dict[str, Op]:
     ops: dict[str, Op] = {}
-    for name in BOUND_OPS:
-        ops[name] = Op(name, None, name, getattr(BoundMemory, name))
-    for part, cls, names in (
-        ("knowledge", Knowledge, KNOWLEDGE_OPS),
-        ("state", AgentState, STATE_OPS),
-    ):
-        for name in names:
-            ops[f"{part}.{name}"] = Op(f"{part}.{name}", part, name, getattr(cls, name))
+    for part, protocol in PARTS.items():
+        for method, function in declared_methods(protocol).items():
+            if is_local(function):
+                continue
+            name = method if part is None else f"{part}.{method}"
+            ops[name] = Op(name, part, method, function)
     return ops
 
 
 OPS: dict[str, Op] = _table()
 
-__all__ = ["BOUND_OPS", "KNOWLEDGE_OPS", "OPS", "PREFIX", "STATE_OPS", "Op"]
+__all__ = ["OPS", "OPTION_TYPES", "PARTS", "PREFIX", "Op", "declared_methods"]

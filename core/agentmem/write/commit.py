@@ -42,7 +42,7 @@ def commit(ctx: StoreContext, records: Sequence[NewRecord], event: str) -> list[
     with tracing.span("agentmem.write", attributes) as span:
         out: list[tuple[str, bool]] = []
         for start in range(0, len(records), BATCH):
-            out.extend(ctx.records.insert(records[start : start + BATCH]))
+            out.extend(ctx.records.memories.insert(records[start : start + BATCH]))
         if out:
             ctx.indexer.notify()
         new = sum(1 for _, is_new in out if is_new)
@@ -71,7 +71,7 @@ def retire(ctx: StoreContext, tenant_id: str, ids: Sequence[str]) -> int:
         "agentmem.write.count": len(ids),
     }
     with tracing.span("agentmem.retire", attributes) as span:
-        done = ctx.records.soft_delete_many(tenant_id, ids) if ids else 0
+        done = ctx.records.memories.soft_delete_many(tenant_id, ids) if ids else 0
         if done:
             ctx.indexer.notify()
         if span is not None:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..chunking import elide
 from ..config import TOOL_OUTPUT_PREVIEW_CHARS
 from ..context import StoreContext
@@ -29,7 +29,7 @@ _MESSAGE_KEYS = frozenset({"role", "content", "metadata", "event_time"})
 
 def items(ctx: StoreContext, tenant_id: str, ids: list[str]) -> list[MemoryItem]:
     """The live rows among ``ids``, in that order, as :class:`MemoryItem`."""
-    return [r.item for r in ctx.records.items(tenant_id, ids)]
+    return [r.item for r in ctx.records.memories.items(tenant_id, ids)]
 
 
 def add_message(
@@ -89,11 +89,11 @@ def add_tool_output(
 ) -> MemoryItem:
     """Store a tool result of the bound session (see ``BoundMemory.add_tool_output``)."""
     scope_rules.require(identity, "session")
-    call_id = v.identity(tool_call_id, "tool_call_id", required=True)
+    call_id = validation.identity(tool_call_id, "tool_call_id", required=True)
     assert call_id is not None
-    text = v.text(content, "content", allow_empty=True)  # a tool may return nothing
-    name = v.identity(tool_name, "tool_name")
-    meta = v.metadata(metadata)
+    text = validation.text(content, "content", allow_empty=True)  # a tool may return nothing
+    name = validation.identity(tool_name, "tool_name")
+    meta = validation.metadata(metadata)
     meta.setdefault("tool_call_id", call_id)
     if name is not None:
         meta.setdefault("tool_name", name)
@@ -119,13 +119,13 @@ def add_tool_output(
 
 def read_tool_output(ctx: StoreContext, identity: Identity, key: str) -> str:
     """The full payload stored under ``key``, if its row is visible to ``identity``."""
-    k = v.identity(key, "key", required=True)
+    k = validation.identity(key, "key", required=True)
     assert k is not None
     ctx.check_open()
-    found = ctx.records.payload(identity.tenant_id, k)
+    found = ctx.records.memories.payload(identity.tenant_id, k)
     if found is not None:
         memory_id, content = found
-        if scope_rules.readable(identity, ctx.records.get(memory_id)):
+        if scope_rules.readable(identity, ctx.records.memories.get(memory_id)):
             return content
     raise NotFoundError(f"no tool output with key {k!r} is visible here", key=k)
 
@@ -135,11 +135,13 @@ def messages(
 ) -> list[MemoryItem]:
     """The bound session's messages and tool outputs, oldest first (the last ``limit``)."""
     scope_rules.require(identity, "session")
-    n = v.positive_int(limit, "limit")
+    n = validation.positive_int(limit, "limit")
     ctx.check_open()
     assert identity.session_id is not None
     partition = scope_rules.home_partition(identity, "session")
-    rows = ctx.records.session_items(identity.tenant_id, partition, identity.session_id, limit=n)
+    rows = ctx.records.conversations.session_items(
+        identity.tenant_id, partition, identity.session_id, limit=n
+    )
     return [row.item for _, row in rows]
 
 

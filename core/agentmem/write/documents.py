@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import validation as v
+from .. import validation
 from ..chunking import chunk_text
 from ..context import StoreContext
 from ..models import Identity, MemoryItem
@@ -27,9 +27,9 @@ def add_document(
     The same text under the same ``source_ref`` returns the existing chunks; a new revision
     under an existing ``source_ref`` retires the old revision's chunks.
     """
-    body = v.text(text, "text")
-    ref = v.identity(source_ref, "source_ref") or "doc_" + sha(body)[:16]
-    meta = v.metadata(metadata)
+    body = validation.text(text, "text")
+    ref = validation.identity(source_ref, "source_ref") or "doc_" + sha(body)[:16]
+    meta = validation.metadata(metadata)
     chunks = chunk_text(body)
     revision = sha(body)[:16]
     records = [
@@ -46,6 +46,8 @@ def add_document(
     ]
     ids = [i for i, _ in commit(ctx, records, "add_document")]
     keep = set(ids)
-    stale = [i for i in ctx.records.document_chunk_ids(identity.tenant_id, ref) if i not in keep]
+    stale = [
+        i for i in ctx.records.memories.document_chunk_ids(identity.tenant_id, ref) if i not in keep
+    ]
     retire(ctx, identity.tenant_id, stale)
     return items(ctx, identity.tenant_id, ids)

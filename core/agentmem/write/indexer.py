@@ -356,7 +356,7 @@ class Indexer:
         def batches() -> Iterator[list[KeywordDoc]]:
             recent: dict[tuple[str, str, str], deque[Row]] = {}
             rows: list[Row] = []
-            for row in self.records.iter_rows(live_only=True):
+            for row in self.records.archive.iter_rows(live_only=True):
                 rows.append(row)
                 if len(rows) >= KEYWORD_BATCH:
                     yield docs(rows, recent)
@@ -520,7 +520,7 @@ class Indexer:
             item = row.item
             if item.kind != "chat_message" or item.session_id is None:
                 continue
-            before = self.records.preceding_messages(
+            before = self.records.conversations.preceding_messages(
                 item.tenant_id, item.session_id, row.partition, item.id, n
             )
             if before:
@@ -621,7 +621,7 @@ class Indexer:
             tenant, partition = row.item.tenant_id, row.partition
             name = collection_name(tenant, partition)
             if name not in groups:
-                self.records.register_partition(tenant, partition, name)
+                self.records.partitions.register(tenant, partition, name)
             groups[name].append(i)
         try:
             for name, idxs in groups.items():

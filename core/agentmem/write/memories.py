@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..context import StoreContext
 from ..errors import NotFoundError, ValidationError
 from ..models import Identity, MemoryItem, RememberResult
@@ -70,10 +70,10 @@ def remember_many(
 
 def get(ctx: StoreContext, identity: Identity, memory_id: str) -> MemoryItem:
     """A live record visible to ``identity``, by id."""
-    id_ = v.identity(memory_id, "memory_id", required=True)
+    id_ = validation.identity(memory_id, "memory_id", required=True)
     assert id_ is not None
     ctx.check_open()
-    row = ctx.records.get(id_)
+    row = ctx.records.memories.get(id_)
     if row is None or not scope_rules.readable(identity, row):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     return row.item

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation as v
+from .. import validation
 from ..chunking import cap_utf8
 from ..config import CHAT_COPY_MAX_BYTES
 from ..errors import ValidationError
@@ -104,16 +104,16 @@ def message_record(
     message is kept whole as a payload under ``msg_<id>`` (its ``source_ref``).
     """
     scope_rules.require(identity, "session")
-    role = v.choice(role, "role", ROLES)
-    text = v.text(content, "content", allow_empty=True)
-    meta = v.metadata(metadata)
+    role = validation.choice(role, "role", ROLES)
+    text = validation.text(content, "content", allow_empty=True)
+    meta = validation.metadata(metadata)
     if not text and not meta:
         raise ValidationError(
             "content",
             "must not be empty or whitespace (a message without text must carry what it is "
             "in its metadata, e.g. the tool calls of an assistant turn)",
         )
-    when = v.event_time(event_time)
+    when = validation.event_time(event_time)
     id_ = id or uuid.uuid4().hex
     copy = cap_utf8(text, CHAT_COPY_MAX_BYTES)
     oversized = copy != text
@@ -148,13 +148,13 @@ def memory_record(
     so remembering the same thing twice stores it once. A ``topic_key`` supersedes older
     memories with that key only for the types of :data:`~agentmem.models.SUPERSEDING_TYPES`;
     for events and tasks it is kept in ``metadata["topic_key"]``."""
-    text = v.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
-    mtype = v.choice(memory_type, "memory_type", MEMORY_TYPES)
-    scope = v.choice(scope, "scope", REMEMBER_SCOPES)
+    text = validation.text(content, "content", max_bytes=CHAT_COPY_MAX_BYTES)
+    mtype = validation.choice(memory_type, "memory_type", MEMORY_TYPES)
+    scope = validation.choice(scope, "scope", REMEMBER_SCOPES)
     scope_rules.require(identity, scope)
-    imp = v.unit_float(importance, "importance")
-    topic = v.identity(topic_key, "topic_key")
-    meta = v.metadata(metadata)
+    imp = validation.unit_float(importance, "importance")
+    topic = validation.identity(topic_key, "topic_key")
+    meta = validation.metadata(metadata)
     key = topic.strip().lower() if topic else None
     if key is not None and mtype not in SUPERSEDING_TYPES:
         meta.setdefault(TOPIC_METADATA, key)
