@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format generate bench eval clean
+.PHONY: install demo test test-fast lint browser format generate bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,29 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -q
+
+# Chromium and its driver, for the inspector's browser tests: installed with apt-get when they
+# are missing and apt-get can run (as root, or through sudo without a password, as on CI
+# runners); otherwise those tests skip, saying why. With both present it only looks them up.
+# Never fails the build.
+browser:
+	@if ! { command -v chromium || command -v chromium-browser; } >/dev/null 2>&1 || \
+	    ! command -v chromedriver >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif sudo -n true >/dev/null 2>&1; then sudo="sudo -n"; \
+	  else sudo=no; fi; \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$sudo" != no ]; then \
+	    echo "installing chromium and chromium-driver (apt-get) for the browser tests"; \
+	    apt="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get -y -qq"; \
+	    $$apt install chromium chromium-driver >/dev/null 2>&1 || \
+	    { $$apt update >/dev/null 2>&1 && $$apt install chromium chromium-driver >/dev/null 2>&1; } || \
+	    echo "could not install chromium: the inspector's browser tests will skip"; \
+	  else \
+	    echo "no chromium (apt-get install chromium chromium-driver): the inspector's browser tests will skip"; \
+	  fi; \
+	fi
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -37,12 +37,15 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         global_args: list[str] | None = None,
         serve_args: list[str] | None = None,
+        command: str = "serve",
     ) -> None:
         self.home = Path(home)
         #: Global flags put before ``serve`` (e.g. ``["--chroma-url", URL]``).
         self.global_args = list(global_args or [])
         #: Flags of ``serve`` itself (e.g. ``["--metrics-port", "0"]``).
         self.serve_args = list(serve_args or [])
+        #: The command run: ``serve``, or another that announces ``ready on URL`` (``ui``).
+        self.command = command
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         self.env.update(env or {})
         self.proc: subprocess.Popen[str] | None = None
@@ -63,7 +66,7 @@ class ServerProcess:
                 "--home",
                 str(self.home),
                 *self.global_args,
-                "serve",
+                self.command,
                 "--port",
                 "0",
                 *self.serve_args,

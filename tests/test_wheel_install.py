@@ -105,3 +105,22 @@ def test_fresh_install_has_the_model_files_the_golden_set_and_the_suite_and_no_t
         "temporal",
     }
     assert all(n >= 50 for n in found["suite"].values()) and found["locomo_empty"] >= 10
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_every_file_the_inspector_serves(installed: Path, tmp_path: Path) -> None:
+    # the package is imported without its extra (fastapi may be missing): only files are read
+    script = (
+        "import importlib.util, pathlib; "
+        "root = pathlib.Path(importlib.util.find_spec('agentmem').origin).parent / 'inspector'; "
+        "print(sorted(str(p.relative_to(root)) for p in root.rglob('*') if p.suffix in "
+        "('.html', '.css')))"
+    )
+    proc = _run([str(installed / "python"), "-I", "-c", script], tmp_path, timeout=120)
+    shipped = proc.stdout.strip().splitlines()[-1]
+    source = REPO / "core" / "agentmem" / "inspector"
+    expected = sorted(
+        str(p.relative_to(source)) for p in source.rglob("*") if p.suffix in (".html", ".css")
+    )
+    assert shipped == str(expected)
+    assert "static/style.css" in expected and "templates/search.html" in expected

@@ -353,3 +353,153 @@ class ErasureReceipt:
     def rows(self) -> int:
         """Rows deleted from the records store, all tables together."""
         return sum(self.records.values())
+
+
+# -- why recall returned what it did ----------------------------------------------------------
+#: Why a candidate was not returned (:attr:`ExplainedCandidate.cut`), in the order recall cuts.
+CUT_REASONS: dict[str, str] = {
+    "rerank_depth": "below the head the reranker reorders (only that head is returned)",
+    "min_score": "its score is below min_score and its kind's floor (a share of the best "
+    "score), or the best candidate's is below min_score (uncalibrated: no candidate covers "
+    "min_score of the query's keywords)",
+    "score_gap": "a self-contained item scoring more than the score gap below the best one",
+    "top_k": "past top_k",
+    "token_budget": "no room left in the token budget",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureTerm:
+    """One feature of a candidate in a linear model of the ranking: its value, its weight in
+    the model, and what it adds to the model's sum (``weight * value``).
+
+    Example:
+        >>> FeatureTerm("cos", 0.5, 4.0).contribution
+        2.0
+    """
+
+    name: str
+    value: float
+    weight: float
+
+    @property
+    def contribution(self) -> float:
+        return self.weight * self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedCandidate:
+    """One candidate of an explained recall: where each retriever ranked it, how it was
+    scored, and whether (or why not) it was returned.
+
+    Example:
+        >>> c = explanation.candidates[0]  # doctest: +SKIP
+        >>> c.keyword_rank, c.vector_rank, c.calibrated_score, c.cut  # doctest: +SKIP
+        (1, 2, 0.91, None)
+
+    Attributes:
+        keyword_rank: Its rank in its scope's keyword (BM25) list; None when the keyword
+            search did not find it.
+        bm25: Its BM25 score there.
+        vector_rank: Its rank in its scope's vector list; None when the vector search did not
+            find it.
+        cosine: Its cosine similarity to the query there, as the vector index returned it
+            (the ``cos`` feature may differ: 0 for a row naming another identifier).
+        fused: Its weighted reciprocal-rank-fusion value.
+        fused_rank: Its rank by ``fused`` among the candidates (1 is best).
+        position: Its place in the order recall considered the candidates (the ordering
+            model's, or the reranker's when one was used).
+        calibration: Each feature of the calibration model with its weight and contribution;
+            ``calibrated_score`` is the logistic of ``calibration_bias`` plus their sum
+            (empty when uncalibrated: the score is then the normalised fused rank).
+        ordering: Each feature of the ordering model (only the order it gives matters);
+            ``ordering_key`` is the sum of their contributions (empty when uncalibrated:
+            the fused rank orders).
+        rerank_score: The reranker's score, when a reranker ordered the candidates.
+        score: The score recall returned it with (made non-increasing down the list); None
+            when it was cut.
+        cut: Why it was not returned (a key of :data:`CUT_REASONS`); None when it was.
+        truncated: Its content was cut to fit the token budget.
+    """
+
+    id: str
+    kind: str
+    memory_type: str | None
+    scope: str
+    content: str
+    session_id: str | None
+    event_time: datetime
+    keyword_rank: int | None
+    bm25: float | None
+    vector_rank: int | None
+    cosine: float | None
+    fused: float
+    fused_rank: int
+    position: int
+    calibration: tuple[FeatureTerm, ...]
+    calibration_bias: float
+    calibrated_score: float
+    ordering: tuple[FeatureTerm, ...]
+    ordering_key: float
+    rerank_score: float | None = None
+    score: float | None = None
+    cut: str | None = None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecallExplanation:
+    """Why a recall returned what it did (``recall_explain``): the same recall, with every
+    candidate's evidence and what cut the others, and what each retriever alone returns.
+
+    Example:
+        >>> why = recall_explain(ctx, identity, "where does Alice live?")  # doctest: +SKIP
+        >>> {c.id for c in why.candidates if c.cut is None} == {h.id for h in why.result}  # doctest: +SKIP
+        True
+
+    Attributes:
+        result: What ``recall`` returns for the same query and options.
+        calibrated: Whether the embedder has a calibration profile (the scores are
+            calibrated probabilities); without one they are normalised fused ranks.
+        candidates: Every candidate the isolation gate admitted, in the order recall
+            considered them (``result`` may move the first one to reach ``min_score``
+            ahead of those a floor kept).
+        gate_refused: Rows the indexes offered that the isolation gate refused (another
+            owner's, superseded, outside the asked scopes, tiers or filters).
+        min_score: The ``min_score`` applied.
+        score_gap: The score gap applied (None: no gap cut, e.g. after a reranker).
+        chat_floor: A chat message scoring at least this share of the best score was kept
+            below ``min_score`` (None: no such floor).
+        item_floor: The same for a self-contained item.
+        named_ordering: The candidates were ordered by the ordering model of queries that
+            name a speaker or a name a candidate carries (``ordering`` holds its weights).
+        top_k: The ``top_k`` applied.
+        token_budget: The token budget applied.
+        keyword_only: What recall returns with the keyword retriever alone.
+        vector_only: What recall returns with the vector retriever alone.
+    """
+
+    query: str
+    result: RecallResult
+    calibrated: bool
+    candidates: tuple[ExplainedCandidate, ...]
+    gate_refused: int
+    min_score: float
+    score_gap: float | None
+    chat_floor: float | None
+    item_floor: float | None
+    named_ordering: bool
+    top_k: int
+    token_budget: int
+    keyword_only: RecallResult
+    vector_only: RecallResult
+
+    @property
+    def cut_counts(self) -> dict[str, int]:
+        """How many candidates each reason of :data:`CUT_REASONS` cut (reasons that cut
+        none are left out)."""
+        out: dict[str, int] = {}
+        for c in self.candidates:
+            if c.cut is not None:
+                out[c.cut] = out.get(c.cut, 0) + 1
+        return out

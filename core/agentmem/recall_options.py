@@ -59,10 +59,11 @@ class RecallOptions:
         memory_types: Restrict to these memory types.
         scope: session, history, user, agent, tenant, knowledge, or any (all of them, fused).
         rerank: Use the configured reranker, if any (fail-open).
-        min_score: Calibrated score in [0, 1] the best candidate must reach for recall to
-            return anything (None: the configured default, 0.3); items scoring at least it,
-            or at least the profile's share of the best score (``chat_floor``,
-            ``item_floor``), are returned (see :func:`agentmem.recall.ranking.kept_indices`).
+        min_score: Calibrated score in [0, 1] every item returned reaches. None: the
+            configured default (0.3), which the best candidate must reach for recall to
+            return anything, items then coming down to the profile's share of the best
+            score (``chat_floor``, ``item_floor``; see
+            :func:`agentmem.recall.ranking.kept_indices`).
         token_budget: Max tokens of returned content (None: the configured default, 1000).
         filters: Equality filters on the caller's stored metadata; identity keys are
             rejected (identity comes only from ``bind``).

@@ -72,10 +72,10 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("recall.engine",),
     ("context",),
-    ("write", "recall.api"),
+    ("write", "recall.api", "recall.explain"),
     ("tiers", "derived", "maintenance"),
     ("memory",),
-    ("tools", "evaluation", "bench", "server", "cli", "__main__"),
+    ("tools", "evaluation", "bench", "inspector", "server", "cli", "__main__"),
 ]
 
 
@@ -207,7 +207,7 @@ LONG_FUNCTIONS = {
     "evaluation.locomo.run.run_locomo": 157,
     "evaluation.golden.dataset._parse_case": 143,
     "bench.report.markdown": 139,
-    "server.app.create_app": 135,
+    "server.app.create_app": 137,
     "derived.ingest.ingest": 130,
     "bench.peers.run_peers": 123,
     "bench.runner.run_bench": 122,

@@ -85,3 +85,20 @@ def test_floors_keep_what_scores_a_share_of_a_best_that_passed_min_score() -> No
         2,
         3,
     ]
+
+
+def test_floors_apply_to_the_default_min_score_only() -> None:
+    """A min_score the caller gives is a promise about every item (a retriever's threshold);
+    the floors relax only the store's default."""
+    from agentmem.config import MemoryConfig
+    from agentmem.models import Identity
+    from agentmem.recall.request import recall_request
+
+    who = Identity(tenant_id="t", user_id="u")
+    assert recall_request(MemoryConfig(), who, "q").floors
+    assert not recall_request(MemoryConfig(), who, "q", min_score=0.3).floors
+    floors = Scoring(weights=(), rank_weights=(), chat_floor=0.3, item_floor=0.5)
+    ranked = [_cand("best", 0.9), _cand("turn", 0.28)]
+    kinds = ["memory", "chat_message"]
+    assert [c.id for c in kept(ranked, kinds, 0.3, floors)] == ["best", "turn"]
+    assert [c.id for c in kept(ranked, kinds, 0.3, floors, floors=False)] == ["best"]

@@ -133,13 +133,13 @@ CLI_WRITERS: dict[str, _Cli] = {
     "close-session": {"cli close-session": (["close-session"], None)},
 }
 #: CLI commands that store nothing new for an identity: they read, delete, rebuild what is
-#: stored, administer keys, serve (through the tools, audited above) or use a store of their
-#: own.
+#: stored, administer keys, serve (through the tools, audited above; ``ui`` only forgets,
+#: erases and closes sessions again) or use a store of their own.
 CLI_OTHERS = {
     "recall", "read-tool-output", "forget", "export", "stats", "reindex", "demo", "mcp",
     "eval", "bench", "history", "answer", "judge", "retention", "working", "session-detail",
     "knowledge get", "knowledge delete", "knowledge list", "knowledge search", "doctor",
-    "keys create", "keys list", "keys revoke", "serve", "erase", "calibrate",
+    "keys create", "keys list", "keys revoke", "serve", "erase", "calibrate", "ui",
 }  # fmt: skip
 
 

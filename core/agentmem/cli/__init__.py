@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "doctor_cmd",
     "keys_cmd",
     "serve_cmd",
+    "ui_cmd",
     "erase_cmd",
 )
 

@@ -39,7 +39,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     p.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}; 0 picks one)",
     )
     p.add_argument(
         "--log-level",
@@ -50,7 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-access-log", action="store_true", help="no line per request")
     p.add_argument(
         "--metrics-port",
-        type=_port,
+        type=port_number,
         default=None,
         metavar="PORT",
         help="also serve Prometheus metrics without a key on 127.0.0.1:PORT, for a scraper on "
@@ -84,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
-def _port(raw: str) -> int:
+def port_number(raw: str) -> int:
     try:
         port = int(raw)
     except ValueError:

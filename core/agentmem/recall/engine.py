@@ -130,32 +130,18 @@ class RecallEngine:
         scoring = self.scoring
         ranked, visible, _ = self.candidates(identity, req, notes=notes, scoring=scoring)
         n_candidates = len(ranked)
-        rerank_used = False
-        if req.rerank and self.reranker is not None and ranked:
-            ranked, rerank_used = self._rerank(self.reranker, req.query, ranked, visible)
+        ranked, rerank_used = self.rerank(req, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
-        # the gap was fitted on calibrated scores; a reranker's scores are on another scale,
-        # its own (meaningful without a profile too)
-        gap = None if rerank_used else scoring.score_gap
-        kinds = [visible[c.id][1].kind for c in ranked]
-        calibrated = scoring.calibrated or rerank_used
-        ranked = kept(ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated)
-        ranked = ranked[: req.top_k]
-        for c, score in zip(ranked, monotone([c.score for c in ranked]), strict=True):
-            c.score = score
-        hits, token_count, truncated = _budget(ranked, visible, req.token_budget)
+        ranked = self.select(req, ranked, visible, rerank_used, scoring)
+        hits, token_count, truncated = budget(ranked, visible, req.token_budget)
         if prof is not None:
             prof.lap("budget")
         if self.access is not None and hits:
             self.access.record([h.id for h in hits])
         if prof is not None:
             prof.lap("access")
-        degraded = (
-            self.vectors_lost
-            or notes.get("vector_skipped", False)
-            or notes.get("pending_overflow", False)
-        )
+        degraded = self.degraded(notes)
         result = RecallResult(
             items=hits,
             total=len(hits),
@@ -185,37 +171,72 @@ class RecallEngine:
             prof.end(candidates=n_candidates)
         return result
 
-    @staticmethod
-    def _rerank(
-        reranker: Reranker,
-        query: str,
-        ranked: list[Candidate],
-        visible: Mapping[str, tuple[str, Brief]],
+    def rerank(
+        self, req: RecallRequest, ranked: list[Candidate], visible: Mapping[str, tuple[str, Brief]]
     ) -> tuple[list[Candidate], bool]:
-        """The head of ``ranked`` in the reranker's order and scores, and True; or, when the
-        reranker fails, ``ranked`` as it was (fused scores), False, and a warning."""
+        """The candidates reordered by the reranker (its head of :data:`RERANK_CANDIDATES`,
+        with the reranker's scores), and whether it was used. A failing reranker leaves the
+        fused order, with a warning (fail open)."""
+        if not (req.rerank and self.reranker is not None and ranked):
+            return ranked, False
         head = ranked[:RERANK_CANDIDATES]
         try:
-            scores = reranker.rerank(query, [visible[c.id][1].content for c in head])
+            scores = self.reranker.rerank(req.query, [visible[c.id][1].content for c in head])
             if len(scores) != len(head):
                 raise RerankError(f"reranker returned {len(scores)} scores for {len(head)}")
             # every score first: one that fails leaves the fused scores all in place
             new_scores = [float(s) for s in scores]
-            for c, score in zip(head, new_scores, strict=True):
-                c.score = score
-            return sorted(head, key=lambda c: c.score, reverse=True), True
         except Exception as exc:  # fail open: the fused order, a warning
             log.warning(
                 json.dumps(
                     {
                         "event": "rerank_failed",
-                        "reranker": getattr(reranker, "name", "?"),
+                        "reranker": getattr(self.reranker, "name", "?"),
                         "error": type(exc).__name__,
                         "detail": str(exc)[:200],
                     }
                 )
             )
             return ranked, False
+        for c, score in zip(head, new_scores, strict=True):
+            c.score = score
+        return sorted(head, key=lambda c: c.score, reverse=True), True
+
+    def degraded(self, notes: Mapping[str, bool]) -> bool:
+        """Whether a recall with these notes (see :meth:`candidates`) is degraded."""
+        return (
+            self.vectors_lost
+            or notes.get("vector_skipped", False)
+            or notes.get("pending_overflow", False)
+        )
+
+    @staticmethod
+    def score_gap(scoring: Scoring, rerank_used: bool) -> float | None:
+        """The score gap :func:`~.ranking.kept` cuts with: the gap was fitted on calibrated
+        scores; a reranker's scores are on another scale, its own (meaningful without a
+        profile too)."""
+        return None if rerank_used else scoring.score_gap
+
+    def select(
+        self,
+        req: RecallRequest,
+        ranked: Sequence[Candidate],
+        visible: Mapping[str, tuple[str, Brief]],
+        rerank_used: bool,
+        scoring: Scoring,
+    ) -> list[Candidate]:
+        """The candidates recall returns before the token budget: those
+        :func:`~.ranking.kept` keeps, the first ``top_k``, their scores made non-increasing."""
+        kinds = [visible[c.id][1].kind for c in ranked]
+        gap = self.score_gap(scoring, rerank_used)
+        calibrated = scoring.calibrated or rerank_used
+        out = kept(
+            ranked, kinds, req.min_score, scoring, gap=gap, calibrated=calibrated, floors=req.floors
+        )
+        out = out[: req.top_k]
+        for c, score in zip(out, monotone([c.score for c in out]), strict=True):
+            c.score = score
+        return out
 
     def candidates(
         self,
@@ -224,12 +245,12 @@ class RecallEngine:
         *,
         notes: dict[str, bool] | None = None,
         scoring: Scoring | None = None,
+        refused: set[str] | None = None,
     ) -> tuple[list[Candidate], dict[str, tuple[str, Brief]], list[str]]:
         """Every admitted candidate, scored (with ``scoring``, default :attr:`scoring`) and
-        best first, before rerank and cut-offs.
-
-        If the query cannot be embedded or the vector index cannot be read, the search is
-        keyword-only (``notes`` gets ``vector_skipped``; recall reports ``degraded``).
+        best first, before rerank and cut-offs. If the query cannot be embedded or the vector
+        index cannot be read, the search is keyword-only (``notes`` gets ``vector_skipped``;
+        recall reports ``degraded``); ``refused`` gets the ids the isolation gate refused.
         """
         prof = recall_profile.active()
         lap = prof.lap if prof is not None else _no_lap
@@ -238,7 +259,7 @@ class RecallEngine:
         use_vector = "vector" in req.retrievers
         pool = self.config.candidates * (4 if req.filters else 1)
         searches = _searches(identity, req, by_partition)
-        gate = _Gate(identity, req, wanted_scopes, searches, pool)
+        gate = _Gate(identity, req, wanted_scopes, searches, pool, refused)
         terms = self.keywords.query_terms(req.query)
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
@@ -274,7 +295,7 @@ class RecallEngine:
         self._gate_keywords(gate, (terms, boosts, phrases), keyword_lists, visible)
         lap("gate_keyword")
         # Rows the indexes had not caught up with are scored here.
-        kw_rows, vec_rows = _admit_pending(identity, req, wanted_scopes, pending, visible)
+        kw_rows, vec_rows = _admit_pending(gate, pending, visible)
         idf = self.keywords.idf(terms) if terms else {}
         if kw_rows and terms and use_keyword:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
@@ -320,14 +341,14 @@ class RecallEngine:
     ) -> None:
         """Admit the keyword hits this identity may see, searching deeper where others
         crowded them out. ``query`` is (terms, boosts, phrases)."""
-        identity, req, wanted, searches, pool = gate
+        identity, req, wanted, searches, pool, refused = gate
         terms, boosts, phrases = query
-        self._admit_ids(identity, req, wanted, keyword_lists, visible)
+        self._admit_ids(identity, req, wanted, keyword_lists, visible, refused)
         for n in _crowded(keyword_lists, visible, pool):
             keyword_lists[n] = self.keywords.search(
                 terms, searches[n][1], pool * DEEPER, boosts, phrases
             )
-            self._admit_ids(identity, req, wanted, keyword_lists[n : n + 1], visible)
+            self._admit_ids(identity, req, wanted, keyword_lists[n : n + 1], visible, refused)
 
     def _score_pending_keywords(
         self,
@@ -358,12 +379,12 @@ class RecallEngine:
     ) -> None:
         """Admit the vector hits this identity may see (searching deeper where others
         crowded them out), then add the rows whose vectors are not written yet."""
-        identity, req, wanted, searches, pool = gate
-        self._admit_ids(identity, req, wanted, vector_lists, visible)
+        identity, req, wanted, searches, pool, refused = gate
+        self._admit_ids(identity, req, wanted, vector_lists, visible, refused)
         for n in _crowded(vector_lists, visible, pool):
             target = (collection_name(identity.tenant_id, searches[n][0]), searches[n][2])
             vector_lists[n] = self.vectors.search_many([target], query_vec, pool * DEEPER)[0]
-            self._admit_ids(identity, req, wanted, vector_lists[n : n + 1], visible)
+            self._admit_ids(identity, req, wanted, vector_lists[n : n + 1], visible, refused)
         if vec_rows and vector_lists:
             self._score_unembedded(query_vec, searches, vec_rows, vector_lists, notes)
 
@@ -482,14 +503,18 @@ class RecallEngine:
         wanted_scopes: set[str],
         lists: Sequence[Sequence[tuple[str, float]]],
         visible: dict[str, tuple[str, Brief]],
+        refused: set[str] | None,
     ) -> None:
-        """Read the rows of ids not seen yet and admit those this identity may see."""
+        """Read the rows of ids not seen yet and admit those this identity may see (the
+        others go to ``refused``)."""
         ids = {i for lst in lists for i, _ in lst}
         ids.difference_update(visible)
         for row in self.records.memories.briefs(identity.tenant_id, sorted(ids)):
             scope = _admit(identity, row, req, wanted_scopes)
             if scope is not None:
                 visible[row.id] = (scope, row)
+        if refused is not None:
+            refused.update(ids.difference(visible))
 
     def close(self) -> None:
         """Stop the worker threads and wait for them (idempotent): none may still be in the
@@ -592,6 +617,8 @@ class _Gate(NamedTuple):
     wanted_scopes: set[str]
     searches: list[Search]
     pool: int
+    #: Gets the ids offered that the gate refused (None: not kept).
+    refused: set[str] | None
 
 
 def _no_lap(phase: str) -> None:
@@ -620,19 +647,17 @@ def _searches(
 
 
 def _admit_pending(
-    identity: Identity,
-    req: RecallRequest,
-    wanted_scopes: set[str],
-    pending: Pending,
-    visible: dict[str, tuple[str, Brief]],
+    gate: _Gate, pending: Pending, visible: dict[str, tuple[str, Brief]]
 ) -> tuple[dict[str, list[Brief]], dict[str, list[Brief]]]:
     """Admit the rows the indexes have not caught up with that this identity may see;
     those missing from the keyword index, and from the vector index, by partition."""
     kw_rows: dict[str, list[Brief]] = defaultdict(list)
     vec_rows: dict[str, list[Brief]] = defaultdict(list)
     for row, kw_missing, vec_missing in pending.rows:
-        scope = _admit(identity, row, req, wanted_scopes)
+        scope = _admit(gate.identity, row, gate.req, gate.wanted_scopes)
         if scope is None:
+            if gate.refused is not None:
+                gate.refused.add(row.id)
             continue
         visible.setdefault(row.id, (scope, row))
         if kw_missing:
@@ -703,7 +728,7 @@ def _vector_where(
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def _budget(
+def budget(
     ranked: Sequence[Candidate], visible: Mapping[str, tuple[str, Brief]], budget: int
 ) -> tuple[list[RecallHit], int, bool]:
     hits: list[RecallHit] = []

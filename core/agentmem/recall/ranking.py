@@ -333,9 +333,11 @@ def kept(
     *,
     gap: float | None = None,
     calibrated: bool = True,
+    floors: bool = True,
 ) -> list[Candidate]:
     """The candidates recall returns, in order (``kinds``: each candidate's kind; ``gap``:
-    the score gap of self-contained items, see :func:`kept_indices`).
+    the score gap of self-contained items; ``floors``: whether the profile's floors apply,
+    see :func:`kept_indices`).
 
     Uncalibrated (``calibrated=False``, no profile for the embedder), scores are fused ranks,
     which say nothing about relevance: ``min_score`` is compared with keyword evidence
@@ -352,8 +354,8 @@ def kept(
         chat,
         min_score,
         gap=gap,
-        chat_floor=scoring.chat_floor,
-        item_floor=scoring.item_floor,
+        chat_floor=scoring.chat_floor if floors else None,
+        item_floor=scoring.item_floor if floors else None,
     )
     return [ranked[i] for i in positions]
 

@@ -41,6 +41,11 @@ class RecallRequest:
     retrievers: tuple[str, ...] = RETRIEVERS
     """Which retrievers gather candidates (a subset of :data:`RETRIEVERS`)."""
     target_agent: str | None = None
+    floors: bool = True
+    """Whether the profile's floors (``Scoring.chat_floor``, ``item_floor``) may keep items
+    below ``min_score``: only when ``min_score`` is the store's default. A ``min_score`` the
+    caller gave is a promise about every item returned (``score >= min_score``), as a
+    retriever's score threshold is."""
 
 
 def recall_request(
@@ -90,4 +95,5 @@ def recall_request(
         include_superseded=o.include_superseded,
         tiers=tier_filter,
         target_agent=target,
+        floors=threshold is None,
     )

@@ -21,6 +21,8 @@ route                          does
 ``POST /v1/admin/import``      import JSON Lines into the key's tenant (admin key)
 ``POST /v1/admin/erase``       erase the key's tenant, or a user/agent of it (admin key)
 ``/mcp``                       MCP over streamable HTTP (:mod:`.mcp_http`)
+``/ui``                        the inspector's pages (:mod:`agentmem.inspector`), behind the
+                               key too (a login form keeps it in an HttpOnly cookie)
 ``GET /docs``, ``/openapi.json``  the API documentation, served offline (:mod:`.docs`)
 =============================  ==========================================================
 
@@ -49,6 +51,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from .. import validation as v
 from ..errors import AgentMemError, ValidationError
+from ..inspector.access import KeyAccess
+from ..inspector.app import ui_router
 from ..maintenance.doctor import diagnose
 from ..maintenance.stats import stats as stats_op
 from ..maintenance.transfer import export_lines
@@ -153,6 +157,8 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
         return json_response({"status": "ok", "version": __version__})
 
     app.include_router(ops_router(store))
+    jobs = state.jobs.status if run_jobs else None
+    app.include_router(ui_router(store, KeyAccess(state.principal), jobs=jobs))
 
     @app.get("/metrics", tags=["server"], summary="Prometheus metrics (operator key)")
     async def metrics(key: Principal) -> Response:

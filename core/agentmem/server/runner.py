@@ -11,6 +11,7 @@ start).
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -32,10 +33,32 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8720
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, announcing the bound address once it accepts connections."""
+class QuerylessAccessLog(logging.Filter):
+    """Drops the query string from uvicorn's access log lines: a query string may carry what
+    a user searched for (``/ui/search?q=...``), and the log holds no content."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            path, mark, _ = args[2].partition("?")
+            record.args = (args[0], args[1], path + ("?..." if mark else ""), args[3], args[4])
+        return True
+
+
+def quiet_access_log() -> None:
+    """Install :class:`QuerylessAccessLog` on uvicorn's access logger (once)."""
+    logger = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, QuerylessAccessLog) for f in logger.filters):
+        logger.addFilter(QuerylessAccessLog())
+
+
+class AnnouncedServer(uvicorn.Server):
+    """uvicorn's server, announcing the bound address once it accepts connections
+    (``<name>: ready on http://HOST:PORT<path>``)."""
 
     announce: bool = True
+    name: str = "agentmem serve"
+    path: str = ""
     #: The app's state: its metrics port is announced too (the app's lifespan opened it).
     state: ServerState | None = None
 
@@ -46,13 +69,13 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             for sock in server.sockets:
                 host, port = sock.getsockname()[:2]
-                print(f"agentmem serve: ready on http://{host}:{port}", flush=True)
+                print(f"{self.name}: ready on http://{host}:{port}{self.path}", flush=True)
         if self.state is not None and self.state.metrics_url is not None:
             print(f"agentmem serve: metrics on {self.state.metrics_url}", flush=True)
 
 
 @contextmanager
-def _quiet_signals() -> Iterator[None]:
+def quiet_signals() -> Iterator[None]:
     """Handlers uvicorn restores (and calls again) after its graceful shutdown.
 
     uvicorn re-raises the signal that stopped it once it is done; with Python's defaults that
@@ -112,9 +135,10 @@ def serve(
             timeout_graceful_shutdown=int(drain) if drain > 0 else None,
             server_header=False,
         )
-        server = _Server(config)
+        quiet_access_log()
+        server = AnnouncedServer(config)
         server.state = app.state.agentmem
-        with _quiet_signals():
+        with quiet_signals():
             server.run()
         return 0 if server.started else 1
     finally:
@@ -122,4 +146,12 @@ def serve(
         sys.stdout.flush()
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "AnnouncedServer",
+    "QuerylessAccessLog",
+    "quiet_access_log",
+    "quiet_signals",
+    "serve",
+]

@@ -16,6 +16,7 @@ one aggregate per thing stored, each an attribute of the store:
 - ``partitions``: the vector collections, and re-embedding every row;
 - ``sessions``, ``working``, ``agent_state``, ``meta``, ``ingest_log``, ``api_keys``,
   ``activity``, ``sources``, ``erasure`` and ``index`` (index progress): one table each.
+- ``browse``: the inspector's reads across them (counts, spans, a row's audit).
 
 Feature code calls these named operations and never writes SQL.
 """
@@ -29,6 +30,7 @@ from typing import Any
 from .activity import ActivityLog
 from .agent_state import AgentStateTable
 from .archive import ArchiveTable
+from .browse import BrowseReads
 from .conversations import ConversationRows
 from .database import Database
 from .erasure import ErasureStore
@@ -104,6 +106,7 @@ class RecordStore:
         self.retention = RetentionTable(self.db)
         self.supersession = SupersessionTable(self.db)
         self.partitions = PartitionTable(self.db)
+        self.browse = BrowseReads(self.db)
 
     # -- raw access, for diagnostics and tests ---------------------------------------------
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
