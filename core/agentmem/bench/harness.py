@@ -191,11 +191,9 @@ def bulk_import(
     facts = mem.bind(TENANT, user_id=USER)
     ids: dict[int, str] = {}
     committed = 0
-    # the floor: the bare model on a sample of the same texts, in the indexer's batches, half
-    # before and half after the import (the machine's load moves while it runs)
+    # the floor: the bare model on a sample of the texts, half before and half after the import
     sample = [memory_at(i, seed).text for i in range(0, n, max(n // EMBEDDER_SAMPLE, 1))]
     floor_s = _embed_in_batches(mem, sample[::2])
-    embedded_before = mem.indexer.embedded_total
     sampler = _Sampler(mem, lambda: committed)
     sampler.start()
     t0 = time.perf_counter()
@@ -242,9 +240,7 @@ def bulk_import(
             )
     t_flush = time.perf_counter() - t0
     sampler.stop()
-    embedded = mem.indexer.embedded_total - embedded_before
-    floor_s += _embed_in_batches(mem, sample[1::2])
-    floor = len(sample) / floor_s if floor_s else 0.0
+    floor = len(sample) / (floor_s + _embed_in_batches(mem, sample[1::2]))
     figures = {
         "rows": n,
         "batch_size": batch_size,
@@ -255,7 +251,7 @@ def bulk_import(
         "embedding_rows_per_s": round(embedding_rate(sampler.points), 1),
         "embedder_batch_rows_per_s": round(floor, 1),
         "until_flushed_over_embedder": round(n / t_flush / floor, 3) if t_flush and floor else 0.0,
-        "rows_embedded_per_row": round(embedded / n, 3),
+        "rows_embedded_per_row": round(sampler.points[-1][2] / n, 3),
     }
     return ids, figures, sampler.points
 

@@ -454,8 +454,7 @@ class IndexQueue:
                 f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
                 [(seq, True) for seq in seqs if embedded_of[seq]],
             )
-            if self.follows_changes:  # this node is done with them, whatever their state now
-                self._drop_claims(tx, seqs)
+            _unclaim(tx, self, seqs)  # this node is done with them, whatever their state now
 
         update_rows(self._db, "seq", list(embedded_of), mark)
 
@@ -471,18 +470,8 @@ class IndexQueue:
         update_rows(self._db, "seq", seqs, mark)
 
     def release_claims(self, seqs: Sequence[int]) -> None:
-        """Give up this node's claim on rows it took to embed and did not (it is stopping):
-        another node may embed them at once instead of after the lease (Postgres; no-op on
-        SQLite, where the rows simply stay pending)."""
-        if self.follows_changes and seqs:
-            update_rows(self._db, "seq", seqs, self._drop_claims)
-
-    def _drop_claims(self, tx: Transaction, seqs: Sequence[int]) -> None:
-        tx.executemany(
-            "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
-            "WHERE seq = ? AND vec_claim_node = ?",
-            [(seq, self.node_id) for seq in seqs],
-        )
+        """Give back the claims on rows this node did not embed: another takes them now."""
+        update_rows(self._db, "seq", seqs, lambda tx, some: _unclaim(tx, self, some))
 
     def mark_all_pending(self) -> None:
         """Flag every row for both indexes (``reindex``); on Postgres this node's keyword
@@ -625,3 +614,14 @@ def _pg_word(text: str) -> str:
 def _like_escaped(text: str) -> str:
     """``text`` matched literally in a ``LIKE ... ESCAPE '!'`` pattern."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _unclaim(tx: Transaction, queue: IndexQueue, seqs: Sequence[int]) -> None:
+    """Drop ``queue``'s node's claims to embed the rows ``seqs`` (Postgres: SQLite's single
+    writer claims nothing)."""
+    if queue.follows_changes:
+        tx.executemany(
+            "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
+            "WHERE seq = ? AND vec_claim_node = ?",
+            [(seq, queue.node_id) for seq in seqs],
+        )
