@@ -119,7 +119,13 @@ def test_a_query_naming_someone_is_explained_by_the_named_ordering(m: BoundMemor
             assert c.ordering_key == pytest.approx(sum(t.contribution for t in c.ordering))
         keys = [c.ordering_key for c in why.candidates]
         assert keys == sorted(keys, reverse=True)  # the order recall considered them in
-    assert named.chat_floor == scoring.chat_floor and named.item_floor == scoring.item_floor
+    # a min_score the caller gives holds for every item: no floors below it
+    assert named.chat_floor is None and named.item_floor is None
+    at_default = explain(m, "which host does Bongani Park look after?")
+    assert (at_default.chat_floor, at_default.item_floor) == (
+        scoring.chat_floor,
+        scoring.item_floor,
+    )
 
 
 def test_retriever_evidence_is_reported_per_half(m: BoundMemory) -> None:
