@@ -131,8 +131,12 @@ def test_bench_cli_reports_every_field(capsys: pytest.CaptureFixture[str], tmp_p
         "commit_rows_per_s",
         "rows_per_s_until_flushed",
         "embedding_rows_per_s",
+        "embedder_batch_rows_per_s",
+        "until_flushed_over_embedder",
     ):
         assert bulk[key] > 0, key
+    # the indexer embedded every row of the import once (single writes come after)
+    assert bulk["rows_embedded_per_row"] == 1.0
     for kind in ("add_message", "remember", "all"):
         assert run["write_ack_ms"][kind]["n"] == (40 if kind == "all" else 20)
         assert run["write_ack_ms"][kind]["p95"] > 0

@@ -22,6 +22,7 @@ import pytest
 
 from agentmem import AgentMemory
 from agentmem.chunking import chunk_text
+from agentmem.cli import _common as cli_common
 from agentmem.cli import demo, main
 from agentmem.config import CHAT_COPY_MAX_BYTES
 from agentmem.embeddings import CachedEmbedder
@@ -795,3 +796,22 @@ def test_forget_help_says_it_is_irreversible(capsys: pytest.CaptureFixture[str])
     shown = " ".join(capsys.readouterr().out.split())
     assert "irreversibly" in shown and "soft-delete" not in shown.lower()
     assert "Forget records visible to the bound identity, irreversibly" in shown
+
+
+def test_progress_lines_say_how_long_is_left(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a long import to a log (not a terminal): each line says the time left at the rate so far
+    clock = iter([100.0, 103.0, 106.0, 190.0])
+    monkeypatch.setattr(cli_common.time, "monotonic", lambda: next(clock))
+    with cli_common.Output().progress("indexing", 1000, unit="rows") as update:
+        update(0, 1000)
+        update(100, 1000)  # 100 rows in 3 s: 900 more take 27 s
+        update(200, 1000)  # 200 in 6 s: 800 more take 24 s
+        update(1000, 1000)
+    assert capsys.readouterr().err.splitlines() == [
+        "indexing: 0/1000 rows",
+        "indexing: 100/1000 rows, about 27s left",
+        "indexing: 200/1000 rows, about 24s left",
+        "indexing: 1000/1000 rows",
+    ]

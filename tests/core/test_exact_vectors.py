@@ -61,7 +61,12 @@ def _held_query(index: VectorIndex, q: np.ndarray, n: int, where: Any = None) ->
     return [i for i, _ in hits]
 
 
-def test_exact_answers_are_a_full_scan(filled: Any) -> None:
+@pytest.mark.parametrize("vecdot", [True, False], ids=["vecdot", "einsum"])
+def test_exact_answers_are_a_full_scan(
+    filled: Any, vecdot: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not vecdot:  # numpy 1 has no vecdot: the scan falls back to einsum
+        monkeypatch.setattr(exact_vectors, "_VECDOT", None)
     index, vectors, metas = filled
     rng = np.random.default_rng(1)
     for q in _unit(rng, 5):

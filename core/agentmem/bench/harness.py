@@ -29,6 +29,8 @@ USER = "bench-user"
 QUERY_SESSION = "bench-query"
 DEFAULT_PEER_CAP = 20_000
 MAX_LISTED_MISSES = 20
+#: Texts of the corpus the bare model embeds beside a bulk import (its throughput, the floor).
+EMBEDDER_SAMPLE = 1024
 
 ProgressFn = Callable[[str], None]
 
@@ -189,6 +191,9 @@ def bulk_import(
     facts = mem.bind(TENANT, user_id=USER)
     ids: dict[int, str] = {}
     committed = 0
+    # the floor: the bare model on a sample of the texts, half before and half after the import
+    sample = [memory_at(i, seed).text for i in range(0, n, max(n // EMBEDDER_SAMPLE, 1))]
+    floor_s = _embed_in_batches(mem, sample[::2])
     sampler = _Sampler(mem, lambda: committed)
     sampler.start()
     t0 = time.perf_counter()
@@ -235,6 +240,7 @@ def bulk_import(
             )
     t_flush = time.perf_counter() - t0
     sampler.stop()
+    floor = len(sample) / (floor_s + _embed_in_batches(mem, sample[1::2]))
     figures = {
         "rows": n,
         "batch_size": batch_size,
@@ -243,8 +249,22 @@ def bulk_import(
         "commit_rows_per_s": round(n / t_commit, 1) if t_commit else 0.0,
         "rows_per_s_until_flushed": round(n / t_flush, 1) if t_flush else 0.0,
         "embedding_rows_per_s": round(embedding_rate(sampler.points), 1),
+        "embedder_batch_rows_per_s": round(floor, 1),
+        "until_flushed_over_embedder": round(n / t_flush / floor, 3) if t_flush and floor else 0.0,
+        "rows_embedded_per_row": round(sampler.points[-1][2] / n, 3),
     }
     return ids, figures, sampler.points
+
+
+def _embed_in_batches(mem: AgentMemory, texts: Sequence[str]) -> float:
+    """Seconds the bare model (no cache) takes to embed ``texts`` in the indexer's batches."""
+    embedder = mem.embedder
+    inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+    size = mem.indexer.batch_size
+    t = time.perf_counter()
+    for start in range(0, len(texts), size):
+        inner.embed_documents(texts[start : start + size])
+    return time.perf_counter() - t
 
 
 def ack_latencies(

@@ -98,7 +98,7 @@ def markdown(results: Sequence[BenchResult], plots: Sequence[str] = ()) -> str:
             f"| records committed | {bulk['commit_s']:,.1f} s ({bulk['commit_rows_per_s']:,.0f} rows/s) |",
             f"| both indexes caught up (flush returned) | {bulk['flushed_s']:,.1f} s "
             f"({bulk['rows_per_s_until_flushed']:,.0f} rows/s) |",
-            f"| background embedding rate | {bulk['embedding_rows_per_s']:,.0f} rows/s |",
+            f"| background embedding rate (the bare model on a sample of the texts, in the same batches: the floor; caught up / floor; embeddings per row) | {bulk['embedding_rows_per_s']:,.0f} rows/s ({bulk['embedder_batch_rows_per_s']:,.0f} rows/s; {bulk['until_flushed_over_embedder']:.2f}x; {bulk['rows_embedded_per_row']:.2f}) |",
             f"| single writes: backlog after the last write / drain | "
             f"{s['single_writes']['backlog_after_writes']} rows / {s['single_writes']['drain_s']:.2f} s |",
             "",

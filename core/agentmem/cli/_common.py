@@ -60,6 +60,7 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from .. import validation
@@ -435,6 +436,7 @@ class Output:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.err,
             transient=True,
         )
@@ -452,22 +454,36 @@ PROGRESS_EVERY = 2.0
 
 
 class _ProgressLines:
-    """``update(done, total)`` as ``description: done/total unit`` lines."""
+    """``update(done, total)`` as ``description: done/total unit`` lines, with the time left
+    at the rate since the first update once there is one (``, about 2m10s left``)."""
 
     def __init__(self, console: Console, description: str, unit: str) -> None:
         self.console = console
         self.description = description
         self.unit = f" {unit}" if unit else ""
         self.last: float | None = None
+        self.first: tuple[float, int] | None = None
 
     def __call__(self, done: int, total: int | None) -> None:
         now = time.monotonic()
+        if self.first is None:
+            self.first = (now, done)
         finished = total is not None and done >= total
         if self.last is not None and now - self.last < PROGRESS_EVERY and not finished:
             return
         self.last = now
         count = f"{done}/{total}" if total is not None else str(done)
-        self.console.print(f"{self.description}: {count}{self.unit}", markup=False)
+        left = self._left(now, done, total) if not finished else ""
+        self.console.print(f"{self.description}: {count}{self.unit}{left}", markup=False)
+
+    def _left(self, now: float, done: int, total: int | None) -> str:
+        assert self.first is not None
+        since, at_first = self.first
+        if total is None or done <= at_first or now <= since:
+            return ""
+        seconds = round((total - done) * (now - since) / (done - at_first))
+        minutes, seconds = divmod(seconds, 60)
+        return f", about {minutes}m{seconds:02d}s left" if minutes else f", about {seconds}s left"
 
 
 def markup(text: str) -> str:

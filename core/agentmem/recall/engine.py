@@ -517,10 +517,11 @@ class RecallEngine:
             refused.update(ids.difference(visible))
 
     def close(self) -> None:
-        """Stop the worker threads (idempotent)."""
+        """Stop the worker threads and wait for them (idempotent): none may still be in the
+        embedder or the vector index when they close."""
         for pool in (self._vector_pool, self._pending_pool):
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+                pool.shutdown(wait=True, cancel_futures=True)
         self._vector_pool = self._pending_pool = None
 
     def _score(

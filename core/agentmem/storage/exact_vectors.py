@@ -138,8 +138,7 @@ class Partition:
         norm = float(np.linalg.norm(q))
         if norm == 0.0:
             return []
-        # einsum runs on this thread: BLAS would wake its thread pool for each query
-        sims = np.einsum("ij,j->i", self.matrix[:size], q / norm)
+        sims = _similarities(self.matrix[:size], q / norm)
         if where is not None:
             mask = self._mask(where, size)
             candidates = np.flatnonzero(mask)
@@ -392,3 +391,16 @@ def _apply(partition: Partition, op: str, args: tuple[Any, ...]) -> Partition | 
     except ValueError:
         return None
     return partition
+
+
+def _similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` on this thread: BLAS's matrix-vector product would wake its thread
+    pool for each query (slow on a busy machine); numpy 2's ``vecdot`` takes one short dot
+    product per row (~30% faster than ``einsum``, which numpy 1 falls back to)."""
+    if _VECDOT is not None:
+        return _VECDOT(matrix, query)
+    out: np.ndarray = np.einsum("ij,j->i", matrix, query)
+    return out
+
+
+_VECDOT: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = getattr(np, "vecdot", None)

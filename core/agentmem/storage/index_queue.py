@@ -454,12 +454,7 @@ class IndexQueue:
                 f"AND ({VECTOR_LIVE}) != ? AND vec_pending = {VEC_SYNCED}",
                 [(seq, True) for seq in seqs if embedded_of[seq]],
             )
-            if self.follows_changes:  # this node is done with them, whatever their state now
-                tx.executemany(
-                    "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
-                    "WHERE seq = ? AND vec_claim_node = ?",
-                    [(seq, self.node_id) for seq in seqs],
-                )
+            _unclaim(tx, self, seqs)  # this node is done with them, whatever their state now
 
         update_rows(self._db, "seq", list(embedded_of), mark)
 
@@ -473,6 +468,10 @@ class IndexQueue:
             )
 
         update_rows(self._db, "seq", seqs, mark)
+
+    def release_claims(self, seqs: Sequence[int]) -> None:
+        """Give back the claims on rows this node did not embed: another takes them now."""
+        update_rows(self._db, "seq", seqs, lambda tx, some: _unclaim(tx, self, some))
 
     def mark_all_pending(self) -> None:
         """Flag every row for both indexes (``reindex``); on Postgres this node's keyword
@@ -615,3 +614,14 @@ def _pg_word(text: str) -> str:
 def _like_escaped(text: str) -> str:
     """``text`` matched literally in a ``LIKE ... ESCAPE '!'`` pattern."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _unclaim(tx: Transaction, queue: IndexQueue, seqs: Sequence[int]) -> None:
+    """Drop ``queue``'s node's claims to embed the rows ``seqs`` (Postgres: SQLite's single
+    writer claims nothing)."""
+    if queue.follows_changes:
+        tx.executemany(
+            "UPDATE memories SET vec_claim_node = NULL, vec_claim_until = NULL "
+            "WHERE seq = ? AND vec_claim_node = ?",
+            [(seq, queue.node_id) for seq in seqs],
+        )

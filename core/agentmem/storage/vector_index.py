@@ -598,7 +598,7 @@ class VectorIndex:
         (:func:`scrub_hnsw_files`: Chroma writes them whenever it loads a collection)."""
         self.exact.forget()
         if self._fanout is not None:
-            self._fanout.shutdown(wait=False, cancel_futures=True)
+            self._fanout.shutdown(wait=True, cancel_futures=True)
             self._fanout = None
         self._collections.clear()
         self._missing.clear()

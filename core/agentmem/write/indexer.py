@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..embeddings import Embedder
+from ..embeddings import Embedder, FloatArray
 from ..errors import AgentMemError, ModelFilesError
 from ..speakers import metadata_speaker
 from ..storage.index_queue import TEXT_FEATURES_DONE
@@ -59,6 +59,8 @@ KEYWORD_BATCH = 2000
 #: (Postgres: see :class:`~agentmem.storage.index_queue.IndexQueue`); its commit may not
 #: notify anyone.
 HELD_BACK_POLL = 0.05
+#: Texts per embedder call: a worker told to stop waits for one call at most.
+EMBED_CHUNK = 64
 #: Rows scanned per idle pass when filling in the text features of an older data dir.
 BACKFILL_BATCH = 2000
 
@@ -66,12 +68,15 @@ BACKFILL_BATCH = 2000
 class _Worker:
     """A daemon thread that runs ``step`` until it reports no work, then sleeps until
     notified (or for a second, to catch work left by a crash; or :data:`HELD_BACK_POLL`
-    while ``soon()`` says work is about to become possible)."""
+    while ``soon()`` says work is about to become possible).
+
+    ``step`` gets the worker's stop event and returns at its next batch boundary once it is
+    set, so :meth:`join` after :meth:`signal_stop` waits for one batch, never a backlog."""
 
     def __init__(
         self,
         name: str,
-        step: Callable[[], bool],
+        step: Callable[[threading.Event], bool],
         owner: Indexer,
         soon: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -98,10 +103,14 @@ class _Worker:
         self.stopping.set()
         self.wake.set()
 
-    def join(self, timeout: float | None) -> None:
+    def join(self, timeout: float | None) -> bool:
+        """Wait for the thread to end; False if it is still running after ``timeout``."""
         if self.thread is not None:
             self.thread.join(timeout)
+            if self.thread.is_alive():
+                return False
             self.thread = None
+        return True
 
     def wait_idle(self, timeout: float) -> bool:
         return self.idle.wait(timeout)
@@ -109,7 +118,7 @@ class _Worker:
     def _loop(self) -> None:
         while not self.stopping.is_set():
             try:
-                did = self.step()
+                did = self.step(self.stopping)
             except Exception as exc:  # keep the worker alive; rows stay pending
                 log.exception("%s pass failed: %s", self.name, exc)
                 did = False
@@ -200,6 +209,11 @@ class Indexer:
     def running(self) -> bool:
         return any(w.thread is not None for w in self._workers)
 
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` has told the workers to stop (until the next start)."""
+        return any(w.thread is not None and w.stopping.is_set() for w in self._workers)
+
     def start(self) -> None:
         """Start the two workers: keyword indexing never waits on a slow or hung embedder."""
         for worker in self._workers:
@@ -209,11 +223,19 @@ class Indexer:
         for worker in self._workers:
             worker.notify()
 
-    def stop(self, timeout: float | None = 10.0) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop both workers and wait for them (pending rows stay queued for the next start).
+
+        Each worker stops at its next batch boundary (a keyword batch, one embedder call of
+        at most :data:`EMBED_CHUNK` texts), so this waits about one batch however long the
+        backlog. It waits for them to end: a worker left inside Tantivy or onnxruntime while
+        the indexes close, or when the interpreter exits, aborts the process.
+        """
         for worker in self._workers:
             worker.signal_stop()
         for worker in self._workers:
-            worker.join(timeout)
+            if not worker.join(timeout):
+                log.warning("%s still running %s s after stop", worker.name, timeout)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until no row is pending; True if caught up within ``timeout`` seconds."""
@@ -232,9 +254,9 @@ class Indexer:
                 return False
 
     # -- work --------------------------------------------------------------------------------
-    def _keyword_step(self) -> bool:
+    def _keyword_step(self, stop: threading.Event) -> bool:
         with self._kw_lock:
-            did = self._keyword_pass()
+            did = self._keyword_pass(stop)
             if not did:
                 # idle: one batch of the text-feature backfill (not counted as work, so
                 # flush() does not wait for it; recall computes what is still missing)
@@ -263,9 +285,9 @@ class Indexer:
             self.records.meta.set(TEXT_FEATURES_DONE, "1")
         self._backfill_after = last
 
-    def _vector_step(self) -> bool:
+    def _vector_step(self, stop: threading.Event) -> bool:
         with self._vec_lock:
-            return self._vector_pass()
+            return self._vector_pass(stop=stop)
 
     def run_once(self, *, drain: bool = False, retry_failed: bool = False) -> bool:
         """One pass in the caller's thread: keyword-index all pending rows, embed one batch.
@@ -345,10 +367,14 @@ class Indexer:
         with self._kw_lock:
             return self.keywords.rewrite(batches())
 
-    def _keyword_pass(self) -> bool:
+    def _keyword_pass(self, stop: threading.Event | None = None) -> bool:
+        """Keyword-index the pending rows, a batch at a time, until none is left (or ``stop``
+        is set: the rest stays queued)."""
         did = False
         self._retry_ungated()
         while True:
+            if stop is not None and stop.is_set():
+                return did
             pending = self.records.index.pending_keyword(KEYWORD_BATCH)
             removed = self.records.index.keyword_removals()
             if not pending and not removed:
@@ -501,14 +527,18 @@ class Indexer:
                 out[item.id] = before
         return out
 
-    def _vector_pass(self, *, retry_failed: bool = False) -> bool:
+    def _vector_pass(
+        self, *, retry_failed: bool = False, stop: threading.Event | None = None
+    ) -> bool:
         pending = self.records.index.pending_vector(self.batch_size, retry_failed=retry_failed)
         if not pending:
             return False
-        self._apply_vector(pending)
+        self._apply_vector(pending, stop)
         return True
 
-    def _apply_vector(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
+    def _apply_vector(
+        self, pending: Sequence[tuple[int, Row, bool]], stop: threading.Event | None = None
+    ) -> None:
         """Write (seq, row, belongs in the vector index) to the vector index: embed and store
         the rows that belong there, delete the others' vectors."""
         live = [(seq, row) for seq, row, is_live in pending if is_live]
@@ -523,7 +553,7 @@ class Indexer:
                 self.vectors.delete(collection, ids)
             if dead:
                 self.records.index.mark_vector_done([(seq, False) for seq, _ in dead])
-            embedded = self._embed_and_store(live) if live else 0
+            embedded = self._embed_and_store(live, stop) if live else 0
             if span is not None:
                 span.set_attributes(
                     {
@@ -532,9 +562,12 @@ class Indexer:
                     }
                 )
 
-    def _embed_and_store(self, live: list[tuple[int, Row]]) -> int:
+    def _embed_and_store(
+        self, live: list[tuple[int, Row]], stop: threading.Event | None = None
+    ) -> int:
         """Embed ``live`` and write their vectors; how many were embedded (0: the batch
-        failed and is flagged)."""
+        failed and is flagged, or ``stop`` was set between two embedder calls: the rows stay
+        pending)."""
         ctx = self._preceding([row for _, row in live], self.vector_context)
         texts = []
         for _, row in live:
@@ -545,7 +578,8 @@ class Indexer:
         error: BaseException | None = None
         for attempt in range(self.retries + 1):
             try:
-                vectors = self.embedder.embed_documents(texts)
+                vectors = self._embed(texts, stop)
+                error = None  # a stop before a retry is not a failure
                 break
             except ModelFilesError as exc:  # retrying cannot fix a missing or corrupt file
                 error = exc
@@ -569,7 +603,11 @@ class Indexer:
                         delay,
                         exc,
                     )
-                    self._sleep(delay)
+                    if stop is None or not stop.is_set():
+                        self._sleep(delay)
+        if vectors is None and error is None:  # stopped
+            self.records.index.release_claims([seq for seq, _ in live])
+            return 0
         if vectors is None:
             if not isinstance(error, ModelFilesError):
                 log.error("embedding batch of %d failed permanently: %s", len(texts), error)
@@ -602,6 +640,21 @@ class Indexer:
         self.records.index.mark_vector_done([(seq, True) for seq, _ in live])
         self.embedded_total += len(live)
         return len(live)
+
+    def _embed(self, texts: Sequence[str], stop: threading.Event | None) -> FloatArray | None:
+        """The vectors of ``texts``, in calls of at most :data:`EMBED_CHUNK` texts of about
+        the same length (little padding); None if ``stop`` is set between two calls."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        parts = []
+        for start in range(0, len(order), EMBED_CHUNK):
+            if stop is not None and stop.is_set():
+                return None
+            chunk = order[start : start + EMBED_CHUNK]
+            parts.append(self.embedder.embed_documents([texts[i] for i in chunk]))
+        stacked = np.concatenate(parts)
+        out: FloatArray = np.empty_like(stacked)
+        out[order] = stacked
+        return out
 
     def _regate(self, rows: list[Row], fresh: Mapping[str, np.ndarray]) -> None:
         """Queue for the keyword index again the chat messages just embedded that were keyword
