@@ -492,6 +492,24 @@ def test_answer_skips_messages_with_outdated_statements(make_memory: MakeMemory)
     assert all("Berlin" not in s.content for s in result.sources)
 
 
+def test_the_question_being_answered_is_no_source_of_its_answer(make_memory: MakeMemory) -> None:
+    """An agent stores the user's message, then answers it: that message (and the same words
+    asked before) matches the question best, yet says nothing about the answer."""
+    mem = make_memory()
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    m.remember("I use Helix as my code editor", memory_type="fact")
+    mem.bind("acme", user_id="u1", session_id="s0").add_message("user", "Which editor do I use?")
+    m.add_message("user", "Which editor do I use?")
+    mem.flush()
+    asked = [
+        h for h in m.recall("Which editor do I use?", top_k=10).items if h.kind == "chat_message"
+    ]
+    assert asked  # recall itself returns them: the question's own words
+    result = m.answer("Which editor do I use?")
+    assert "Helix" in result.text
+    assert all(s.content != "Which editor do I use?" for s in result.sources)
+
+
 def test_answer_validates_the_question(make_memory: MakeMemory) -> None:
     mem = make_memory()
     with pytest.raises(ValidationError):

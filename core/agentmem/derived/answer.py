@@ -7,12 +7,14 @@ it used. Nothing recalled means an empty answer, without an LLM call.
 A raw chat message from which a since-superseded memory was derived is not offered as
 evidence (it states something outdated: "I live in Berlin" after "I moved to Lisbon"; its
 other, still live memories are offered as memories); it stays in the transcript and in
-``recall``.
+``recall``. Nor is the question itself: a stored chat message saying exactly the question
+(the message being answered, or the same words asked before) is no evidence for its answer.
 """
 
 from __future__ import annotations
 
 from .. import validation
+from ..config import MAX_TOP_K
 from ..context import StoreContext
 from ..models import AnswerResult, Identity
 from ..recall.api import recall
@@ -27,7 +29,10 @@ def answer(ctx: StoreContext, identity: Identity, question: str, *, top_k: int =
     """See the module docstring; called by :meth:`BoundMemory.answer`."""
     q = validation.query(question, "question")
     llm = ctx.llm
-    hits = list(recall(ctx, identity, q, top_k=top_k).items)
+    asked = q.strip()
+    found = recall(ctx, identity, q, top_k=min(top_k + 1, MAX_TOP_K)).items
+    hits = [h for h in found if not (h.kind == "chat_message" and h.content.strip() == asked)]
+    hits = hits[:top_k]
     outdated = ctx.records.supersession.outdated_message_ids(
         identity.tenant_id, [h.id for h in hits if h.kind == "chat_message"]
     )
