@@ -16,7 +16,7 @@ plus the labelled golden cases, and reports per family, at recall's defaults (``
 - the keyword half, the vector half and naive RRF from the same run (``DIR/suite.json``), and
   the **regret**: the new figure minus ``max(better half - 0.02, RRF)`` on R@10 and hit@10,
   the worse of the two (negative: the family does worse than the issue's floor);
-- the golden set and ``eval/calibration_cases.json``: Recall@5 / Precision@5 / expect-empty
+- the golden set and ``the bundled ``calibration`` cases``: Recall@5 / Precision@5 / expect-empty
   at ``top_k`` 5, before, in-sample and held out (the ordering fitted without the set).
 
 ``--write`` saves the in-sample ordering and the floors (``fit.CHAT_FLOOR``,
@@ -43,7 +43,7 @@ from agentmem import __version__
 from agentmem.calibration import fit
 from agentmem.calibration.profile import CalibrationProfile, bundled_path
 from agentmem.embedding_adapters import from_spec
-from agentmem.evaluation import golden_dataset_path
+from agentmem.evaluation import dataset_path, golden_dataset_path
 from agentmem.evaluation.suite import LabelledQuery, collect_golden, load_candidates
 from agentmem.evaluation.suite.metrics import evidence_ranks, hit_at, recall_at
 from agentmem.storage.embedding_cache import cached_on_disk
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("suite", help="the --out directory of agentmem eval --suite")
     parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
-    parser.add_argument("--cases", default="eval/calibration_cases.json")
+    parser.add_argument("--cases", default=str(dataset_path("calibration")))
     parser.add_argument("--l2", type=float, default=fit.RANKING_L2)
     parser.add_argument("--validation", nargs="*", default=list(VALIDATION))
     parser.add_argument("--write", action="store_true", help="update the bundled profile")
