@@ -15,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _embedding_service import renamed_minilm
+from rich.console import Console
 
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
 from agentmem.calibration import source
 from agentmem.calibration.fit import fit_profile, fit_weights, logistic
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
+from agentmem.cli.calibrate_cmd import report_table
 from agentmem.evaluation import dataset_path
 from agentmem.evaluation.calibration_data import SCORE_SETS, collect_shipped, ordering_families
 from agentmem.evaluation.suite import VALIDATION_FAMILIES
@@ -98,6 +100,18 @@ def test_fit_profile_reports_each_family_held_out() -> None:
     assert report.profile.problem() is None
     assert report.profile.fitted_on.startswith("synthetic; ")
     assert report.profile.weights["cos"] > 0
+    # each family scored with weights fitted on the other one alone
+    left_out = report.families["a"].left_out
+    assert left_out is not None and left_out.cases == 30 and (left_out.recall or 0) > 0.9
+    assert report.families["all"].left_out is None
+    assert (
+        report.to_dict()["families"]["b"]["left_out"]["R@5"] == report.families["b"].left_out.recall
+    )
+    console = Console(width=200, record=True)
+    console.print(report_table(report))
+    rendered = console.export_text()
+    assert "left out R@5 P@5 empty" in rendered
+    assert f"{left_out.recall:.3f} {left_out.precision:.3f} {left_out.expect_empty:.3f}" in rendered
     with pytest.raises(ValueError, match="no relevant candidate"):
         fit_profile([c for c in _synthetic(10, 2) if c.expect_empty], EmbedderIdentity("m", 8),
                     fitted_on="x")  # fmt: skip

@@ -449,11 +449,13 @@ def fit_weights(
 
 @dataclass(frozen=True)
 class FamilyFigures:
-    """One family's figures with the weights fitted on every case (``in_sample``) and with
-    those fitted without the case's fold (``held_out``)."""
+    """One family's figures with the weights fitted on every case (``in_sample``), with
+    those fitted without the case's fold (``held_out``), and with those fitted without the
+    whole family (``left_out``; None for ``"all"`` and with a single family)."""
 
     in_sample: Figures
     held_out: Figures
+    left_out: Figures | None = None
 
 
 @dataclass(frozen=True)
@@ -480,7 +482,11 @@ class CalibrationReport:
         return {
             "profile": self.profile.to_dict(),
             "families": {
-                name: {"in_sample": f.in_sample.to_dict(), "held_out": f.held_out.to_dict()}
+                name: {
+                    "in_sample": f.in_sample.to_dict(),
+                    "held_out": f.held_out.to_dict(),
+                    "left_out": None if f.left_out is None else f.left_out.to_dict(),
+                }
                 for name, f in self.families.items()
             },
             "folds": self.folds,
@@ -523,6 +529,18 @@ def _worst_family(queries: Sequence[Labelled], cv: Sequence[Weights]) -> float:
     return worst
 
 
+def _left_out(
+    queries: Sequence[Labelled], family: str, standardize: bool, score_families: Collection[str]
+) -> Figures | None:
+    """``family``'s figures with weights fitted on every other family (None when there is
+    none, or when nothing is left to fit)."""
+    rest = [q for q in queries if q.family != family]
+    if family == "all" or not rest or not any(q.labels.any() for q in rest):
+        return None
+    weights = fit_weights(rest, standardize=standardize, score_families=score_families)
+    return figures([(q, weights) for q in queries if q.family == family])
+
+
 def fit_profile(
     queries: Sequence[Labelled],
     identity: EmbedderIdentity,
@@ -532,7 +550,8 @@ def fit_profile(
     folds: int = 5,
     score_families: Collection[str] = (),
 ) -> CalibrationReport:
-    """Fit a profile on every case and report it per family, in-sample and held out.
+    """Fit a profile on every case and report it per family: in-sample, held out (k-fold by
+    group) and left out (fitted on the other families).
 
     The calibrated score and the gap are fitted on the cases of ``score_families`` (every
     case when empty), the ordering on every case (:func:`fit_weights`).
@@ -555,10 +574,12 @@ def fit_profile(
     families: dict[str, FamilyFigures] = {}
     names = sorted({q.family for q in queries})
     for name in [*names, "all"]:
-        pick = [i for i, q in enumerate(queries) if name in ("all", q.family)]
+        pick = [queries[i] for i, q in enumerate(queries) if name in ("all", q.family)]
+        held = [cv[i] for i, q in enumerate(queries) if name in ("all", q.family)]
         families[name] = FamilyFigures(
-            figures([(queries[i], weights) for i in pick]),
-            figures([(queries[i], cv[i]) for i in pick]),
+            figures([(q, weights) for q in pick]),
+            figures(list(zip(pick, held, strict=True))),
+            _left_out(queries, name, standardize, score_families),
         )
     described = f"{fitted_on}; {'standardized' if standardize else 'raw'} features"
     return CalibrationReport(
