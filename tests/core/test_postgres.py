@@ -24,6 +24,7 @@ from chromadb.config import Settings as ChromaSettings
 from agentmem import AgentMemory, MemoryConfig, StorageError, ValidationError
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
+from agentmem.storage import postgres
 from agentmem.storage.keyword_index import KeywordFilter
 from agentmem.storage.postgres import CLUSTER_LOCK, PostgresDatabase, to_postgres
 from agentmem.storage.records import RecordStore
@@ -104,7 +105,7 @@ def test_migrations_apply_once_and_a_newer_schema_is_refused(pg_url: str) -> Non
         RecordStore(Path("unused"), url=pg_url, node_id="n")
 
 
-def test_driver_errors_are_storage_errors(pg_url: str) -> None:
+def test_driver_errors_are_storage_errors(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     db = PostgresDatabase(pg_url)
     try:
         with pytest.raises(StorageError, match="read failed"):
@@ -116,6 +117,8 @@ def test_driver_errors_are_storage_errors(pg_url: str) -> None:
         assert db.read("SELECT COUNT(*) FROM meta WHERE key = 'k'")[0][0] == 0  # rolled back
     finally:
         db.close()
+    # an open retries a refused connection for CONNECT_WAIT seconds before it fails
+    monkeypatch.setattr(postgres, "CONNECT_WAIT", 1.0)
     with pytest.raises(StorageError, match="cannot open records store"):
         PostgresDatabase("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
 

@@ -50,6 +50,9 @@ MIGRATE_LOCK = 0x61676D02
 CLUSTER_LOCK = "cluster"
 #: The channel the change trigger notifies.
 CHANNEL = "agentmem_changes"
+#: Seconds an open keeps retrying the first connection (the database may still be starting,
+#: as when a cluster comes up together) before it fails; also a pool's wait for a connection.
+CONNECT_WAIT = 30.0
 
 _INDEXED_BY = re.compile(r"\s+INDEXED BY \w+")
 _UNARY_PLUS = re.compile(r"(?<=[\s(])\+(?=[a-z_])")
@@ -164,9 +167,9 @@ class PostgresDatabase(Database):
                 kwargs=kwargs,
                 configure=read_only_session if read_only else None,
                 open=False,
-                timeout=30.0,
+                timeout=CONNECT_WAIT,
             )
-            self._pool.open(wait=True, timeout=30.0)
+            self._pool.open(wait=True, timeout=CONNECT_WAIT)
             with self._pool.connection() as conn:
                 where = conn.execute("SELECT current_database(), current_schema()").fetchone()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
