@@ -123,6 +123,25 @@ def test_driver_errors_are_storage_errors(pg_url: str, monkeypatch: pytest.Monke
         PostgresDatabase("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
 
 
+def test_close_ends_the_change_listener_without_waiting_for_its_poll(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a poll this long would keep the listener (and so close(), up to its join timeout) waiting
+    monkeypatch.setattr(postgres, "LISTEN_POLL", 3600.0)
+    for read_only in (False, True):
+        db = PostgresDatabase(pg_url, read_only=read_only)
+        before = set(threading.enumerate())
+        listening = threading.Event()
+        db.listen(listening.set)  # called once the listener has subscribed
+        assert listening.wait(30)
+        (listener,) = [
+            t for t in threading.enumerate() if t not in before and t.name == "agentmem-listen"
+        ]
+        db.close()
+        listener.join(30)
+        assert not listener.is_alive(), f"read_only={read_only}: the listener outlived close()"
+
+
 def test_a_bad_records_url_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="records_url"):
         AgentMemory(tmp_path / "home", records_url="mysql://db/agentmem")
