@@ -1,8 +1,8 @@
 """Where the HTTP cost of a recall goes: ``agentmem.connect`` against the same recall in-process.
 
-A data dir is built as ``server_load.py`` builds it (``--home`` reuses one) and copied once
-(``<home>-twin``): ``agentmem serve`` serves the dir while this process opens the twin
-(same rows, same indexes; a data dir has one writer). Each query is then recalled on both,
+A data dir is built as ``server_load.py`` builds it (``--home`` reuses one) and copied:
+``agentmem serve`` serves the dir while this process opens the copy (same rows, same
+indexes; a data dir has one writer). Each query is then recalled on both,
 in turn (which side goes first alternates), so the machine's load of the moment hits both
 sides of a pair and neither side has the query's embedding cached. For each remote recall
 the client's encoding of the body, the round trip and the client's decoding of the result
@@ -17,7 +17,10 @@ split into
 - **client**: encoding + decoding (the transport's own time is in the wire part);
 - **wire and framework**: round trip - server's operation time: both HTTP stacks, the
   loopback, the server's middleware, key check, body validation and response;
-- **thread hop and binding**: server's operation time - in-process recall.
+- **thread hop and binding**: server's operation time - in-process recall;
+
+and the CPU time per recall of each side (this process's around its calls; the server's
+from ``/proc``, Linux), which waiting for a CPU on a loaded machine does not inflate.
 
 Usage::
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -64,14 +68,31 @@ def ms_since(t: float) -> float:
     return (time.perf_counter() - t) * 1000
 
 
-def paired(mem: Any, client: Any, texts: list[str], n_small: int) -> dict[str, list[float]]:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) of process ``pid`` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paired(
+    mem: Any, client: Any, server_pid: int, texts: list[str], n_small: int
+) -> dict[str, list[float]]:
     keys = ("inproc", "total", "encode", "rtt", "decode", "op", "health", "small", "small_op")
     out: dict[str, list[float]] = {k: [] for k in keys}
     local = mem.bind(TENANT, user_id=USER, session_id="profile")
     m = client.bind(user_id=USER, session_id="profile")
+    cpu = {"inproc": 0.0, "client": 0.0}
+    server_cpu = cpu_seconds(server_pid)
+
+    def local_recall(text: str) -> None:
+        c = time.process_time()
+        out["inproc"] += timed_recalls(local, [text])
+        cpu["inproc"] += time.process_time() - c
+
     for n, text in enumerate(texts):
         if n % 2:
-            out["inproc"] += timed_recalls(local, [text])
+            local_recall(text)
+        c = time.process_time()
         t0 = time.perf_counter()
         body = op_body("recall", m.identity, {"query": text})
         t1 = time.perf_counter()
@@ -83,8 +104,14 @@ def paired(mem: Any, client: Any, texts: list[str], n_small: int) -> dict[str, l
         out["rtt"].append((t2 - t1) * 1000)
         out["decode"].append(ms_since(t2))
         out["op"].append(float(response.headers["server-timing"].split("dur=")[1]))
+        cpu["client"] += time.process_time() - c
         if not n % 2:
-            out["inproc"] += timed_recalls(local, [text])
+            local_recall(text)
+    # CPU per recall, which waiting for a CPU on a loaded machine does not inflate
+    n = max(len(texts), 1)
+    out["cpu_inproc"] = [cpu["inproc"] * 1000 / n]
+    out["cpu_client"] = [cpu["client"] * 1000 / n]
+    out["cpu_server"] = [(cpu_seconds(server_pid) - server_cpu) * 1000 / n]
     small = op_body("knowledge.get", m.identity, {"key": "none", "agent_id": "profile"})
     for _ in range(n_small):
         t = time.perf_counter()
@@ -113,9 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (home / RECORDS_FILE).exists():
         print(f"building {args.memories:,} memories in {home}", file=sys.stderr)
         build(home, args.memories, args.seed)
-    twin = home.with_name(home.name + "-twin")
-    if not twin.exists():
-        shutil.copytree(home, twin)
+    twin = Path(tempfile.mkdtemp(prefix="agentmem-http-twin-")) / "home"
+    shutil.copytree(home, twin)
     texts = queries(args.queries + 20, args.memories, args.seed, salt=int(time.time()))
     proc, url = start_server(home, args.embed_threads)
     try:
@@ -123,10 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             AgentMemory(twin, embedder=embedder(args.embed_threads)) as mem,
             connect(url, api_key=new_key(home)) as client,
         ):
-            paired(mem, client, texts[:20], 20)  # warm-up: connection, caches, page cache
-            got = paired(mem, client, texts[20:], args.queries)
+            paired(mem, client, proc.pid, texts[:20], 20)  # warm-up: connection, caches
+            got = paired(mem, client, proc.pid, texts[20:], args.queries)
     finally:
         stop_server(proc)
+        shutil.rmtree(twin.parent, ignore_errors=True)
     fig: dict[str, Any] = {k: p50(v) for k, v in got.items()}
     fig["inprocess"] = fig.pop("inproc")
     fig["http_cost_p50_ms"] = p50([a - b for a, b in zip(got["total"], got["inproc"], strict=True)])
@@ -134,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     fig["wire_and_framework"] = p50([a - b for a, b in zip(got["rtt"], got["op"], strict=True)])
     fig["client"] = round(fig["encode"] + fig["decode"], 3)
     fig["hop_and_bind"] = p50([a - b for a, b in zip(got["op"], got["inproc"], strict=True)])
+    fig["http_cpu_ms"] = round(fig["cpu_client"] + fig["cpu_server"] - fig["cpu_inproc"], 3)
     fig["small_wire_and_framework"] = p50(
         [a - b for a, b in zip(got["small"], got["small_op"], strict=True)]
     )
@@ -149,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"GET /health round trip {fig['health']:.3f}; tiny op round trip {fig['small']:.3f} "
           f"(server op {fig['small_op']:.3f}, wire and framework "
           f"{fig['small_wire_and_framework']:.3f})")  # fmt: skip
+    print(f"CPU per recall: in-process {fig['cpu_inproc']:.2f}, through connect "
+          f"{fig['cpu_client'] + fig['cpu_server']:.2f} (client {fig['cpu_client']:.2f}, server "
+          f"{fig['cpu_server']:.2f}): HTTP CPU cost {fig['http_cpu_ms']:.2f}")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(fig, indent=2))
     return 0

@@ -11,7 +11,9 @@
 
 The answer is ``{"result": ...}``: the method's return value as JSON (see
 :mod:`agentmem.wire.codec`). The route runs the operation through the same
-:class:`~agentmem.BoundMemory` an embedded caller uses, on a worker thread.
+:class:`~agentmem.BoundMemory` an embedded caller uses, on a worker thread. FastAPI's route
+documents each operation; :class:`OpsFastPath` answers it (the same handler, without
+FastAPI's per-request routing and dependency solving).
 """
 
 from __future__ import annotations
