@@ -5,7 +5,7 @@ Both models are logistic regressions over the candidate features of ``agentmem.r
 
 - **Calibration** (the profile's weights and bias: the score compared with ``min_score``) over
   ``CALIBRATION_FEATURES`` on the labelled cases, whose every candidate is labelled: the golden
-  set and ``eval/calibration_cases.json`` (facts, preferences, chat turns, tool outputs,
+  set and the bundled ``calibration`` cases (facts, preferences, chat turns, tool outputs,
   document chunks, unrelated queries), plus the LoCoMo evidence turns as positives at
   ``--locomo-positive-weight`` times the labelled positives' weight (default 0.3). LoCoMo's
   other turns are not used as negatives: LoCoMo marks the turns an answer needs, not every
@@ -40,7 +40,7 @@ and ``--embedder e5 --standardize`` does the same for the e5 model.
 Usage:
     python benchmarks/fit_calibration.py --locomo path/to/locomo-dev.json
         [--embedder minilm|e5|module:attr] [--dataset golden|FILE]
-        [--cases eval/calibration_cases.json] [--folds 5] [--l2 1.0]
+        [--cases FILE (default: the bundled calibration cases)] [--folds 5] [--l2 1.0]
         [--embed-cache DIR] [--write]
 
 ``--embed-cache DIR`` keeps document and query vectors on disk (as ``agentmem eval --locomo
@@ -445,7 +445,7 @@ def main(argv: Sequence[str] | None = None, collect: Callable[..., object] | Non
     parser.add_argument(
         "--dataset", default="golden", help="golden dataset JSON, or 'golden' (the bundled one)"
     )
-    parser.add_argument("--cases", default="eval/calibration_cases.json")
+    parser.add_argument("--cases", default=str(dataset_path("calibration")))
     parser.add_argument(
         "--locomo", default=None, help="LoCoMo file: evidence turns as positives, and figures"
     )

@@ -16,15 +16,18 @@ plus the labelled golden cases, and reports per family, at recall's defaults (``
 - the keyword half, the vector half and naive RRF from the same run (``DIR/suite.json``), and
   the **regret**: the new figure minus ``max(better half - 0.02, RRF)`` on R@10 and hit@10,
   the worse of the two (negative: the family does worse than the issue's floor);
-- the golden set and ``eval/calibration_cases.json``: Recall@5 / Precision@5 / expect-empty
+- the golden set and ``the bundled ``calibration`` cases``: Recall@5 / Precision@5 / expect-empty
   at ``top_k`` 5, before, in-sample and held out (the ordering fitted without the set).
 
 ``--write`` saves the in-sample ordering and the floors (``fit.CHAT_FLOOR``,
-``fit.ITEM_FLOOR``) into the bundled MiniLM profile, keeping its calibration::
+``fit.ITEM_FLOOR``) into the embedder's bundled profile, keeping its calibration::
 
     agentmem eval --suite --locomo /work/shared/data/locomo-dev.json \\
         --embed-cache /tmp/cache --out /tmp/suite
     python benchmarks/fit_ranking.py /tmp/suite --embed-cache /tmp/cache [--write]
+    # the e5 model's profile: the suite run with it, then
+    agentmem --embedder e5 eval --suite --locomo ... --embed-cache /tmp/e5 --out /tmp/suite-e5
+    python benchmarks/fit_ranking.py /tmp/suite-e5 --embedder e5 --embed-cache /tmp/e5 --write
 """
 
 from __future__ import annotations
@@ -43,12 +46,11 @@ from agentmem import __version__
 from agentmem.calibration import fit
 from agentmem.calibration.profile import CalibrationProfile, bundled_path
 from agentmem.embedding_adapters import from_spec
-from agentmem.evaluation import golden_dataset_path
+from agentmem.evaluation import dataset_path, golden_dataset_path
 from agentmem.evaluation.suite import LabelledQuery, collect_golden, load_candidates
 from agentmem.evaluation.suite.metrics import evidence_ranks, hit_at, recall_at
 from agentmem.storage.embedding_cache import cached_on_disk
 
-MODEL = "all-MiniLM-L6-v2-int8"
 #: Validation-only families: never fitted on, reported held out.
 VALIDATION = ("implicit_dialogue",)
 #: How far below the better half a family may stay (the issue's no-regret floor).
@@ -121,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("suite", help="the --out directory of agentmem eval --suite")
     parser.add_argument("--embed-cache", default=None, help="on-disk embedding cache directory")
-    parser.add_argument("--cases", default="eval/calibration_cases.json")
+    parser.add_argument(
+        "--embedder", default="minilm", help="the suite's embedder (minilm, e5): its bundled "
+        "profile is the one refitted",
+    )  # fmt: skip
+    parser.add_argument("--cases", default=str(dataset_path("calibration")))
     parser.add_argument("--l2", type=float, default=fit.RANKING_L2)
     parser.add_argument("--validation", nargs="*", default=list(VALIDATION))
     parser.add_argument("--write", action="store_true", help="update the bundled profile")
@@ -133,12 +139,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         name: family["systems"]
         for name, family in json.loads((directory / "suite.json").read_text())["families"].items()
     }
-    emb = from_spec("minilm")
+    emb = from_spec(args.embedder)
+    model = emb.model_name
     if args.embed_cache:
         emb = cached_on_disk(emb, args.embed_cache)[0]
     golden = collect_golden(str(golden_dataset_path()), embedder=emb)
     cases = collect_golden(args.cases, embedder=emb) if args.cases else []
-    shipped = CalibrationProfile.from_json(bundled_path(MODEL).read_text(encoding="utf-8"))
+    shipped = CalibrationProfile.from_json(bundled_path(model).read_text(encoding="utf-8"))
     base = fit.weights_of(shipped)
     train = [q for q in suite if q.family not in args.validation] + golden + cases
 
@@ -190,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"every suite family but {', '.join(args.validation)} + golden + calibration cases",
             fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
-        path = bundled_path(MODEL)
+        path = bundled_path(model)
         path.write_text(profile.to_json(), encoding="utf-8")
         print(f"wrote {path}")
 

@@ -24,13 +24,14 @@ SOURCES = ("pyproject.toml", "README.md", "core", "langchain_agentmem", "llamain
 CHECK = """
 import importlib.metadata, importlib.util, json, sys
 from agentmem.embeddings import default_embedder, model_files_problem
-from agentmem.evaluation import golden_dataset_path, load_dataset
+from agentmem.evaluation import dataset_path, golden_dataset_path, load_dataset
 from agentmem.evaluation.suite import load_family, load_locomo_empty, plan
 assert model_files_problem(default_embedder()) is None, model_files_problem(default_embedder())
 print(json.dumps({
     "torch": importlib.util.find_spec("torch") is not None,
     "agentmem": importlib.util.find_spec("agentmem").origin,
     "golden_cases": len(load_dataset(golden_dataset_path()).cases),
+    "calibration_cases": len(load_dataset(dataset_path("calibration")).cases),
     "distributions": sorted(
         d.metadata["Name"] for d in importlib.metadata.distributions()
         if d.metadata["Name"].startswith("agentmem")
@@ -93,7 +94,7 @@ def test_fresh_install_has_the_model_files_the_golden_set_and_the_suite_and_no_t
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert found["torch"] is False
     assert str(installed.parent) in found["agentmem"]  # the installed copy, not the checkout
-    assert found["golden_cases"] > 100
+    assert found["golden_cases"] > 100 and found["calibration_cases"] > 50
     assert found["distributions"] == ["agentmem-layer"]
     assert (installed / "agentmem").is_file()  # the command keeps its name
     # the evaluation suite's families are package data too (calibrate() fits on them)

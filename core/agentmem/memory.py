@@ -493,19 +493,22 @@ class AgentMemory:
         """Fit a calibration profile for this store's embedder, save it in the data dir and
         score recall with it from now on (``agentmem calibrate``).
 
-        The labelled cases shipped with agentmem are written into a scratch store with this
+        The labelled cases shipped with agentmem are written into scratch stores with this
         store's embedder (this store is not touched); recall's candidates for each are
-        collected and labelled, and the calibration (score) and ranking weights and the
-        score gap are fitted on them. Every later open of this data dir (another process,
-        a restarted server, every node sharing its Postgres records) scores with the
-        profile. Minutes for a local model; a remote embedder is called for every text of
-        the cases.
+        collected and labelled. The calibrated score and the score gap are fitted on the
+        golden set and the calibration cases, the ordering on those and every task family
+        of the evaluation suite (implicit recall, paraphrase-only facts, identifiers, tool
+        outputs, documents, temporal questions), every family weighing alike (see
+        :mod:`agentmem.evaluation.calibration_data`). Every later open of this data dir
+        (another process, a restarted server, every node sharing its Postgres records)
+        scores with the profile. Minutes for a local model; a remote embedder is called
+        for every text of the cases.
 
         Args:
             queries: Labelled candidates to fit on instead (collected with this embedder).
             fitted_on: What ``queries`` are, kept in the profile.
             folds: Folds of the held-out figures.
-            progress: ``progress(done, total)`` while the cases are collected.
+            progress: ``progress(done, total)``: sets of cases collected so far.
 
         Returns:
             The profile and its figures per family, in-sample and held out: Recall@5,

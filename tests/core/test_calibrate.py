@@ -4,6 +4,7 @@ in the data dir, use it from then on; the fitting itself on synthetic candidates
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import sys
@@ -14,12 +15,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _embedding_service import renamed_minilm
+from rich.console import Console
 
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
-from agentmem.calibration.fit import fit_profile, logistic
+from agentmem.calibration import source
+from agentmem.calibration.fit import fit_profile, fit_weights, logistic
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
+from agentmem.cli.calibrate_cmd import report_table
+from agentmem.evaluation import dataset_path
+from agentmem.evaluation.calibration_data import SCORE_SETS, collect_shipped, ordering_families
+from agentmem.evaluation.suite import VALIDATION_FAMILIES
+from agentmem.evaluation.suite.families import data_families
 from agentmem.recall.ranking import FEATURE_NAMES
+
+SUITE_FIXTURE = Path(__file__).resolve().parents[1] / "data" / "suite"
 
 
 def test_standardized_fits_do_not_depend_on_a_features_scale() -> None:
@@ -90,6 +100,18 @@ def test_fit_profile_reports_each_family_held_out() -> None:
     assert report.profile.problem() is None
     assert report.profile.fitted_on.startswith("synthetic; ")
     assert report.profile.weights["cos"] > 0
+    # each family scored with weights fitted on the other one alone
+    left_out = report.families["a"].left_out
+    assert left_out is not None and left_out.cases == 30 and (left_out.recall or 0) > 0.9
+    assert report.families["all"].left_out is None
+    assert (
+        report.to_dict()["families"]["b"]["left_out"]["R@5"] == report.families["b"].left_out.recall
+    )
+    console = Console(width=200, record=True)
+    console.print(report_table(report))
+    rendered = console.export_text()
+    assert "left out R@5 P@5 empty" in rendered
+    assert f"{left_out.recall:.3f} {left_out.precision:.3f} {left_out.expect_empty:.3f}" in rendered
     with pytest.raises(ValueError, match="no relevant candidate"):
         fit_profile([c for c in _synthetic(10, 2) if c.expect_empty], EmbedderIdentity("m", 8),
                     fitted_on="x")  # fmt: skip
@@ -109,36 +131,83 @@ def test_compressed_cosines_are_fitted_standardized() -> None:
     assert (report.families["all"].held_out.recall or 0) > 0.9
 
 
+def test_scores_are_fitted_on_the_score_families_and_the_ordering_on_all() -> None:
+    """Family "b" has relevant candidates at low cosine among many irrelevant ones (as a long
+    conversation has): fitted for the score it would lower every probability; fitted only
+    for the ordering, it leaves the score as family "a" alone makes it."""
+    cases = _synthetic(60, 4)
+    cos = FEATURE_NAMES.index("cos")
+    long_conversation = []
+    for c in cases:
+        if c.family != "b":
+            continue
+        feats = np.vstack([c.features] + [c.features[1:]] * 4)
+        feats[0, cos] = 0.5
+        labels = np.concatenate([c.labels] + [c.labels[1:]] * 4)
+        units = c.units + c.units[1:] * 4
+        long_conversation.append(
+            dataclasses.replace(
+                c, features=feats, labels=labels, units=units, kinds=("memory",) * len(labels),
+                tokens=np.full(len(labels), 10, dtype=np.int64),
+            )
+        )  # fmt: skip
+    mixed = [c for c in cases if c.family == "a"] + long_conversation
+    only_a = fit_weights([c for c in mixed if c.family == "a"])
+    scored_on_a = fit_weights(mixed, score_families={"a"})
+    scored_on_all = fit_weights(mixed)
+    assert scored_on_a.bias == only_a.bias and np.array_equal(scored_on_a.cal, only_a.cal)
+    assert scored_on_a.gap == only_a.gap
+    assert scored_on_all.bias < only_a.bias - 1  # b's many irrelevant rows lower every score
+    assert not np.allclose(scored_on_a.rank, only_a.rank)  # b's rows count for the ordering
+    scored_on_a = fit_profile(
+        mixed, EmbedderIdentity("m", 8), fitted_on="a+b", score_families={"a"}
+    )
+    assert set(scored_on_a.families) == {"a", "b", "all"}
+
+
+def test_calibrate_fits_the_ordering_on_every_fitted_suite_family() -> None:
+    assert ordering_families() == [f for f in data_families() if f not in VALIDATION_FAMILIES]
+    assert {"implicit", "paraphrase", "identifiers", "temporal"} <= set(ordering_families())
+    assert SCORE_SETS == ("golden", "calibration")
+    assert all(dataset_path(name).is_file() for name in SCORE_SETS)
+
+
 @pytest.mark.slow
 def test_calibrate_fits_saves_and_uses_a_profile(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the suite's families from the test's small files (the bundled ones take minutes)
+    monkeypatch.setattr(
+        source, "_collector", [functools.partial(collect_shipped, directory=SUITE_FIXTURE)]
+    )
     home = tmp_path / "mem"
     spec = "_embedding_service:renamed_minilm"
     with pytest.warns(UncalibratedEmbedderWarning):
         mem = AgentMemory(home, embedder=renamed_minilm(), background=False)
     m = mem.bind("t", user_id="u")
-    m.remember("I prefer uv over pip for Python projects", memory_type="preference")
+    m.remember("My favourite film is Spirited Away", memory_type="preference")
     mem.flush()
-    paraphrase = "which package manager do I like?"
+    paraphrase = "which movie do I love most?"
     assert m.recall(paraphrase).items == []  # uncalibrated: no keyword evidence
     mem.close()
 
     assert main(["--home", str(home), "--embedder", spec, "--json", "calibrate"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["profile"]["embedder"]["model_name"] == "minilm-renamed"
+    assert set(report["families"]) == {"golden", "calibration", "implicit", "identifiers", "all"}
     golden = report["families"]["golden"]["held_out"]
     assert golden["cases"] == 125 and golden["R@5"] > 0.8 and golden["expect_empty"] > 0.8
     assert set(golden) >= {"ece", "kept_relevant", "kept_irrelevant", "P@5"}
+    assert report["families"]["calibration"]["in_sample"]["cases"] == 57
+    fitted_on = report["profile"]["fitted_on"]
+    assert fitted_on.startswith("golden + calibration (scores); implicit, identifiers (ordering)")
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncalibratedEmbedderWarning)  # calibrated now
         again = AgentMemory(home, embedder=renamed_minilm(), background=False)
     assert again.context.calibration.source == "store"
     m = again.bind("t", user_id="u")
-    assert [h.content for h in m.recall(paraphrase).items] == [
-        "I prefer uv over pip for Python projects"
-    ]
+    assert [h.content for h in m.recall(paraphrase).items] == ["My favourite film is Spirited Away"]
     assert m.recall("lattice quantum chromodynamics").items == []
     again.close()
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentmem import AgentMemory
+from agentmem import AgentMemory, UncalibratedEmbedderWarning
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.evaluation.halves import naive_rrf, retriever_rows
@@ -396,7 +396,7 @@ def test_collect_golden_isolates_every_case(
 # -- the command line ---------------------------------------------------------------------------
 @pytest.fixture
 def cli_embedder(monkeypatch: pytest.MonkeyPatch, shared_embedder: CachedEmbedder) -> None:
-    monkeypatch.setattr("agentmem.cli.eval_suite.shared_embedder", lambda: shared_embedder)
+    monkeypatch.setattr("agentmem.cli.eval_suite.shared_embedder", lambda _args: shared_embedder)
 
 
 @pytest.mark.usefixtures("cli_embedder")
@@ -445,6 +445,17 @@ def test_cli_suite_json_out_and_tables(tmp_path: Path, capsys: pytest.CaptureFix
     assert "| worst family |" in text and "| identifiers | 3 |" in text
     row = next(line for line in text.splitlines() if line.startswith("| family |"))
     assert row.endswith("naive RRF |")
+
+
+def test_cli_suite_runs_the_embedder_the_command_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``agentmem --embedder SPEC eval --suite`` measures that embedder, not the default."""
+    argv = ["--embedder", "_embedding_service:renamed_minilm", "eval", "--suite"]
+    argv += ["--suite-dir", str(FIXTURE), "--families", "identifiers", "--json"]
+    with pytest.warns(UncalibratedEmbedderWarning):
+        assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["embedder"] == "minilm-renamed"
 
 
 @pytest.mark.parametrize(

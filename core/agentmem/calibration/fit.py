@@ -35,7 +35,7 @@ Example:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -429,23 +429,33 @@ def fit_gap(
     return best
 
 
-def fit_weights(queries: Sequence[Labelled], *, standardize: bool = False) -> Weights:
-    """Calibration, ranking and score gap fitted on ``queries``, every case weighing alike."""
-    parts = [(q.features, q.labels, 1.0) for q in queries if len(q.labels)]
+def fit_weights(
+    queries: Sequence[Labelled],
+    *,
+    standardize: bool = False,
+    score_families: Collection[str] = (),
+) -> Weights:
+    """Calibration and score gap fitted on the cases of ``score_families`` (every case when
+    empty, or when none is of those families), every case weighing alike; the ranking on
+    every case, every family weighing alike (:func:`ranking_rows`)."""
+    scored = [q for q in queries if q.family in score_families] or list(queries)
+    parts = [(q.features, q.labels, 1.0) for q in scored if len(q.labels)]
     if not parts or not any(p[1].any() for p in parts):
         raise ValueError("no relevant candidate among the labelled cases: nothing to fit")
     cal, bias = calibration_weights(parts, standardize=standardize)
     rank, named = ranking_weights(queries, standardize=standardize)
-    return Weights(cal, bias, rank, fit_gap(queries, cal, bias, rank, named), named)
+    return Weights(cal, bias, rank, fit_gap(scored, cal, bias, rank, named), named)
 
 
 @dataclass(frozen=True)
 class FamilyFigures:
-    """One family's figures with the weights fitted on every case (``in_sample``) and with
-    those fitted without the case's fold (``held_out``)."""
+    """One family's figures with the weights fitted on every case (``in_sample``), with
+    those fitted without the case's fold (``held_out``), and with those fitted without the
+    whole family (``left_out``; None for ``"all"`` and with a single family)."""
 
     in_sample: Figures
     held_out: Figures
+    left_out: Figures | None = None
 
 
 @dataclass(frozen=True)
@@ -472,7 +482,11 @@ class CalibrationReport:
         return {
             "profile": self.profile.to_dict(),
             "families": {
-                name: {"in_sample": f.in_sample.to_dict(), "held_out": f.held_out.to_dict()}
+                name: {
+                    "in_sample": f.in_sample.to_dict(),
+                    "held_out": f.held_out.to_dict(),
+                    "left_out": None if f.left_out is None else f.left_out.to_dict(),
+                }
                 for name, f in self.families.items()
             },
             "folds": self.folds,
@@ -483,7 +497,12 @@ class CalibrationReport:
 
 
 def held_out(
-    queries: Sequence[Labelled], folds: int, seed: int = 0, *, standardize: bool = False
+    queries: Sequence[Labelled],
+    folds: int,
+    seed: int = 0,
+    *,
+    standardize: bool = False,
+    score_families: Collection[str] = (),
 ) -> list[Weights]:
     """For each query, the weights fitted on the folds it is not in (k-fold by group)."""
     groups = sorted({q.group for q in queries})
@@ -492,7 +511,7 @@ def held_out(
     out: list[Weights | None] = [None] * len(queries)
     for f in range(min(folds, len(groups))):
         train = [q for q in queries if fold_of[q.group] != f]
-        weights = fit_weights(train, standardize=standardize)
+        weights = fit_weights(train, standardize=standardize, score_families=score_families)
         for i, q in enumerate(queries):
             if fold_of[q.group] == f:
                 out[i] = weights
@@ -510,6 +529,18 @@ def _worst_family(queries: Sequence[Labelled], cv: Sequence[Weights]) -> float:
     return worst
 
 
+def _left_out(
+    queries: Sequence[Labelled], family: str, standardize: bool, score_families: Collection[str]
+) -> Figures | None:
+    """``family``'s figures with weights fitted on every other family (None when there is
+    none, or when nothing is left to fit)."""
+    rest = [q for q in queries if q.family != family]
+    if family == "all" or not rest or not any(q.labels.any() for q in rest):
+        return None
+    weights = fit_weights(rest, standardize=standardize, score_families=score_families)
+    return figures([(q, weights) for q in queries if q.family == family])
+
+
 def fit_profile(
     queries: Sequence[Labelled],
     identity: EmbedderIdentity,
@@ -517,8 +548,13 @@ def fit_profile(
     fitted_on: str,
     version: str = "",
     folds: int = 5,
+    score_families: Collection[str] = (),
 ) -> CalibrationReport:
-    """Fit a profile on every case and report it per family, in-sample and held out.
+    """Fit a profile on every case and report it per family: in-sample, held out (k-fold by
+    group) and left out (fitted on the other families).
+
+    The calibrated score and the gap are fitted on the cases of ``score_families`` (every
+    case when empty), the ordering on every case (:func:`fit_weights`).
 
     The features are taken raw and standardized (:func:`logistic`); whichever fits better
     held out, by its worst family, is kept: standardized suits an embedder whose cosines are
@@ -528,17 +564,22 @@ def fit_profile(
         ValueError: no case has a relevant candidate (nothing to fit on).
     """
     started = datetime.now(UTC)
-    tried = {std: held_out(queries, folds, standardize=std) for std in (False, True)}
+    tried = {
+        std: held_out(queries, folds, standardize=std, score_families=score_families)
+        for std in (False, True)
+    }
     standardize = _worst_family(queries, tried[True]) > _worst_family(queries, tried[False])
     cv = tried[standardize]
-    weights = fit_weights(queries, standardize=standardize)
+    weights = fit_weights(queries, standardize=standardize, score_families=score_families)
     families: dict[str, FamilyFigures] = {}
     names = sorted({q.family for q in queries})
     for name in [*names, "all"]:
-        pick = [i for i, q in enumerate(queries) if name in ("all", q.family)]
+        pick = [queries[i] for i, q in enumerate(queries) if name in ("all", q.family)]
+        held = [cv[i] for i, q in enumerate(queries) if name in ("all", q.family)]
         families[name] = FamilyFigures(
-            figures([(queries[i], weights) for i in pick]),
-            figures([(queries[i], cv[i]) for i in pick]),
+            figures([(q, weights) for q in pick]),
+            figures(list(zip(pick, held, strict=True))),
+            _left_out(queries, name, standardize, score_families),
         )
     described = f"{fitted_on}; {'standardized' if standardize else 'raw'} features"
     return CalibrationReport(

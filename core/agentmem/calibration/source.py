@@ -8,22 +8,42 @@ imported (:func:`register`; the package root imports it with the engine's names,
 (:func:`shipped`).
 
 Example:
-    >>> queries, described = shipped(default_embedder())  # doctest: +SKIP
+    >>> labelled = shipped(default_embedder())  # doctest: +SKIP
+    >>> labelled.score_families  # doctest: +SKIP
+    frozenset({'golden', 'calibration'})
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..embeddings import Embedder
 from ..errors import ConfigError
 from .fit import Labelled
 
 Progress = Callable[[int, int], None]
-"""``progress(done, total)``: cases collected so far."""
-Collector = Callable[[Embedder, Progress | None], tuple[Sequence[Labelled], str]]
-"""Collects the shipped labelled cases with an embedder: (the cases, what they are, e.g.
-``"golden v1 (125 cases)"``)."""
+"""``progress(done, total)``: sets of cases collected so far."""
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """Labelled cases to fit a profile on.
+
+    Attributes:
+        cases: Every case's labelled candidates.
+        described: What they are (kept in the profile).
+        score_families: The families the calibrated score is fitted on; the ordering is
+            fitted on every family. Empty: every family.
+    """
+
+    cases: Sequence[Labelled]
+    described: str
+    score_families: frozenset[str] = frozenset()
+
+
+Collector = Callable[[Embedder, Progress | None], LabelledSet]
+"""Collects the shipped labelled cases with an embedder."""
 
 _collector: list[Collector] = []
 
@@ -33,7 +53,7 @@ def register(collector: Collector) -> None:
     _collector[:] = [collector]
 
 
-def shipped(embedder: Embedder, progress: Progress | None = None) -> tuple[Sequence[Labelled], str]:
+def shipped(embedder: Embedder, progress: Progress | None = None) -> LabelledSet:
     """The shipped labelled cases' candidates, collected with ``embedder``.
 
     Raises:
@@ -47,4 +67,4 @@ def shipped(embedder: Embedder, progress: Progress | None = None) -> tuple[Seque
     return _collector[0](embedder, progress)
 
 
-__all__ = ["Collector", "Progress", "register", "shipped"]
+__all__ = ["Collector", "LabelledSet", "Progress", "register", "shipped"]

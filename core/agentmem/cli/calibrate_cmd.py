@@ -59,12 +59,15 @@ def _cell(value: float | None) -> str:
 
 
 def report_table(report: CalibrationReport) -> Table:
-    """The report's figures per family: held out, then in-sample."""
+    """The report's figures per family: held out, then in-sample; and with the family left
+    out of the fit (R@5, P@5, expect-empty)."""
     table = Table(
-        title=f"calibration per family ({report.folds}-fold held out / in-sample)",
+        title=f"calibration per family ({report.folds}-fold held out / in-sample; the family "
+        "left out of the fit)",
         title_justify="left",
     )
-    for name in ("family", "cases", "R@5", "P@5", "empty", "ECE", "kept rel", "kept irr"):
+    columns = ("family", "cases", "R@5", "P@5", "empty", "ECE", "kept rel", "kept irr")
+    for name in (*columns, "left out R@5 P@5 empty"):
         table.add_column(name, justify="left" if name == "family" else "right")
     for family, f in report.families.items():
         held, ins = f.held_out, f.in_sample
@@ -81,5 +84,10 @@ def report_table(report: CalibrationReport) -> Table:
             pair("ece"),
             pair("kept_relevant"),
             pair("kept_irrelevant"),
+            "-"
+            if f.left_out is None
+            else " ".join(
+                _cell(v) for v in (f.left_out.recall, f.left_out.precision, f.left_out.expect_empty)
+            ),
         )
     return table

@@ -58,7 +58,7 @@ def run_suite_cli(args: argparse.Namespace) -> int:
             families,
             locomo=getattr(args, "locomo", None),
             directory=getattr(args, "suite_dir", None),
-            embedder=shared_embedder(),
+            embedder=shared_embedder(args),
             embed_cache=getattr(args, "embed_cache", None),
             progress=progress,
         )

@@ -1,123 +1,87 @@
-"""The labelled data :meth:`agentmem.AgentMemory.calibrate` fits on: the golden set shipped
-with agentmem, written into a scratch store with the embedder being calibrated, every case's
-candidates collected before any cut-off and labelled (registered with
-:mod:`agentmem.calibration.source` when this module is imported).
+"""The labelled data :meth:`agentmem.AgentMemory.calibrate` fits on, collected with the embedder
+being calibrated (registered with :mod:`agentmem.calibration.source` when this module is
+imported):
+
+- the **score sets** (:data:`SCORE_SETS`): the golden set and the calibration cases, both
+  package data. Their stores hold what a user's store holds (facts, preferences, chat turns,
+  tool outputs, documents, unrelated queries), so the calibrated score, a probability of
+  relevance, is fitted on them and means the same thing in a user's store;
+- the **suite's task families** (all but the validation ones,
+  :data:`~agentmem.evaluation.suite.VALIDATION_FAMILIES`): implicit recall, paraphrase-only
+  facts, identifiers, tool outputs, documents, temporal questions. The ordering is fitted on
+  them with the score sets, every family weighing alike. They are not fitted for the score:
+  a long conversation's hundreds of unrelated turns would make every probability small.
+
+Each set is written into a scratch store of its own (never the store being calibrated), and
+every case's candidates are collected before any cut-off and labelled
+(:func:`agentmem.evaluation.suite.collect`).
 
 Example:
-    >>> queries, described = collect_shipped(default_embedder())  # doctest: +SKIP
-    >>> described  # doctest: +SKIP
-    'golden (125 cases)'
+    >>> labelled = collect_shipped(default_embedder())  # doctest: +SKIP
+    >>> labelled.described  # doctest: +SKIP
+    'golden + calibration (scores); implicit, paraphrase, ... (ordering): 725 cases'
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import dataclasses
+import os
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from collections.abc import Callable
 
 from ..calibration import source
 from ..calibration.profile import UncalibratedEmbedderWarning
-from ..config import MAX_TOP_K, MemoryConfig
+from ..config import MemoryConfig
 from ..embeddings import Embedder
-from ..memory import AgentMemory
-from ..recall.ranking import FEATURE_NAMES, UNCALIBRATED
-from ..recall.request import RecallRequest
-from ..tokens import count_tokens
-from .datasets import golden_dataset_path
-from .golden import bind_case, load_dataset, write_case
+from .datasets import dataset_path
+from .suite import VALIDATION_FAMILIES, LabelledQuery, collect_golden, collect_suite
+from .suite.stores import plan
+
+#: The bundled golden-format datasets the calibrated score is fitted on.
+SCORE_SETS = ("golden", "calibration")
 
 
-@dataclass(frozen=True, eq=False)
-class LabelledCase:
-    """One case's candidates and labels (see :class:`agentmem.calibration.fit.Labelled`)."""
-
-    family: str
-    group: str
-    expect_empty: bool
-    evidence: tuple[str, ...]
-    features: npt.NDArray[np.float64]
-    labels: npt.NDArray[np.float64]
-    kinds: tuple[str, ...]
-    units: tuple[tuple[str, ...], ...]
-    tokens: npt.NDArray[np.int64]
-
-
-def collect_golden_file(
-    path: str,
-    embedder: Embedder,
-    progress: Callable[[int, int], None] | None = None,
-    *,
-    family: str = "golden",
-) -> list[LabelledCase]:
-    """Every case of a golden-format file in one scratch store, its candidates labelled."""
-    dataset = load_dataset(path)
-    out = []
-    with warnings.catch_warnings():
-        # the embedder being calibrated has no profile yet: said once, by its own store
-        warnings.simplefilter("ignore", UncalibratedEmbedderWarning)
-        scratch = AgentMemory(
-            tempfile.mkdtemp(prefix="agentmem-calibrate-"),
-            embedder=embedder,
-            background=False,
-            config=MemoryConfig(),
-        )
-    with scratch as mem:
-        owners: dict[str, str] = {}
-        for n, case in enumerate(dataset.cases):
-            owners.update({i: m.content for i, m in write_case(mem, n, case).items()})
-        mem.flush()
-        for n, case in enumerate(dataset.cases):
-            req = RecallRequest(
-                query=case.query,
-                top_k=MAX_TOP_K,
-                scope=case.scope,
-                kinds=case.kinds,
-                memory_types=case.types,
-                rerank=False,
-                min_score=0.0,
-                token_budget=10**9,
-                filters={},
-            )
-            bound = bind_case(mem, n, case)
-            # features do not depend on the weights: score with none
-            ranked, visible, _ = mem.engine.candidates(bound.identity, req, scoring=UNCALIBRATED)
-            rows = [visible[c.id][1] for c in ranked]
-            units = tuple((owners.get(r.id, r.content),) for r in rows)
-            expected = set(case.expected)
-            out.append(
-                LabelledCase(
-                    family=family,
-                    group=case.id,
-                    expect_empty=case.expect_empty,
-                    evidence=tuple(sorted(expected)),
-                    features=np.array([c.features for c in ranked], float).reshape(
-                        -1, len(FEATURE_NAMES)
-                    ),
-                    labels=np.array([1.0 if expected & set(u) else 0.0 for u in units]),
-                    kinds=tuple(r.kind for r in rows),
-                    units=units,
-                    tokens=np.array([count_tokens(r.content) for r in rows], dtype=np.int64),
-                )
-            )
-            if progress is not None:
-                progress(n + 1, len(dataset.cases))
-    shutil.rmtree(mem.home, ignore_errors=True)
-    return out
+def ordering_families(directory: str | os.PathLike[str] | None = None) -> list[str]:
+    """The suite's families calibrate fits the ordering on: every one whose file is in
+    ``directory`` (default: the bundled ones) but the validation families."""
+    runnable, _ = plan(None, directory=directory)
+    return [f for f in runnable if f not in VALIDATION_FAMILIES]
 
 
 def collect_shipped(
-    embedder: Embedder, progress: Callable[[int, int], None] | None = None
-) -> tuple[Sequence[LabelledCase], str]:
-    """The shipped labelled data's candidates with ``embedder``, and what it is."""
-    cases = collect_golden_file(str(golden_dataset_path()), embedder, progress)
-    return cases, f"golden ({len(cases)} cases)"
+    embedder: Embedder,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    directory: str | os.PathLike[str] | None = None,
+) -> source.LabelledSet:
+    """The shipped labelled data's candidates with ``embedder`` (see the module docstring);
+    ``directory`` holds the suite's family files instead of the bundled ones."""
+    families = ordering_families(directory)
+    steps = len(SCORE_SETS) + len(families)
+    config = MemoryConfig()  # the defaults, whatever the environment says
+    cases: list[LabelledQuery] = []
+    with warnings.catch_warnings():
+        # the embedder being calibrated has no profile yet: said once, by its own store
+        warnings.simplefilter("ignore", UncalibratedEmbedderWarning)
+        for n, name in enumerate(SCORE_SETS):
+            collected = collect_golden(dataset_path(name), embedder=embedder, config=config)
+            cases.extend(dataclasses.replace(q, family=name) for q in collected)
+            if progress is not None:
+                progress(n + 1, steps)
+        for n, name in enumerate(families, start=len(SCORE_SETS) + 1):
+            cases.extend(
+                collect_suite([name], directory=directory, embedder=embedder, config=config)
+            )
+            if progress is not None:
+                progress(n, steps)
+    return source.LabelledSet(
+        cases=cases,
+        described=f"{' + '.join(SCORE_SETS)} (scores); {', '.join(families)} (ordering): "
+        f"{len(cases)} cases",
+        score_families=frozenset(SCORE_SETS),
+    )
 
 
 source.register(collect_shipped)
 
-__all__ = ["LabelledCase", "collect_golden_file", "collect_shipped"]
+__all__ = ["SCORE_SETS", "collect_shipped", "ordering_families"]

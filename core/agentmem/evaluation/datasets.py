@@ -1,8 +1,11 @@
 """Datasets that ship inside agentmem, asked for by name.
 
-``golden`` is the project's golden dataset (125 labelled recall cases). It is package data, so
-``agentmem eval --dataset golden`` and :func:`golden_dataset_path` work after a plain ``pip
-install agentmem-layer``, outside a checkout.
+``golden`` is the project's golden dataset (125 labelled recall cases); ``calibration`` holds
+57 more in the same format (paraphrase-only facts among session chatter, tool outputs, document
+chunks, chat turns, unrelated queries), on which with the golden set recall's scores are
+calibrated. Both are package data, so ``agentmem eval --dataset golden`` and
+:func:`golden_dataset_path` work after a plain ``pip install agentmem-layer``, outside a
+checkout.
 
 Example:
     >>> from agentmem.evaluation import golden_dataset_path, load_dataset
@@ -17,7 +20,7 @@ from pathlib import Path
 
 _DATA = Path(__file__).with_name("data")
 #: Name -> file of each bundled dataset.
-BUNDLED_DATASETS = {"golden": "memory_golden_dataset.json"}
+BUNDLED_DATASETS = {"golden": "memory_golden_dataset.json", "calibration": "calibration_cases.json"}
 
 
 def golden_dataset_path() -> Path:

@@ -35,7 +35,7 @@ def calibrate(
             labelled data shipped with agentmem (:func:`agentmem.calibration.source.shipped`).
         fitted_on: What ``queries`` are (kept in the profile).
         folds: Folds of the held-out figures.
-        progress: ``progress(done, total)`` while the shipped cases are collected.
+        progress: ``progress(done, total)``: sets of the shipped cases collected so far.
 
     Raises:
         ValueError: no case has a relevant candidate.
@@ -43,15 +43,18 @@ def calibrate(
     """
     ctx.check_open()
     started = time.perf_counter()
-    if queries is None:
-        queries, fitted_on = source.shipped(ctx.embedder, progress)
-    identity = EmbedderIdentity.of(ctx.embedder)
+    labelled = (
+        source.shipped(ctx.embedder, progress)
+        if queries is None
+        else source.LabelledSet(queries, fitted_on or "labelled cases")
+    )
     report = fit_profile(
-        queries,
-        identity,
-        fitted_on=fitted_on or "labelled cases",
+        labelled.cases,
+        EmbedderIdentity.of(ctx.embedder),
+        fitted_on=labelled.described,
         version=installed_version() or "",
         folds=folds,
+        score_families=labelled.score_families,
     )
     ctx.use_profile(report.profile)
     return CalibrationReport(

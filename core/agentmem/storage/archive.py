@@ -40,7 +40,8 @@ class ArchiveTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def _count(self, where: str, params: Sequence[Any] = ()) -> int:
+    def count(self, where: str = "1=1", params: Sequence[Any] = ()) -> int:
+        """Rows of ``memories`` matching a raw condition."""
         return int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {where}", params)[0][0])
 
     def topic_keys(self, tenant_id: str | None = None) -> dict[str, str]:
@@ -187,9 +188,9 @@ class ArchiveTable:
             )
         }
         return RecordCounts(
-            live=self._count(f"{LIVE}{mine}", params),
-            deleted=self._count(f"deleted_at IS NOT NULL{mine}", params),
-            superseded=self._count(f"superseded_by IS NOT NULL{mine}", params),
+            live=self.count(f"{LIVE}{mine}", params),
+            deleted=self.count(f"deleted_at IS NOT NULL{mine}", params),
+            superseded=self.count(f"superseded_by IS NOT NULL{mine}", params),
             tenants=int(
                 self._db.read(
                     f"SELECT COUNT(DISTINCT tenant_id) FROM memories WHERE 1=1{mine}", params
@@ -199,7 +200,7 @@ class ArchiveTable:
         )
 
     def count_live(self) -> int:
-        return self._count(LIVE)
+        return self.count(LIVE)
 
     def holds_history(self) -> bool:
         """True once anything was stored here: a row (live or not) or a logged erasure.

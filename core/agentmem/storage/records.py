@@ -119,7 +119,7 @@ class RecordStore:
 
     def count(self, where: str = "1=1", params: Sequence[Any] = ()) -> int:
         """Rows of ``memories`` matching a raw condition (diagnostics and tests)."""
-        return int(self.db.read(f"SELECT COUNT(*) FROM memories WHERE {where}", params)[0][0])
+        return self.archive.count(where, params)
 
     def schema_version(self) -> int:
         return self.db.schema_version()

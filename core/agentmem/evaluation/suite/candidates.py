@@ -189,7 +189,7 @@ def collect_golden(
     config: MemoryConfig | None = None,
 ) -> list[LabelledQuery]:
     """A golden-format file's cases, each in a store of its own as ``agentmem eval
-    --dataset`` runs them (the golden set, ``eval/calibration_cases.json``)."""
+    --dataset`` runs them (the golden set, ``the bundled ``calibration`` cases``)."""
     with golden_store(path, embedder=embedder, config=config) as (mem, family):
         return collect(mem, family)
 
