@@ -2,14 +2,22 @@
 fresh virtualenv (no extras, nothing added by hand) and run the README's core example there.
 
 This is what a new user does; it catches anything the wheel lacks (the MiniLM tokenizer, the
-golden dataset) or a dependency that pulls in PyTorch. pip reaches the package index (or its
-mirror) for the dependencies; the wheel is installed by its path. The distribution is
-``agentmem-layer`` (another project owns ``agentmem`` on PyPI); it installs the ``agentmem``
-import package and command.
+golden dataset) or a dependency that pulls in PyTorch. The distribution is ``agentmem-layer``
+(another project owns ``agentmem`` on PyPI); it installs the ``agentmem`` import package and
+command.
+
+The wheel is installed by pip (``--no-deps``); its dependencies are not downloaded and unpacked
+again (over a minute of the suite): the fresh venv gets links to the copies ``make install``
+put in this interpreter's environment, of exactly the distributions the wheel's own
+``Requires-Dist`` reach (no extras, markers evaluated, each installed version checked against
+its specifier). Anything outside that closure (the extras, the checkout, PyTorch) is not
+importable there, so a base dependency missing from ``pyproject.toml`` still fails the example,
+and one that requires torch fails here (torch is not installed).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -18,6 +26,8 @@ from pathlib import Path
 
 import pytest
 from _readme import core_example
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "core", "langchain_agentmem", "llamaindex_agentmem")
@@ -52,6 +62,48 @@ def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.Complet
     return proc
 
 
+def _dependency_closure(wheel_dist: importlib.metadata.Distribution) -> list[str]:
+    """The distributions ``wheel_dist``'s requirements reach (without extras), as installed in
+    this interpreter's environment; fails naming any that is missing or of a wrong version."""
+    wanted: dict[str, set[str]] = {}  # canonical name -> the extras asked of it
+    todo: list[tuple[importlib.metadata.Distribution, set[str]]] = [(wheel_dist, set())]
+    while todo:
+        dist, extras = todo.pop()
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is not None and not any(
+                req.marker.evaluate({"extra": extra}) for extra in extras | {""}
+            ):
+                continue
+            name = canonicalize_name(req.name)
+            try:
+                found = importlib.metadata.distribution(name)
+            except importlib.metadata.PackageNotFoundError:
+                pytest.fail(f"{dist.metadata['Name']} requires {req}, not installed here")
+            assert req.specifier.contains(found.version, prereleases=True), (
+                f"{dist.metadata['Name']} requires {req}; {found.version} is installed"
+            )
+            if name not in wanted or not req.extras <= wanted[name]:
+                wanted[name] = wanted.get(name, set()) | req.extras
+                todo.append((found, wanted[name]))
+    return sorted(wanted)
+
+
+def _link_installed(names: list[str], site_packages: Path) -> None:
+    """Symlink every file of the named installed distributions into ``site_packages`` (file by
+    file: namespace packages such as ``google`` are shared by several distributions)."""
+    for name in names:
+        dist = importlib.metadata.distribution(name)
+        assert dist.files is not None, f"{name} has no RECORD"
+        for file in dist.files:
+            if file.parts[0] == "..":  # console scripts: the example needs none of theirs
+                continue
+            target = site_packages / file
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(Path(str(dist.locate_file(file))).resolve())
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with the wheel built from this checkout; returns its bin dir."""
@@ -68,9 +120,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)], root)
     (wheel,) = dist.glob("agentmem_layer-*.whl")
     venv = root / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], root)
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], root)
     bin_dir = venv / "bin"
-    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], root)
+    pip = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q"]
+    _run([*pip, "--no-deps", "--no-index", "--no-compile", str(wheel)], root)
+    (site_packages,) = venv.glob("lib/python*/site-packages")
+    (wheel_dist,) = importlib.metadata.distributions(path=[str(site_packages)])
+    _link_installed(_dependency_closure(wheel_dist), site_packages)
     return bin_dir
 
 

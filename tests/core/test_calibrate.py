@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from agentmem.calibration import source
 from agentmem.calibration.fit import fit_profile, fit_weights, logistic
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
-from agentmem.cli.calibrate_cmd import report_table
+from agentmem.cli.calibrate_cmd import left_out_table
 from agentmem.evaluation import dataset_path
 from agentmem.evaluation.calibration_data import SCORE_SETS, collect_shipped, ordering_families
 from agentmem.evaluation.suite import VALIDATION_FAMILIES
@@ -107,14 +108,12 @@ def test_fit_profile_reports_each_family_held_out() -> None:
     assert (
         report.to_dict()["families"]["b"]["left_out"]["R@5"] == report.families["b"].left_out.recall
     )
-    console = Console(width=200, record=True)
-    console.print(report_table(report))
-    rendered = console.export_text()
-    assert "left out R@5 P@5 empty" in rendered
-    assert f"{left_out.recall:.3f} {left_out.precision:.3f} {left_out.expect_empty:.3f}" in rendered
-    with pytest.raises(ValueError, match="no relevant candidate"):
-        fit_profile([c for c in _synthetic(10, 2) if c.expect_empty], EmbedderIdentity("m", 8),
-                    fitted_on="x")  # fmt: skip
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(left_out_table(report))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("│ a "))
+    assert [cell.strip() for cell in row.split("│")[2:6]] == [
+        "30", f"{left_out.recall:.3f}", f"{left_out.precision:.3f}", f"{left_out.expect_empty:.3f}"
+    ]  # fmt: skip
 
 
 def test_compressed_cosines_are_fitted_standardized() -> None:
@@ -199,6 +198,8 @@ def test_calibrate_fits_saves_and_uses_a_profile(
     assert golden["cases"] == 125 and golden["R@5"] > 0.8 and golden["expect_empty"] > 0.8
     assert set(golden) >= {"ece", "kept_relevant", "kept_irrelevant", "P@5"}
     assert report["families"]["calibration"]["in_sample"]["cases"] == 57
+    assert report["families"]["implicit"]["left_out"]["cases"] > 0  # fitted without it
+    assert report["families"]["all"]["left_out"] is None
     fitted_on = report["profile"]["fitted_on"]
     assert fitted_on.startswith("golden + calibration (scores); implicit, identifiers (ordering)")
 

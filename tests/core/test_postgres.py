@@ -24,6 +24,7 @@ from chromadb.config import Settings as ChromaSettings
 from agentmem import AgentMemory, MemoryConfig, StorageError, ValidationError
 from agentmem.cli import main
 from agentmem.embeddings import CachedEmbedder
+from agentmem.storage import postgres
 from agentmem.storage.keyword_index import KeywordFilter
 from agentmem.storage.postgres import CLUSTER_LOCK, PostgresDatabase, to_postgres
 from agentmem.storage.records import RecordStore
@@ -104,7 +105,7 @@ def test_migrations_apply_once_and_a_newer_schema_is_refused(pg_url: str) -> Non
         RecordStore(Path("unused"), url=pg_url, node_id="n")
 
 
-def test_driver_errors_are_storage_errors(pg_url: str) -> None:
+def test_driver_errors_are_storage_errors(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     db = PostgresDatabase(pg_url)
     try:
         with pytest.raises(StorageError, match="read failed"):
@@ -116,8 +117,29 @@ def test_driver_errors_are_storage_errors(pg_url: str) -> None:
         assert db.read("SELECT COUNT(*) FROM meta WHERE key = 'k'")[0][0] == 0  # rolled back
     finally:
         db.close()
+    # an open retries a refused connection for CONNECT_WAIT seconds before it fails
+    monkeypatch.setattr(postgres, "CONNECT_WAIT", 1.0)
     with pytest.raises(StorageError, match="cannot open records store"):
         PostgresDatabase("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+
+
+def test_close_ends_the_change_listener_without_waiting_for_its_poll(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a poll this long would keep the listener (and so close(), up to its join timeout) waiting
+    monkeypatch.setattr(postgres, "LISTEN_POLL", 3600.0)
+    for read_only in (False, True):
+        db = PostgresDatabase(pg_url, read_only=read_only)
+        before = set(threading.enumerate())
+        listening = threading.Event()
+        db.listen(listening.set)  # called once the listener has subscribed
+        assert listening.wait(30)
+        (listener,) = [
+            t for t in threading.enumerate() if t not in before and t.name == "agentmem-listen"
+        ]
+        db.close()
+        listener.join(30)
+        assert not listener.is_alive(), f"read_only={read_only}: the listener outlived close()"
 
 
 def test_a_bad_records_url_is_refused_before_anything_is_written(tmp_path: Path) -> None:

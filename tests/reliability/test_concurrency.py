@@ -143,15 +143,19 @@ def test_second_process_gets_data_dir_locked_error(
 
 
 #: Each process opens the records store of a new data dir per round, every process at the
-#: same instant (spinning until the round's start time, after importing once).
+#: same instant (the rounds' start is sent once all have imported agentmem).
 _FIRST_OPEN = r"""
 import sys, time
 from pathlib import Path
 from agentmem.storage.records import RecordStore
-root, start, rounds, gap = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+root, rounds, gap = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+print("READY", flush=True)
+start = float(sys.stdin.readline())  # sent once every process is ready: one instant for all
 failed = 0
 for n in range(rounds):
-    while time.time() < start + n * gap:
+    at = start + n * gap
+    time.sleep(max(0.0, at - time.time() - 0.05))
+    while time.time() < at:  # spin the last moment: a sleep wakes too unevenly
         pass
     try:
         RecordStore(root / f"dir{n}" / "records.sqlite3").close()
@@ -168,11 +172,11 @@ def test_processes_opening_a_new_data_dir_at_once_all_succeed(tmp_path: Path) ->
     processes, rounds, gap = 4, 12, 0.4
     for n in range(rounds):
         (tmp_path / f"dir{n}").mkdir()
-    start = time.time() + 8.0  # after every process has imported agentmem
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _FIRST_OPEN, str(tmp_path), str(start), str(rounds), str(gap)],
+            [sys.executable, "-c", _FIRST_OPEN, str(tmp_path), str(rounds), str(gap)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -180,7 +184,20 @@ def test_processes_opening_a_new_data_dir_at_once_all_succeed(tmp_path: Path) ->
         )
         for _ in range(processes)
     ]
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    before = []  # what each printed up to READY (it has imported agentmem)
+    for p in procs:
+        assert p.stdout is not None
+        lines = []
+        while (line := p.stdout.readline()) not in ("READY\n", ""):
+            lines.append(line)
+        assert line, f"ended before READY: {''.join(lines)}"
+        before.append("".join(lines))
+    start = time.time() + 0.5
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(f"{start}\n")
+        p.stdin.flush()
+    outputs = [b + p.communicate(timeout=120)[0] for b, p in zip(before, procs, strict=True)]
     assert [p.returncode for p in procs] == [0] * processes, outputs
     assert all(out.strip().endswith("FAILED 0") for out in outputs), outputs
     for n in range(rounds):

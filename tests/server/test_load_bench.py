@@ -18,7 +18,7 @@ def test_server_load_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "load.json"
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--memories", "300", "--clients", "2", "--duration", "2",
-         "--queries", "20", "--rounds", "1", "--home", str(tmp_path / "data"), "--json", str(out)],
+         "--queries", "20", "--home", str(tmp_path / "data"), "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=600,

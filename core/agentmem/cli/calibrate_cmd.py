@@ -45,6 +45,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         out.result(report.to_dict())
         return EXIT_OK
     out.print(report_table(report))
+    out.print(left_out_table(report))
     profile = report.profile
     out.print(
         f"saved the profile of {markup(profile.embedder.describe())} in {markup(str(mem.home))} "
@@ -59,16 +60,13 @@ def _cell(value: float | None) -> str:
 
 
 def report_table(report: CalibrationReport) -> Table:
-    """The report's figures per family: held out, then in-sample; and with the family left
-    out of the fit (R@5, P@5, expect-empty)."""
+    """The report's figures per family: held out, then in-sample."""
     table = Table(
-        title=f"calibration per family ({report.folds}-fold held out / in-sample; the family "
-        "left out of the fit)",
+        title=f"calibration per family ({report.folds}-fold held out / in-sample)",
         title_justify="left",
     )
-    columns = ("family", "cases", "R@5", "P@5", "empty", "ECE", "kept rel", "kept irr")
-    for name in (*columns, "left out R@5 P@5 empty"):
-        table.add_column(name, justify="left" if name == "family" else "right")
+    for name in ("family", "cases", "R@5", "P@5", "empty", "ECE", "kept rel", "kept irr"):
+        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
     for family, f in report.families.items():
         held, ins = f.held_out, f.in_sample
 
@@ -84,10 +82,21 @@ def report_table(report: CalibrationReport) -> Table:
             pair("ece"),
             pair("kept_relevant"),
             pair("kept_irrelevant"),
-            "-"
-            if f.left_out is None
-            else " ".join(
-                _cell(v) for v in (f.left_out.recall, f.left_out.precision, f.left_out.expect_empty)
-            ),
         )
+    return table
+
+
+def left_out_table(report: CalibrationReport) -> Table:
+    """Each family's figures with the weights fitted on the other families."""
+    table = Table(title="each family left out of the fit", title_justify="left")
+    for name in ("family", "cases", "R@5", "P@5", "empty"):
+        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
+    for family, f in report.families.items():
+        if f.left_out is not None:
+            left = f.left_out
+            table.add_row(
+                family,
+                str(left.cases),
+                *(_cell(v) for v in (left.recall, left.precision, left.expect_empty)),
+            )
     return table

@@ -35,6 +35,7 @@ from ..wire.codec import decode
 from ..wire.ops import PREFIX
 from . import _wire as shared
 from ._ops_aio import AsyncBoundOps, AsyncKnowledgeOps, AsyncStateOps
+from ._transport import plain_http_transport
 
 
 class AsyncClient:
@@ -66,13 +67,18 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.options = shared.options(url, api_key, timeout, max_retries)
+        if True:  # ASYNC: httpx's transport (no stdlib asyncio client)  # noqa: SIM108
+            wire = transport
+        else:
+            wire = transport or plain_http_transport(self.options.url)
         self._http = httpx.AsyncClient(
             base_url=self.options.url,
             headers=self.options.headers(),
             timeout=self.options.timeout,
-            transport=transport,
+            transport=wire,
         )
         self._key: ApiKey | None = None
+        self._op_urls: dict[str, httpx.URL] = {}
 
     def __repr__(self) -> str:
         return f"AsyncClient(url={self.options.url!r})"
@@ -98,7 +104,7 @@ class AsyncClient:
         await self.close()
 
     # -- requests ----------------------------------------------------------------------------
-    async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def request(self, method: str, path: str | httpx.URL, **kwargs: Any) -> httpx.Response:
         """Send a request, retrying 429s and refused connections; raises RemoteError when
         the server cannot be reached."""
         if self._http.is_closed:
@@ -123,7 +129,10 @@ class AsyncClient:
     async def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
         body = shared.op_body(op, identity, args)
-        response = await self.request("POST", PREFIX + op, content=body)
+        url = self._op_urls.get(op)
+        if url is None:  # parsed once: httpx parses a path and joins it to the base each call
+            url = self._op_urls[op] = httpx.URL(self.options.url + PREFIX + op)
+        response = await self.request("POST", url, content=body)
         return shared.result_of(op, response)
 
     # -- the API -----------------------------------------------------------------------------

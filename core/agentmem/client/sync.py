@@ -31,6 +31,7 @@ from ..wire.codec import decode
 from ..wire.ops import PREFIX
 from . import _wire as shared
 from ._ops_sync import BoundOps, KnowledgeOps, StateOps
+from ._transport import plain_http_transport
 
 
 class Client:
@@ -62,13 +63,15 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.options = shared.options(url, api_key, timeout, max_retries)
+        wire = transport or plain_http_transport(self.options.url)
         self._http = httpx.Client(
             base_url=self.options.url,
             headers=self.options.headers(),
             timeout=self.options.timeout,
-            transport=transport,
+            transport=wire,
         )
         self._key: ApiKey | None = None
+        self._op_urls: dict[str, httpx.URL] = {}
 
     def __repr__(self) -> str:
         return f"Client(url={self.options.url!r})"
@@ -92,7 +95,7 @@ class Client:
     ) -> None:
         self.close()
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str | httpx.URL, **kwargs: Any) -> httpx.Response:
         """Send a request, retrying 429s and refused connections; raises RemoteError when
         the server cannot be reached."""
         if self._http.is_closed:
@@ -117,7 +120,10 @@ class Client:
     def call(self, op: str, identity: Identity, args: Mapping[str, Any]) -> Any:
         """Run operation ``op`` (see :data:`agentmem.wire.OPS`) as ``identity``."""
         body = shared.op_body(op, identity, args)
-        response = self.request("POST", PREFIX + op, content=body)
+        url = self._op_urls.get(op)
+        if url is None:
+            url = self._op_urls[op] = httpx.URL(self.options.url + PREFIX + op)
+        response = self.request("POST", url, content=body)
         return shared.result_of(op, response)
 
     def whoami(self) -> ApiKey:

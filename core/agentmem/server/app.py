@@ -58,7 +58,7 @@ from .docs import docs_router
 from .instrument import Instrumented
 from .mcp_http import McpGateway
 from .responses import error_response, send_error
-from .routes import ops_router
+from .routes import OpsFastPath, op_handlers, ops_router, validation_error
 from .state import ServerState
 from .transfer_routes import import_router
 
@@ -95,17 +95,19 @@ def create_app(store: AgentMemory, *, run_jobs: bool = True) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(_validation_error(exc))
+        return error_response(validation_error(exc.errors()))
 
     app.include_router(docs_router(app.openapi))
 
     app.include_router(server_router(state))
-    app.include_router(ops_router(store))
+    handlers = op_handlers(store, state.principal)
+    app.include_router(ops_router(handlers))
     jobs = state.jobs.status if run_jobs else None
     app.include_router(ui_router(store, KeyAccess(state.principal), jobs=jobs))
     app.include_router(admin_router(state))
     app.include_router(import_router(store))
     app.router.routes.append(Route("/mcp", endpoint=gateway, methods=["GET", "POST", "DELETE"]))
+    app.add_middleware(OpsFastPath, handlers=handlers)
     app.add_middleware(BodyLimit, limit=store.settings.server.max_body_bytes)
     app.add_middleware(Unexpected)
     paths = [p for p in (getattr(r, "path", None) for r in app.routes) if isinstance(p, str)]
@@ -169,32 +171,6 @@ def _serve_metrics(state: ServerState, port: int | None) -> Callable[[], None]:
     state.metrics_url, stop = state.metrics.serve(port)
     log.info("metrics on %s (no key: loopback only)", state.metrics_url)
     return stop
-
-
-def _validation_error(exc: RequestValidationError) -> ValidationError:
-    """The first problem FastAPI found, as a ValidationError naming the argument."""
-    errors = exc.errors()
-    if not errors:
-        return ValidationError("body", "invalid request")
-    err = errors[0]
-    loc = [str(p) for p in err.get("loc", ()) if p != "body"]
-    if loc[:1] in (["args"], ["identity"]):
-        loc = loc[1:]
-    # a union's failed member is named in the location (kinds.list[str]); keep the field
-    field = loc[0] if loc else "body"
-    if err.get("type") == "json_invalid":
-        return ValidationError("body", f"not valid JSON: {err.get('msg', '')}")
-    if field == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
-        return ValidationError(
-            "body",
-            'send a JSON object ({"identity": {...}, "args": {...}}) with '
-            "Content-Type: application/json",
-        )
-    if err.get("type") == "extra_forbidden":
-        return ValidationError(field, "is not an argument of this operation")
-    if err.get("type") == "missing":
-        return ValidationError(field, "is required")
-    return ValidationError(field, str(err.get("msg", "is invalid")))
 
 
 class Unexpected:

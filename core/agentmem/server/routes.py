@@ -11,29 +11,38 @@
 
 The answer is ``{"result": ...}``: the method's return value as JSON (see
 :mod:`agentmem.wire.codec`). The route runs the operation through the same
-:class:`~agentmem.BoundMemory` an embedded caller uses, on a worker thread.
+:class:`~agentmem.BoundMemory` an embedded caller uses, on a worker thread. FastAPI's route
+documents each operation; :class:`OpsFastPath` answers it (the same handler, without
+FastAPI's per-request routing and dependency solving).
 """
 
 from __future__ import annotations
 
 import collections.abc
 import inspect
+import json
 import time
 import types
 import typing
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import ValidationError as PydanticValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import AgentMemError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..tiers.agent_state import AgentState
 from ..tiers.knowledge import Knowledge
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
-from .responses import json_response
+from .responses import error_response, json_response
 from .state import Principal
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -118,18 +127,22 @@ def result_model(op: Op) -> type[BaseModel] | None:
     return model
 
 
-def ops_router(store: AgentMemory) -> APIRouter:
-    """The router of every operation of a bound memory."""
-    router = APIRouter(tags=["memory"])
-    for op in OPS.values():
-        _add(router, store, op)
-    return router
+class OpHandler:
+    """One operation over HTTP: the request's key checked, its body validated, the operation
+    run as the identity the key allows (on a worker thread), the result as JSON.
 
+    It is an ASGI app of its own (``__call__``, reached through :class:`OpsFastPath`) and
+    the endpoint of the operation's documented FastAPI route (:meth:`respond`), which give
+    the same answer to the same request.
+    """
 
-def _add(router: APIRouter, store: AgentMemory, op: Op) -> None:
-    body_type = body_model(op)
+    def __init__(self, store: AgentMemory, op: Op, principal: Callable[[Headers], ApiKey]):
+        self.store = store
+        self.op = op
+        self.principal = principal
+        self.body_type = body_model(op)
 
-    def run(key: ApiKey, body: Any) -> Any:
+    def run(self, key: ApiKey, body: Any) -> Any:
         i = body.identity
         identity = resolve_identity(
             key,
@@ -138,21 +151,130 @@ def _add(router: APIRouter, store: AgentMemory, op: Op) -> None:
             agent_id=i.agent_id,
             session_id=i.session_id,
         )
-        bound = store.bind(
+        bound = self.store.bind(
             identity.tenant_id, identity.user_id, identity.agent_id, identity.session_id
         )
-        method = getattr(op.target(bound), op.method)
+        method = getattr(self.op.target(bound), self.op.method)
         return method(**body.args.model_dump(exclude_unset=True))
 
-    async def endpoint(body: Any, key: Any) -> Response:
+    async def respond(self, key: ApiKey, body: Any) -> Response:
         started = time.perf_counter()
-        result = await run_in_threadpool(run, key, body)
+        result = await run_in_threadpool(self.run, key, body)
         # the operation's own time, so a client can tell it from the transport's
         took = (time.perf_counter() - started) * 1000
         return json_response({"result": result}, headers={"Server-Timing": f"op;dur={took:.2f}"})
 
+    def parse(self, headers: Headers, raw: bytes) -> BaseModel:
+        """The request body as the operation's body model, read as FastAPI reads a JSON body
+        (parsed only when the content type is JSON; an empty body is a missing one).
+
+        Raises:
+            ValidationError: what FastAPI's validation would have said, named the same way.
+        """
+        if not raw:
+            raise validation_error([{"type": "missing", "loc": ("body",)}])
+        data: Any = raw
+        if _is_json(headers.get("content-type")):
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise validation_error(
+                    [{"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}]
+                ) from exc
+            except UnicodeDecodeError as exc:
+                raise ValidationError("body", "not valid JSON: not UTF-8 text") from exc
+        try:
+            return self.body_type.model_validate(data)
+        except PydanticValidationError as exc:
+            raise validation_error(exc.errors()) from exc
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        try:
+            key = self.principal(headers)
+            body = self.parse(headers, await Request(scope, receive).body())
+            response = await self.respond(key, body)
+        except ClientDisconnect:
+            return  # nobody to answer
+        except AgentMemError as exc:
+            response = error_response(exc)
+        await response(scope, receive, send)
+
+
+def _is_json(content_type: str | None) -> bool:
+    """``application/json`` or ``application/<anything>+json`` (parameters ignored)."""
+    if not content_type:
+        return False
+    main, _, sub = content_type.partition(";")[0].strip().lower().partition("/")
+    return main == "application" and (sub == "json" or sub.endswith("+json"))
+
+
+def validation_error(errors: Sequence[Mapping[str, Any]]) -> ValidationError:
+    """The first problem request validation found, as a ValidationError naming the argument."""
+    if not errors:
+        return ValidationError("body", "invalid request")
+    err = errors[0]
+    loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+    if loc[:1] in (["args"], ["identity"]):
+        loc = loc[1:]
+    # a union's failed member is named in the location (kinds.list[str]); keep the field
+    field = loc[0] if loc else "body"
+    if err.get("type") == "json_invalid":
+        return ValidationError("body", f"not valid JSON: {err.get('msg', '')}")
+    if field == "body" and err.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+        return ValidationError(
+            "body",
+            'send a JSON object ({"identity": {...}, "args": {...}}) with '
+            "Content-Type: application/json",
+        )
+    if err.get("type") == "extra_forbidden":
+        return ValidationError(field, "is not an argument of this operation")
+    if err.get("type") == "missing":
+        return ValidationError(field, "is required")
+    return ValidationError(field, str(err.get("msg", "is invalid")))
+
+
+def op_handlers(store: AgentMemory, principal: Callable[[Headers], ApiKey]) -> list[OpHandler]:
+    """A handler for every operation of a bound memory (:data:`agentmem.wire.OPS`)."""
+    return [OpHandler(store, op, principal) for op in OPS.values()]
+
+
+class OpsFastPath:
+    """ASGI middleware: ``POST`` to an operation's path goes straight to its
+    :class:`OpHandler`, past FastAPI's routing and dependency solving, which cost more than
+    the rest of the request's handling (walking every route of the app, then the dependency
+    graph, for each call); any other request goes on to the app (the FastAPI route still
+    documents the operation and answers other methods with 405).
+    """
+
+    def __init__(self, app: ASGIApp, handlers: Sequence[OpHandler]) -> None:
+        self.app = app
+        self.handlers = {h.op.path: h for h in handlers}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = self.handlers.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if handler is None or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        await handler(scope, receive, send)
+
+
+def ops_router(handlers: Sequence[OpHandler]) -> APIRouter:
+    """The documented route of every operation (served by :class:`OpsFastPath`)."""
+    router = APIRouter(tags=["memory"])
+    for handler in handlers:
+        _add(router, handler)
+    return router
+
+
+def _add(router: APIRouter, handler: OpHandler) -> None:
+    op = handler.op
+
+    async def endpoint(body: Any, key: Any) -> Response:
+        return await handler.respond(key, body)
+
     # the body model is built at run time, so the annotations FastAPI reads are set here
-    endpoint.__annotations__ = {"body": body_type, "key": Principal, "return": Response}
+    endpoint.__annotations__ = {"body": handler.body_type, "key": Principal, "return": Response}
     result = result_model(op)
     # the declaration carries the signature; the implementation the user-facing docs
     doc = inspect.getdoc(getattr(IMPLEMENTATIONS[op.part], op.method)) or op.doc
@@ -169,4 +291,14 @@ def _add(router: APIRouter, store: AgentMemory, op: Op) -> None:
     )
 
 
-__all__ = ["IdentityIn", "args_model", "body_model", "ops_router", "wire_type"]
+__all__ = [
+    "IdentityIn",
+    "OpHandler",
+    "OpsFastPath",
+    "args_model",
+    "body_model",
+    "op_handlers",
+    "ops_router",
+    "validation_error",
+    "wire_type",
+]

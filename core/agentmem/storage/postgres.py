@@ -31,6 +31,7 @@ import hashlib
 import logging
 import re
 import threading
+import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -50,6 +51,12 @@ MIGRATE_LOCK = 0x61676D02
 CLUSTER_LOCK = "cluster"
 #: The channel the change trigger notifies.
 CHANNEL = "agentmem_changes"
+#: Seconds an open keeps retrying the first connection (the database may still be starting,
+#: as when a cluster comes up together) before it fails; also a pool's wait for a connection.
+CONNECT_WAIT = 30.0
+#: Seconds the change listener waits for a notification before it checks whether the store
+#: is closing (a close also wakes it at once, through a notification of its own).
+LISTEN_POLL = 0.5
 
 _INDEXED_BY = re.compile(r"\s+INDEXED BY \w+")
 _UNARY_PLUS = re.compile(r"(?<=[\s(])\+(?=[a-z_])")
@@ -139,6 +146,7 @@ class PostgresDatabase(Database):
     def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 16) -> None:
         psycopg, psycopg_pool = _driver()
         self._psycopg = psycopg
+        self._psycopg_pool = psycopg_pool
         self.url = url
         #: For messages and logs.
         self.url_redacted = redact(url)
@@ -149,6 +157,9 @@ class PostgresDatabase(Database):
         self._closed = False
         self._listeners: list[threading.Thread] = []
         self._stop = threading.Event()
+        #: This instance's own channel: :meth:`close` notifies it to end the listener's wait
+        #: at once (else a close takes up to a poll interval).
+        self._stop_channel = f"agentmem_stop_{uuid.uuid4().hex}"
         kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor}
 
         def read_only_session(conn: Any) -> None:
@@ -164,9 +175,9 @@ class PostgresDatabase(Database):
                 kwargs=kwargs,
                 configure=read_only_session if read_only else None,
                 open=False,
-                timeout=30.0,
+                timeout=CONNECT_WAIT,
             )
-            self._pool.open(wait=True, timeout=30.0)
+            self._pool.open(wait=True, timeout=CONNECT_WAIT)
             with self._pool.connection() as conn:
                 where = conn.execute("SELECT current_database(), current_schema()").fetchone()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -325,10 +336,12 @@ class PostgresDatabase(Database):
             try:
                 with psycopg.Connection.connect(self.url, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self._stop_channel}")
                     wake()  # whatever changed while not listening
                     while not self._stop.is_set():
-                        for _ in conn.notifies(timeout=0.5, stop_after=1):
-                            wake()
+                        for note in conn.notifies(timeout=LISTEN_POLL, stop_after=1):
+                            if note.channel == CHANNEL:
+                                wake()
             except psycopg.Error as exc:
                 log.warning("change notifications interrupted (%s); polling meanwhile", exc)
                 self._stop.wait(1.0)
@@ -339,9 +352,20 @@ class PostgresDatabase(Database):
                 return
             self._closed = True
             self._stop.set()
+            if self._listeners:
+                self._wake_listeners()
             for thread in self._listeners:
                 thread.join(2.0)
             self._pool.close()
+
+    def _wake_listeners(self) -> None:
+        """End the listeners' wait for a notification now (they see ``_stop`` next)."""
+        try:
+            with self._pool.connection(timeout=1.0) as conn:
+                # pg_notify, not NOTIFY: the statement is refused in a read-only session
+                conn.execute("SELECT pg_notify(%s, '')", (self._stop_channel,))
+        except (self._psycopg.Error, self._psycopg_pool.PoolTimeout) as exc:
+            log.debug("could not wake the change listener (%s): it stops at its next poll", exc)
 
 
 def _version(conn: Any) -> int:
