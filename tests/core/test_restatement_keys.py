@@ -29,6 +29,15 @@ def test_a_turn_is_restated_with_its_speaker_and_resolved_dates() -> None:
     assert restatement("chat_message", "user", long, None, MARCH) == ""
 
 
+def test_a_turn_already_self_contained_gets_no_key() -> None:
+    # it would restate to itself: indexed twice, embedded with twice its tokens
+    said = "Nora Okonkwo runs 23 km every morning."
+    assert restatement("chat_message", "user", said, None, MARCH) == ""
+    assert restatement("chat_message", "user", f" {said}\n", "Nora", MARCH) == ""
+    # a restatement that changes the wording is still a key
+    assert restatement("chat_message", "user", "I run every morning.", "Nora", MARCH) != ""
+
+
 def _keyword_candidates(mem: AgentMemory, bound: Any, query: str) -> dict[str, float]:
     req = RecallRequest(
         query=query,

@@ -82,16 +82,25 @@ def is_cjk(ch: str) -> bool:
 
 def language(text: str) -> str:
     """``"cjk"``, ``"de"``, ``"es"``, ``"fr"``, or ``"en"`` (also for whatever it cannot tell)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return "en"
-    if sum(1 for ch in letters if is_cjk(ch)) >= _CJK_SHARE * len(letters):
-        return "cjk"
+    # every row is written and every query asked through here: ASCII text (most of it) has
+    # no CJK letter and none of _LETTERS, so only its words are looked at
+    plain = text.isascii()
+    if not plain:
+        letters = [ch for ch in text if ch.isalpha()]
+        if not letters:
+            return "en"
+        if sum(1 for ch in letters if is_cjk(ch)) >= _CJK_SHARE * len(letters):
+            return "cjk"
     lowered = text.lower()
     words = _WORD.findall(lowered)
-    counts = {lang: sum(1 for w in words if w in markers) for lang, markers in _MARKERS.items()}
-    for lang, chars in _LETTERS.items():
-        counts[lang] += 1 if any(ch in chars for ch in lowered) else 0
+    counts = dict.fromkeys(_MARKERS, 0)
+    for word in words:
+        for lang, markers in _MARKERS.items():
+            if word in markers:
+                counts[lang] += 1
+    if not plain:
+        for lang, chars in _LETTERS.items():
+            counts[lang] += 1 if any(ch in chars for ch in lowered) else 0
     english = counts.pop("en")
     best = max(counts, key=lambda lang: counts[lang])
     if counts[best] >= max(_MIN_MARKERS, _MIN_SHARE * len(words)) and counts[best] > english:

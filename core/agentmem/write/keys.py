@@ -41,7 +41,10 @@ def restatement(
     if kind != "chat_message" or not content or len(content) > RESTATE_MAX_CHARS:
         return ""
     turn = ChatTurn(role or "user", content, id="m", speaker=speaker, time=when)
-    return " ".join(e.content for e in extract([turn]))
+    key = " ".join(e.content for e in extract([turn]))
+    # a turn already self-contained ("Nora runs every morning.") restates to itself: indexed
+    # twice it would only double its terms and the tokens the embedder has to read
+    return "" if key == content.strip() else key
 
 
 def with_key(text: str, key: str) -> str:
