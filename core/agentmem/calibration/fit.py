@@ -24,7 +24,8 @@ ranking, drop scores below ``min_score`` (0.3) and outside the gap, keep ``top_k
 the token budget (:func:`returned`), per family: Recall@5, Precision@5, the share of
 expect-empty cases left empty, the expected calibration error of the scores (10 bins), and the
 shares of relevant and of irrelevant candidates at or above ``min_score``. :func:`fit_profile`
-reports them in-sample and held out (k-fold by group: a conversation or a case).
+reports them in-sample, held out (k-fold by group: a conversation or a case) and with each
+family left out of the fit.
 
 Example:
     >>> profile, report = fit_profile(queries, identity, fitted_on="suite")  # doctest: +SKIP
