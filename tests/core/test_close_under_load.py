@@ -101,12 +101,16 @@ def test_the_keyword_worker_stops_after_the_batch_under_way(
     assert keyword_left == 280
 
 
-class _FailAndStopOnFirstCall:
-    """The real embedder, except that its first document call asks the indexer to stop and
-    fails (a close arriving while an embedding service is down)."""
+class _StopOnFirstCall:
+    """The real embedder; its first document call asks the indexer to stop from another
+    thread and returns once the workers are told (a close arriving while a batch is being
+    embedded), or with ``fail`` raises (a close arriving while an embedding service is
+    down)."""
 
-    def __init__(self, inner: CachedEmbedder) -> None:
+    def __init__(self, inner: CachedEmbedder, *, fail: bool = False) -> None:
         self.inner = inner
+        self.fail = fail
+        self.calls: list[int] = []
         self.mem: AgentMemory | None = None
         self.stopped: threading.Event | None = None
         self.model_name = inner.model_name
@@ -116,68 +120,42 @@ class _FailAndStopOnFirstCall:
         return self.inner.embed_query(text)
 
     def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        self.calls.append(len(texts))
         if self.mem is not None and self.stopped is None:
             self.stopped = _stop_from_another_thread(self.mem)
-            raise ConnectionError("the embedding service is down")
+            if self.fail:
+                raise ConnectionError("the embedding service is down")
         return self.inner.embed_documents(texts)
 
 
-def test_a_stop_between_two_attempts_leaves_the_rows_pending_not_failed(
-    make_memory: MakeMemory, shared_embedder: CachedEmbedder
-) -> None:
-    embedder = _FailAndStopOnFirstCall(shared_embedder)
+def _index_until_stopped(
+    make_memory: MakeMemory, embedder: _StopOnFirstCall, rows: int
+) -> AgentMemory:
+    """A store of ``rows`` unindexed facts whose indexer runs until ``embedder`` stops it."""
     mem = make_memory(embedder=embedder, background=False)
-    mem.bind(**IDENT).remember_many(f"fact {i} about the ferry timetable" for i in range(100))
+    mem.bind(**IDENT).remember_many(f"fact {i} about the ferry timetable" for i in range(rows))
     embedder.mem = mem
     mem.context.indexer.start()
     mem.context.indexer.notify()
     while embedder.stopped is None:
         threading.Event().wait(0.01)
     assert embedder.stopped.wait(120)
+    return mem
+
+
+def test_a_stop_between_two_attempts_leaves_the_rows_pending_not_failed(
+    make_memory: MakeMemory, shared_embedder: CachedEmbedder
+) -> None:
+    mem = _index_until_stopped(make_memory, _StopOnFirstCall(shared_embedder, fail=True), 100)
     # the retry was not made (it stopped), and no attempt of those rows counts as failed
     assert mem.context.records.index.pending_counts()[1:] == (100, 0)
-
-
-class _StopOnFirstCall:
-    """The real embedder; its first document call asks the indexer to stop and returns once
-    the workers are told (a close arriving while a batch is being embedded)."""
-
-    def __init__(self, inner: CachedEmbedder) -> None:
-        self.inner = inner
-        self.calls: list[int] = []
-        self.mem: AgentMemory | None = None
-        self.stopped: threading.Event | None = None
-
-    @property
-    def model_name(self) -> str:
-        return self.inner.model_name
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    def embed_query(self, text: str) -> FloatArray:
-        return self.inner.embed_query(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
-        self.calls.append(len(texts))
-        if self.mem is not None and self.stopped is None:
-            self.stopped = _stop_from_another_thread(self.mem)
-        return self.inner.embed_documents(texts)
 
 
 def test_the_embedder_worker_stops_between_two_embedder_calls(
     make_memory: MakeMemory, shared_embedder: CachedEmbedder
 ) -> None:
     embedder = _StopOnFirstCall(shared_embedder)
-    mem = make_memory(embedder=embedder, background=False)
-    mem.bind(**IDENT).remember_many(f"fact {i} about the ferry timetable" for i in range(300))
-    embedder.mem = mem
-    mem.context.indexer.start()
-    mem.context.indexer.notify()
-    while embedder.stopped is None:
-        threading.Event().wait(0.01)
-    assert embedder.stopped.wait(120)
+    mem = _index_until_stopped(make_memory, embedder, 300)
     # one call of at most a chunk, then it stopped: a batch of 256 rows is not finished first
     assert embedder.calls == [indexer_module.EMBED_CHUNK]
     records = mem.context.records

@@ -37,13 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "GET /health needs an API key (agentmem keys create). Put TLS in a reverse proxy in "
         "front of it. Needs the 'server' extra.",
     )
-    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
-    p.add_argument(
-        "--port",
-        type=port_number,
-        default=DEFAULT_PORT,
-        help=f"port (default {DEFAULT_PORT}; 0 picks one)",
-    )
+    add_listen_arguments(p, DEFAULT_PORT)
     p.add_argument(
         "--log-level",
         default="info",
@@ -68,11 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         from ..server.runner import serve
     except ImportError as exc:
-        sys.stderr.write(
-            f"agentmem: error: the server needs the 'server' extra ({exc.name} is missing): "
-            f"{pip_install('server')}\n"
-        )
-        return EXIT_FAILED
+        return server_extra_missing("the server", exc)
     settings = settings_of(args)
     if args.metrics_port is not None:
         server = dataclasses.replace(settings.server, metrics_port=args.metrics_port)
@@ -85,6 +75,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=not args.no_access_log,
     )
+
+
+def add_listen_arguments(p: argparse.ArgumentParser, default_port: int) -> None:
+    """``--host`` (default loopback) and ``--port`` of a command that serves HTTP."""
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=default_port,
+        help=f"port (default {default_port}; 0 picks one)",
+    )
+
+
+def server_extra_missing(what: str, exc: ImportError) -> int:
+    """Say that ``what`` needs the 'server' extra (``exc`` names the missing module)."""
+    sys.stderr.write(
+        f"agentmem: error: {what} needs the 'server' extra ({exc.name} is missing): "
+        f"{pip_install('server')}\n"
+    )
+    return EXIT_FAILED
 
 
 def port_number(raw: str) -> int:

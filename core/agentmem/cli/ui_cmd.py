@@ -11,13 +11,11 @@ A running ``agentmem serve`` offers the same pages under ``/ui``, behind an API 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import DataDirLockedError
 from ._common import EXIT_FAILED, CliError, command, home_of, settings_of, shared_embedder
-from .serve_cmd import port_number
+from .serve_cmd import add_listen_arguments, server_extra_missing
 
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8721
 
 
@@ -33,13 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "`agentmem serve` offers the same pages under /ui, behind an API key). Needs the "
         "'server' extra.",
     )
-    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
-    p.add_argument(
-        "--port",
-        type=port_number,
-        default=DEFAULT_PORT,
-        help=f"port (default {DEFAULT_PORT}; 0 picks one)",
-    )
+    add_listen_arguments(p, DEFAULT_PORT)
     p.add_argument(
         "--writable",
         action="store_true",
@@ -54,11 +46,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     try:
         from ..inspector.runner import run_ui
     except ImportError as exc:
-        sys.stderr.write(
-            f"agentmem: error: the inspector needs the 'server' extra ({exc.name} is missing): "
-            "pip install 'agentmem-layer[server]'\n"
-        )
-        return EXIT_FAILED
+        return server_extra_missing("the inspector", exc)
     settings = settings_of(args)
     home = home_of(args)
     if home is not None and not settings.records_url and not home.exists():
