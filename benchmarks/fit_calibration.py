@@ -104,6 +104,7 @@ class Query:
     category: int = 0
     dias: list[list[str]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
+    unknown_code: bool = False
 
 
 #: A query with the weights it is scored with: calibration, ranking (the shipped ordering and
@@ -151,6 +152,7 @@ def _query(q: LabelledQuery) -> Query:
         category=_CATEGORY.get(q.tags[0], 0) if q.tags else 0,
         dias=[list(units) for units in q.units],
         evidence=list(q.evidence),
+        unknown_code=q.unknown_code,
     )
 
 
@@ -222,7 +224,14 @@ def returned(
     """Indices recall returns, in order (:func:`agentmem.calibration.fit.returned`)."""
     weights = dataclasses.replace(rank, cal=cal[:-1], bias=float(cal[-1]), gap=gap)
     return core_fit.returned(
-        q.feats, q.kinds, q.tokens, weights, min_score=min_score, top_k=top_k, budget=budget
+        q.feats,
+        q.kinds,
+        q.tokens,
+        weights,
+        min_score=min_score,
+        top_k=top_k,
+        budget=budget,
+        unknown_code=q.unknown_code,
     )
 
 

@@ -64,7 +64,14 @@ def family_figures(queries: Sequence[LabelledQuery], weights: Scorer) -> dict[st
     defaults, each query scored with ``weights(query)``."""
     sums: dict[str, list[float]] = defaultdict(list)
     for q in queries:
-        idx = fit.returned(q.features, q.kinds, q.tokens, weights(q), top_k=10)
+        idx = fit.returned(
+            q.features,
+            q.kinds,
+            q.tokens,
+            weights(q),
+            top_k=10,
+            unknown_code=q.unknown_code,
+        )
         if q.expect_empty or not q.evidence:
             sums["expect_empty"].append(0.0 if idx else 1.0)
             continue

@@ -359,6 +359,8 @@ class ErasureReceipt:
 #: Why a candidate was not returned (:attr:`ExplainedCandidate.cut`), in the order recall cuts.
 CUT_REASONS: dict[str, str] = {
     "rerank_depth": "below the head the reranker reorders (only that head is returned)",
+    "unknown_code": "the query gives a code (a ticket, an order, a commit: OPS-4478) that no "
+    "candidate says: nothing stored is that thing",
     "min_score": "its score is below min_score and its kind's floor (a share of the best "
     "score), or the best candidate's is below min_score (uncalibrated: no candidate covers "
     "min_score of the query's keywords)",

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
 from agentmem.calibration import source
-from agentmem.calibration.fit import fit_profile, fit_weights, logistic
+from agentmem.calibration.fit import figures, fit_profile, fit_weights, logistic
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
 from agentmem.cli.calibrate_cmd import left_out_table
@@ -61,6 +61,7 @@ class _Case:
     kinds: tuple[str, ...]
     units: tuple[tuple[str, ...], ...]
     tokens: np.ndarray
+    unknown_code: bool = False
 
 
 def _synthetic(n: int, seed: int) -> list[_Case]:
@@ -114,6 +115,14 @@ def test_fit_profile_reports_each_family_held_out() -> None:
     assert [cell.strip() for cell in row.split("│")[2:6]] == [
         "30", f"{left_out.recall:.3f}", f"{left_out.precision:.3f}", f"{left_out.expect_empty:.3f}"
     ]  # fmt: skip
+
+
+def test_a_query_giving_a_code_nothing_says_is_simulated_empty() -> None:
+    cases = [c for c in _synthetic(40, 5) if not c.expect_empty]
+    weights = fit_weights(cases)
+    assert figures([(c, weights) for c in cases]).recall == 1.0
+    unknown = [dataclasses.replace(c, unknown_code=True) for c in cases]
+    assert figures([(c, weights) for c in unknown]).recall == 0.0
 
 
 def test_compressed_cosines_are_fitted_standardized() -> None:

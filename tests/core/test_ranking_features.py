@@ -14,7 +14,7 @@ from agentmem.recall.ranking import (
     features,
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
-from agentmem.recall.text import identifier_terms, name_phrases
+from agentmem.recall.text import codes, identifier_terms, name_phrases
 from agentmem.speakers import speaker_prefix
 from agentmem.storage.keyword_index import KeywordFilter
 
@@ -149,6 +149,9 @@ def test_identifier_terms_are_codes_not_dates_or_counts() -> None:
     assert identifier_terms(["db", "replica", "07", "18", "5"]) == []  # short numbers: counts
     # ordinals, clock times and the joint of an ISO timestamp are dates, not names
     assert identifier_terms(["the", "21st", "3rd", "9am", "10pm", "21t09", "k8s"]) == ["k8s"]
+    # a number's plural is the number: "504s" names HTTP 504, "1990s" the year 1990
+    assert identifier_terms(["checkout", "504s"]) == ["504"]
+    assert identifier_terms(["music", "1990s"]) == []
 
 
 def test_a_memory_naming_another_identifier_is_penalised(make_memory: Any) -> None:
@@ -179,6 +182,38 @@ def test_an_unknown_invoice_returns_nothing_however_alike_the_others(make_memory
     mem.flush()
     assert m.recall("is INV-2024-0498 paid?").items == []
     assert m.recall("is INV-2024-0412 paid?").items[0].id == paid.id
+
+
+def test_codes_name_one_thing_and_amounts_are_not_codes(make_memory: Any) -> None:
+    analyze = make_memory().keywords.analyze
+    assert codes("status of OPS-4478, E1045 and 9f3c2ac?", analyze) == [
+        ("op", "4478"),
+        ("e1045",),
+        ("9f3c2ac",),
+    ]
+    assert codes("where is order #100489", analyze) == [("100489",)]
+    assert codes("Has INV-2024-0499 been paid?", analyze) == [("inv", "2024", "0499")]
+    amounts = "£400 coat, 14,000 words, $22k, $20M, pays 4200, 500mg, the 7p shift, COVID-19"
+    assert codes(amounts + " covid19 2024-05-21T09:00 room 2407 db-eu-05", analyze) == []
+
+
+def test_a_query_naming_an_identifier_nothing_says_gets_nothing(make_memory: Any) -> None:
+    """Neighbours naming no identifier of their own are not about the one asked for either;
+    with min_score 0 the caller still gets every candidate."""
+    mem = make_memory()
+    m = mem.bind("t", user_id="u")
+    m.remember("The warehouse scanner fleet got a firmware update and now reports status hourly")
+    m.remember("Ticket status is reviewed every Monday by the ops lead")
+    shipped = m.remember("Order A-99812 (standing desk) was shipped via DHL on 3 March")
+    outage = m.remember("Checkout has been returning HTTP 504 since 14:05 UTC")
+    mem.flush()
+    assert m.recall("what's the status of ticket OPS-4478?").items == []
+    assert m.recall("what's the status of ticket OPS-4478?", min_score=0).items
+    assert m.recall("what happened with order A-99812?").items[0].id == shipped.id
+    # the plural of a number names the number
+    assert m.recall("when did checkout start returning 504s?").items[0].id == outage.id
+    # a query naming no identifier is not affected
+    assert m.recall("what is reviewed on Mondays?").items
 
 
 def test_an_identifier_outweighs_the_words_around_it_in_the_keyword_search(

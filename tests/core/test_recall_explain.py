@@ -178,6 +178,12 @@ def test_why_the_others_were_cut(m: BoundMemory) -> None:
     assert _cut(why, "token_budget") and [c.truncated for c in why.candidates].count(True) <= 1
 
 
+def test_a_query_giving_a_code_nothing_says_is_explained(m: BoundMemory) -> None:
+    why = explain(m, "where does Alice live? ticket OPS-4478")
+    assert why.result.total == 0 and why.candidates
+    assert {c.cut for c in why.candidates} == {"unknown_code"}
+
+
 def test_the_gate_count_counts_the_rows_the_gate_refused(m: BoundMemory) -> None:
     # "I prefer tea" was superseded (topic key): its index entries remain, the gate refuses it
     why = explain(m, "which drink do I prefer?")

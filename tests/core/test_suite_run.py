@@ -247,6 +247,8 @@ def test_the_candidates_are_labelled_for_every_case(report: SuiteReport) -> None
     assert queries["fx-imp-01-q01"].group == "fx-imp-01"
     assert set(queries["fx-imp-01-q01"].kinds) == {"chat_message"}
     assert "document_chunk" in queries["fx-id-03"].kinds
+    # no candidate says SEC-9902: recall (and its simulation) returns nothing
+    assert queries["fx-id-04"].unknown_code and not queries["fx-id-01"].unknown_code
     cal = report.families["identifiers"]["calibration"]
     assert cal["candidates"] == sum(len(q) for q in report.candidates if q.family == "identifiers")
     assert 0.0 <= cal["ece"] <= 1.0 and cal["ceiling"] == 1.0
@@ -285,6 +287,7 @@ def test_the_report_has_a_table_per_metric_and_the_worst_family(
     for a, b in zip(again, report.candidates, strict=True):
         assert np.allclose(a.features, b.features, atol=1e-6) and a.units == b.units
         assert np.array_equal(a.labels, b.labels) and a.kinds == b.kinds
+        assert a.unknown_code == b.unknown_code
 
 
 def test_a_candidates_file_of_other_features_is_refused(

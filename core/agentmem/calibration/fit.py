@@ -108,6 +108,8 @@ class Labelled(Protocol):
     def units(self) -> tuple[tuple[str, ...], ...]: ...
     @property
     def tokens(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def unknown_code(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -307,10 +309,13 @@ def returned(
     min_score: float = MIN_SCORE,
     top_k: int = TOP_K,
     budget: int = BUDGET,
+    unknown_code: bool = False,
 ) -> list[int]:
     """Indices of the candidates recall returns, in order: ranked, ``min_score``, the floors
-    and the score gap (``ranking.kept_indices``), ``top_k``, token budget."""
-    if not len(features):
+    and the score gap (``ranking.kept_indices``), ``top_k``, token budget
+    (``unknown_code``: the query gives a code no candidate says, which
+    ``ranking.kept`` answers with nothing)."""
+    if not len(features) or (min_score > 0 and unknown_code):
         return []
     s = scores(features, weights.cal, weights.bias)
     order = np.argsort(-(features @ weights.rank_for(features)), kind="stable")
@@ -373,7 +378,7 @@ def figures(items: Sequence[tuple[Labelled, Weights]]) -> Figures:
     all_s: list[Array] = []
     all_y: list[Array] = []
     for q, w in items:
-        idx = returned(q.features, q.kinds, q.tokens, w)
+        idx = returned(q.features, q.kinds, q.tokens, w, unknown_code=q.unknown_code)
         if len(q.labels):
             all_s.append(scores(q.features, w.cal, w.bias))
             all_y.append(q.labels)

@@ -48,7 +48,7 @@ from .ranking import (
     score_all,
 )
 from .request import RecallRequest
-from .text import TextScorer, identifier_terms, identifier_words, name_phrases
+from .text import TextScorer, codes, identifier_terms, identifier_words, name_phrases
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -264,7 +264,7 @@ class RecallEngine:
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
         # rows saying "medical record" of another id
-        identifiers = identifier_terms(terms) if use_keyword else []
+        identifiers = [t for t in terms if identifier_terms([t])] if use_keyword else []
         boosts = dict.fromkeys(identifiers, IDENTIFIER_BOOST)
         # and a name said whole ("Bongani Park") outweighs rows saying its words apart
         # ("Bongani Dahl and Tuan Park")
@@ -301,7 +301,9 @@ class RecallEngine:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases)
+        scorer = TextScorer(
+            terms, idf, self.keywords.analyze, phrases, codes(req.query, self.keywords.analyze)
+        )
         scorer.prime(row for _, row in visible.values())
         lap("pending")
         query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)
@@ -575,6 +577,7 @@ class RecallEngine:
                 c.cos = 0.0  # another identifier: its meaning is that of the words around it
             c.speaker_match = text.speaker_match
             c.name_match = text.name_match
+            c.says_code = text.says_code
         _context_features(cands, visible)
         best_cos = max(max(c.cos or 0.0, 0.0) for c in cands.values())
         best_coverage = max(c.coverage for c in cands.values())

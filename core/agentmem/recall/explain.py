@@ -108,12 +108,15 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest, scoring: 
     hits, token_count, truncated = budget(chosen, visible, req.token_budget)
     returned = {h.id for h in hits}
     cuts: dict[str, str] = {}
+    unknown = req.min_score > 0 and ranking.unknown_code(head)
     considered = head + [c for c in ranked if c.id not in scores]
     for c in considered:
         if c.id in returned:
             continue
         if c.id not in scores:
             cuts[c.id] = "rerank_depth"
+        elif unknown:
+            cuts[c.id] = "unknown_code"
         elif c.id not in passed:
             # uncalibrated, min_score is compared with the keyword evidence, not the score
             low = not on_scale or scores[c.id] < req.min_score

@@ -54,7 +54,8 @@ constants of this module.
    candidate reaches ``min_score``; then the items at or above ``min_score`` or above a
    share of the best score (``chat_floor`` for chat messages, ``item_floor`` for the rest),
    a self-contained item (anything but a chat message) within the profile's ``score_gap``
-   of the best too. The scores of the items kept are made non-increasing down the list, so
+   of the best too. A query giving a code (``OPS-4478``) that no candidate says gets
+   nothing. The scores of the items kept are made non-increasing down the list, so
    higher is better everywhere.
 
 5. **Without a profile** (:data:`UNCALIBRATED`): candidates are ordered and scored by their
@@ -196,6 +197,9 @@ class Candidate:
     vec_cos: float | None = None
     speaker_match: bool = False
     name_match: bool = False
+    #: Whether the row says one of the query's codes (``OPS-4478``; None: the query gives
+    #: none; :func:`agentmem.recall.text.codes`).
+    says_code: bool | None = None
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None
     prev_coverage: float = 0.0
@@ -325,6 +329,14 @@ def kept_indices(
     return [first, *(i for i in kept if i != first)]
 
 
+def unknown_code(ranked: Sequence[Candidate]) -> bool:
+    """Whether the query gives a code (a ticket, an order, a commit, an error:
+    ``OPS-4478``; :func:`agentmem.recall.text.codes`) that none of its candidates says: it
+    asks about one thing exactly, and nothing stored is that thing."""
+    said = [c.says_code for c in ranked if c.says_code is not None]
+    return bool(said) and not any(said)
+
+
 def kept(
     ranked: Sequence[Candidate],
     kinds: Sequence[str],
@@ -343,7 +355,13 @@ def kept(
     which say nothing about relevance: ``min_score`` is compared with keyword evidence
     instead. Nothing is returned unless some candidate covers at least ``min_score`` of the
     query's terms; otherwise every candidate is, in order.
+
+    Either way, with ``min_score`` above 0, a query giving a code no candidate says
+    (:func:`unknown_code`: "what's the status of OPS-4478?" when only OPS-4471 is
+    stored) gets nothing: its neighbours, however similar, are about other things.
     """
+    if min_score > 0 and unknown_code(ranked):
+        return []
     if not calibrated:
         if min_score > 0 and max((c.coverage for c in ranked), default=0.0) < min_score:
             return []

@@ -34,11 +34,14 @@ class TextEvidence:
     name_match: bool = False
     """The query names someone or something (a :func:`name_phrases` run) whose every term
     the row contains."""
+    says_code: bool | None = None
+    """The row says one of the query's codes (:func:`codes`; None: the query gives none)."""
 
 
 class TextScorer:
     """Text evidence of rows for one query (``terms``: the query's distinct analysed terms,
-    ``idf``: their IDF over the keyword index)."""
+    ``idf``: their IDF over the keyword index; ``phrases``: its :func:`name_phrases`;
+    ``codes``: its :func:`codes`)."""
 
     def __init__(
         self,
@@ -46,9 +49,11 @@ class TextScorer:
         idf: Mapping[str, float],
         analyze: Callable[[str], list[str]],
         phrases: Sequence[tuple[str, ...]] = (),
+        codes: Sequence[tuple[str, ...]] = (),
     ) -> None:
         self._idf = idf
         self._phrases = [set(p) for p in phrases]
+        self._codes = codes
         self._analyze = analyze
         self._query_terms = set(terms)
         self._id_terms = identifier_terms(terms)
@@ -78,11 +83,14 @@ class TextScorer:
         cov = coverage(self._idf, doc_set) if self._idf else 0.0
         id_miss = 0.0
         id_terms = self._id_terms
-        if id_terms and set(identifier_terms(doc_set)) - self._query_terms:
+        doc_ids = set(identifier_terms(doc_set))
+        if id_terms and doc_ids - set(id_terms):
             # The memory names identifiers of its own but not (all of) the query's: it is
             # about another order, ticket or host. A memory naming none, such as a refund
             # policy for "order 4711 refund", is not penalised.
-            id_miss = sum(1 for t in id_terms if t not in doc_set) / len(id_terms)
+            id_miss = sum(1 for t in id_terms if t not in doc_set and t not in doc_ids) / len(
+                id_terms
+            )
             if id_miss == 1.0:
                 # The words around an identifier say nothing when the identifier itself
                 # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
@@ -100,18 +108,22 @@ class TextScorer:
                 named = self._named[speaker] = bool(name) and name <= self._query_terms
             speaker_match = named
         name_match = any(p <= doc_set for p in self._phrases)
-        return TextEvidence(n_terms, cov, id_miss, speaker_match, name_match)
+        says_code = any(set(c) <= doc_set for c in self._codes) if self._codes else None
+        return TextEvidence(n_terms, cov, id_miss, speaker_match, name_match, says_code)
 
 
 def identifier_terms(terms: Iterable[str]) -> list[str]:
     """The terms that name one thing exactly: letters mixed with digits (``9f3c2ab``,
     ``jd0146``) or a number of three digits or more that is not a year (``4471``, ``0387``).
     Years and one- or two-digit numbers are left out: they are mostly dates and counts,
-    which text states in many ways; so are ordinals and clock times."""
+    which text states in many ways; so are ordinals and clock times. A number's plural is
+    the number ("504s" is ``504``, "1990s" the year 1990)."""
     out = []
     for t in terms:
         if _DIGIT.search(t) is None:
             continue
+        if _PLURAL_NUMBER.fullmatch(t):
+            t = t[:-1]
         if t.isdigit() and (len(t) < 3 or (len(t) == 4 and t[:2] in ("19", "20"))):
             continue
         if _NOT_IDENTIFIER.fullmatch(t):
@@ -124,6 +136,46 @@ def identifier_terms(terms: Iterable[str]) -> list[str]:
 #: clock times ("9am", "10pm") and the joint of an ISO timestamp ("2024-05-21T09:00" gives
 #: "21t09").
 _NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\d{1,2}")
+
+
+#: A number's plural ("504s", "1990s").
+_PLURAL_NUMBER = re.compile(r"\d+s")
+
+
+def codes(query: str, analyze: Callable[[str], list[str]]) -> list[tuple[str, ...]]:
+    """The codes ``query`` gives, each as its analysed terms: words as typed that can only
+    name one thing exactly: a ticket, an order, a commit, an error or a flight
+    (``OPS-4478``, ``INV-2024-0499``, ``E1045``, ``9f3c2ac``, ``LH1239``, ``#100489``).
+
+    A code has three digits or more and either a letter right before a digit, or letters
+    and digits in parts joined by a hyphen, or ``#`` before a number. Amounts, quantities
+    and dates are not codes, however many digits they have ("£400", "14,000 words", "$22k",
+    "500mg", "2024-05-21T09:00", "COVID-19"): a number alone or with a unit after it says
+    how much, not which one."""
+    out = []
+    for raw in query.split():
+        word = raw.strip(_EDGE_PUNCTUATION)
+        if sum(ch.isdigit() for ch in word) < 3 or _DATE.match(word):
+            continue
+        hashed = _HASH_NUMBER.fullmatch(word) is not None
+        parts = word.split("-")
+        joined = (
+            len(parts) > 1
+            and any(p.isalpha() for p in parts)
+            and any(_DIGIT.search(p) for p in parts)
+        )
+        if hashed or joined or _LETTER_DIGIT.search(word):
+            terms = tuple(analyze(word))
+            if terms:
+                out.append(terms)
+    return list(dict.fromkeys(out))
+
+
+_EDGE_PUNCTUATION = "\"'()[]{}<>.,;:!?"
+#: A letter right before a digit ("E1045", "LH1239", "9f3c2ac"; not "500mg" or "22k").
+_LETTER_DIGIT = re.compile(r"[^\W\d_]\d")
+_HASH_NUMBER = re.compile(r"#\d+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 #: A word as the keyword tokenizer cuts text: a run of letters and digits.

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ...config import MemoryConfig
 from ...embeddings import Embedder
 from ...memory import AgentMemory
-from ...recall.ranking import FEATURE_NAMES
+from ...recall.ranking import FEATURE_NAMES, unknown_code
 from ...recall.request import RecallRequest
 from ...tokens import count_tokens
 from ..halves import uncut_request
@@ -72,6 +72,8 @@ class LabelledQuery:
         units: The evidence units each candidate carries (relevant or not: a turn id, the
             content of the memory that wrote it, passages).
         tokens: ``(n,)`` each candidate's content tokens (to simulate the token budget).
+        unknown_code: The query gives a code none of its candidates says
+            (:func:`agentmem.recall.ranking.unknown_code`: recall returns nothing).
     """
 
     family: str
@@ -87,6 +89,7 @@ class LabelledQuery:
     kinds: tuple[str, ...]
     units: tuple[tuple[str, ...], ...]
     tokens: IntArray
+    unknown_code: bool = False
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -116,6 +119,7 @@ class LabelledQuery:
             "kinds": list(self.kinds),
             "units": [list(u) for u in self.units],
             "tokens": [int(v) for v in self.tokens],
+            "unknown_code": self.unknown_code,
         }
 
     @classmethod
@@ -136,6 +140,7 @@ class LabelledQuery:
             kinds=tuple(data["kinds"]),
             units=tuple(tuple(u) for u in data["units"]),
             tokens=np.asarray(data["tokens"], dtype=np.int64),
+            unknown_code=bool(data.get("unknown_code", False)),
         )
 
 
@@ -174,6 +179,7 @@ def collect_case(mem: AgentMemory, family: WrittenFamily, case: SuiteCase) -> La
             ],
             dtype=np.int64,
         ),
+        unknown_code=unknown_code(ranked),
     )
 
 
