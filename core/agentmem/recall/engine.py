@@ -269,6 +269,7 @@ class RecallEngine:
         # and a name said whole ("Bongani Park") outweighs rows saying its words apart
         # ("Bongani Dahl and Tuan Park")
         phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
+        query_codes = codes(req.query, self.keywords.analyze)
         lap("plan")
         # The query embedding (~3 ms of model time, which releases the GIL) and the vector
         # searches it feeds run on worker threads while the keyword side is searched and its
@@ -301,8 +302,10 @@ class RecallEngine:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
+        # (a code is looked for among the keyword side's rows: a vector-only recall has no
+        # reason to hold the row saying it)
         scorer = TextScorer(
-            terms, idf, self.keywords.analyze, phrases, codes(req.query, self.keywords.analyze)
+            terms, idf, self.keywords.analyze, phrases, query_codes if use_keyword else ()
         )
         scorer.prime(row for _, row in visible.values())
         lap("pending")

@@ -49,7 +49,7 @@ class TextScorer:
         idf: Mapping[str, float],
         analyze: Callable[[str], list[str]],
         phrases: Sequence[tuple[str, ...]] = (),
-        codes: Sequence[tuple[str, ...]] = (),
+        codes: Sequence[Code] = (),
     ) -> None:
         self._idf = idf
         self._phrases = [set(p) for p in phrases]
@@ -108,7 +108,7 @@ class TextScorer:
                 named = self._named[speaker] = bool(name) and name <= self._query_terms
             speaker_match = named
         name_match = any(p <= doc_set for p in self._phrases)
-        says_code = any(set(c) <= doc_set for c in self._codes) if self._codes else None
+        says_code = any(says(c, doc_set) for c in self._codes) if self._codes else None
         return TextEvidence(n_terms, cov, id_miss, speaker_match, name_match, says_code)
 
 
@@ -142,17 +142,26 @@ _NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\
 _PLURAL_NUMBER = re.compile(r"\d+s")
 
 
-def codes(query: str, analyze: Callable[[str], list[str]]) -> list[tuple[str, ...]]:
-    """The codes ``query`` gives, each as its analysed terms: words as typed that can only
-    name one thing exactly: a ticket, an order, a commit, an error or a flight
-    (``OPS-4478``, ``INV-2024-0499``, ``E1045``, ``9f3c2ac``, ``LH1239``, ``#100489``).
+#: A code as rows may say it: for each of its parts, the terms that say that part (a row
+#: says the code when it has one of each).
+Code = tuple[frozenset[str], ...]
+
+
+def codes(query: str, analyze: Callable[[str], list[str]]) -> list[Code]:
+    """The codes ``query`` gives: words as typed that can only name one thing exactly, a
+    ticket, an order, a commit, an error or a flight (``OPS-4478``, ``INV-2024-0499``,
+    ``E1045``, ``9f3c2ac``, ``LH1239``, ``#100489``).
 
     A code has three digits or more and either a letter right before a digit, or letters
     and digits in parts joined by a hyphen, or ``#`` before a number. Amounts, quantities
     and dates are not codes, however many digits they have ("£400", "14,000 words", "$22k",
     "500mg", "2024-05-21T09:00", "COVID-19"): a number alone or with a unit after it says
-    how much, not which one."""
-    out = []
+    how much, not which one.
+
+    Each part of a code (a run of letters or digits the analyser keeps) may be said as
+    written or as analysed: a row in another language is analysed otherwise ("OPS" is
+    ``op`` in English and ``ops`` unstemmed)."""
+    out: list[Code] = []
     for raw in query.split():
         word = raw.strip(_EDGE_PUNCTUATION)
         if sum(ch.isdigit() for ch in word) < 3 or _DATE.match(word):
@@ -165,10 +174,15 @@ def codes(query: str, analyze: Callable[[str], list[str]]) -> list[tuple[str, ..
             and any(_DIGIT.search(p) for p in parts)
         )
         if hashed or joined or _LETTER_DIGIT.search(word):
-            terms = tuple(analyze(word))
-            if terms:
-                out.append(terms)
+            forms = [frozenset({p.lower(), *kept}) for p in words(word) if (kept := analyze(p))]
+            if forms:
+                out.append(tuple(forms))
     return list(dict.fromkeys(out))
+
+
+def says(code: Code, doc_terms: set[str]) -> bool:
+    """Whether a row of analysed terms ``doc_terms`` says ``code`` (each part, one way)."""
+    return all(not forms.isdisjoint(doc_terms) for forms in code)
 
 
 _EDGE_PUNCTUATION = "\"'()[]{}<>.,;:!?"
