@@ -264,12 +264,16 @@ class RecallEngine:
         # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
         # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
         # rows saying "medical record" of another id
+        # (the query's terms as searched: "504s" is an identifier, whose term is 504)
         identifiers = [t for t in terms if identifier_terms([t])] if use_keyword else []
         boosts = dict.fromkeys(identifiers, IDENTIFIER_BOOST)
         # and a name said whole ("Bongani Park") outweighs rows saying its words apart
         # ("Bongani Dahl and Tuan Park")
         phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
-        query_codes = codes(req.query, self.keywords.analyze)
+        # and a code nothing found says ("OPS-4478") means nothing stored is what was asked
+        # about (looked for among the keyword side's rows: a vector-only recall has no reason
+        # to hold the row saying it)
+        query_codes = codes(req.query, self.keywords.analyze) if use_keyword else []
         lap("plan")
         # The query embedding (~3 ms of model time, which releases the GIL) and the vector
         # searches it feeds run on worker threads while the keyword side is searched and its
@@ -302,11 +306,7 @@ class RecallEngine:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        # (a code is looked for among the keyword side's rows: a vector-only recall has no
-        # reason to hold the row saying it)
-        scorer = TextScorer(
-            terms, idf, self.keywords.analyze, phrases, query_codes if use_keyword else ()
-        )
+        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases, query_codes)
         scorer.prime(row for _, row in visible.values())
         lap("pending")
         query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)
