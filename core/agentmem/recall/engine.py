@@ -48,7 +48,14 @@ from .ranking import (
     score_all,
 )
 from .request import RecallRequest
-from .text import TextScorer, codes, identifier_terms, identifier_words, name_phrases
+from .text import (
+    Code,
+    TextScorer,
+    codes,
+    identifier_terms,
+    identifier_words,
+    name_phrases,
+)
 
 if TYPE_CHECKING:
     from ..storage.access import AccessTracker
@@ -68,6 +75,40 @@ PENDING_EMBED_TIMEOUT = 1.0
 #: Threads embedding queries and searching vectors (recalls from several threads at once,
 #: e.g. a server's requests, each take one).
 VECTOR_WORKERS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _QueryText:
+    """What the keyword side makes of a query's text (see :func:`_query_text`)."""
+
+    terms: list[str]
+    boosts: dict[str, float]
+    phrases: list[tuple[str, ...]]
+    codes: list[Code]
+    needles: list[str]
+
+
+def _query_text(query: str, keywords: KeywordIndex, use_keyword: bool) -> _QueryText:
+    """The query's analysed terms and, when the keyword side searches (a vector-only recall
+    has no reason to hold the rows saying them), what its words weigh there."""
+    terms = keywords.query_terms(query)
+    if not use_keyword:
+        return _QueryText(terms, {}, [], [], [])
+    # A term naming one thing exactly (an order, a ticket, a host) outweighs the words
+    # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the rows
+    # saying "medical record" of another id (keyed by the query's terms as searched: "504s"
+    # is an identifier, whose term is 504).
+    identifiers = [t for t in terms if identifier_terms([t])]
+    return _QueryText(
+        terms,
+        dict.fromkeys(identifiers, IDENTIFIER_BOOST),
+        # a name said whole ("Bongani Park") outweighs rows saying its words apart
+        name_phrases(query, keywords.analyze),
+        # a code nothing found says ("OPS-4478"): nothing stored is what was asked about
+        codes(query, keywords.analyze),
+        # the identifiers as typed, for the backlog rows whose raw content names them
+        identifier_words(query, keywords.analyze) if identifiers else [],
+    )
 
 
 @dataclass(slots=True)
@@ -260,16 +301,8 @@ class RecallEngine:
         pool = self.config.candidates * (4 if req.filters else 1)
         searches = _searches(identity, req, by_partition)
         gate = _Gate(identity, req, wanted_scopes, searches, pool, refused)
-        terms = self.keywords.query_terms(req.query)
-        # a term naming one thing exactly (an order, a ticket, a host) outweighs the words
-        # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the
-        # rows saying "medical record" of another id
-        identifiers = [t for t in terms if identifier_terms([t])] if use_keyword else []
-        boosts = dict.fromkeys(identifiers, IDENTIFIER_BOOST)
-        # and a name said whole ("Bongani Park") outweighs rows saying its words apart
-        # ("Bongani Dahl and Tuan Park")
-        phrases = name_phrases(req.query, self.keywords.analyze) if use_keyword else []
-        query_codes = codes(req.query, self.keywords.analyze)
+        q = _query_text(req.query, self.keywords, use_keyword)
+        terms, boosts, phrases = q.terms, q.boosts, q.phrases
         lap("plan")
         # The query embedding (~3 ms of model time, which releases the GIL) and the vector
         # searches it feeds run on worker threads while the keyword side is searched and its
@@ -279,10 +312,8 @@ class RecallEngine:
         pending_read = threading.Event()
         if searches and use_vector:
             vector_job = self._vector_async(gate, pending_read)
-        # the identifiers as typed, for the backlog rows whose raw content names them
-        needles = identifier_words(req.query, self.keywords.analyze) if identifiers else []
         try:
-            pending = self.pending.read(identity.tenant_id, list(by_partition), needles)
+            pending = self.pending.read(identity.tenant_id, list(by_partition), q.needles)
         finally:
             pending_read.set()
         lap("pending")
@@ -302,11 +333,7 @@ class RecallEngine:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        # (a code is looked for among the keyword side's rows: a vector-only recall has no
-        # reason to hold the row saying it)
-        scorer = TextScorer(
-            terms, idf, self.keywords.analyze, phrases, query_codes if use_keyword else ()
-        )
+        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases, q.codes)
         scorer.prime(row for _, row in visible.values())
         lap("pending")
         query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)

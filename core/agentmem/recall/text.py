@@ -185,6 +185,7 @@ def says(code: Code, doc_terms: set[str]) -> bool:
     return all(not forms.isdisjoint(doc_terms) for forms in code)
 
 
+#: What may stand around a code in a sentence ("(OPS-4478).").
 _EDGE_PUNCTUATION = "\"'()[]{}<>.,;:!?"
 #: A letter right before a digit ("E1045", "LH1239", "9f3c2ac"; not "500mg" or "22k").
 _LETTER_DIGIT = re.compile(r"[^\W\d_]\d")
