@@ -20,7 +20,15 @@ from rich.console import Console
 
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
 from agentmem.calibration import source
-from agentmem.calibration.fit import figures, fit_profile, fit_weights, logistic
+from agentmem.calibration.fit import (
+    CALIBRATION_L2S,
+    Fit,
+    figures,
+    fit_profile,
+    fit_weights,
+    log_loss,
+    logistic,
+)
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
 from agentmem.cli.calibrate_cmd import left_out_table
@@ -135,8 +143,23 @@ def test_compressed_cosines_are_fitted_standardized() -> None:
         feats[:, cos] = 0.8 + 0.05 * feats[:, cos]  # 0.80-0.85, as e5 makes them
         squeezed.append(dataclasses.replace(c, features=feats))
     report = fit_profile(squeezed, EmbedderIdentity("m", 8), fitted_on="squeezed")
-    assert report.profile.fitted_on.endswith("standardized features")
+    assert "; standardized features, L2 " in report.profile.fitted_on
     assert (report.families["all"].held_out.recall or 0) > 0.9
+    # every way of fitting tried, the one with the lowest held-out log loss kept
+    losses = report.held_out_log_loss
+    assert set(losses) == {str(Fit(std, l2)) for std in (False, True) for l2 in CALIBRATION_L2S}
+    assert report.profile.fitted_on.endswith(min(losses, key=lambda k: losses[k]))
+    assert report.to_dict()["held_out_log_loss"] == losses
+
+
+def test_log_loss_grows_as_scores_stray_from_the_labels() -> None:
+    case = next(c for c in _synthetic(10, 0) if not c.expect_empty)
+    weights = fit_weights(_synthetic(40, 1))
+    sharper = dataclasses.replace(weights, cal=weights.cal * 3, bias=weights.bias * 3)
+    vague = dataclasses.replace(weights, cal=weights.cal * 0, bias=0.0)  # every score 0.5
+    backwards = dataclasses.replace(weights, cal=-weights.cal, bias=-weights.bias)
+    losses = [log_loss([(case, w)]) for w in (sharper, weights, vague, backwards)]
+    assert losses == sorted(losses) and len(set(losses)) == 4
 
 
 def test_scores_are_fitted_on_the_score_families_and_the_ordering_on_all() -> None:
@@ -209,6 +232,8 @@ def test_calibrate_fits_saves_and_uses_a_profile(
     assert report["families"]["calibration"]["in_sample"]["cases"] == 57
     assert report["families"]["implicit"]["left_out"]["cases"] > 0  # fitted without it
     assert report["families"]["all"]["left_out"] is None
+    losses = report["held_out_log_loss"]  # the way of fitting kept is the lowest's
+    assert len(losses) == 4 and report["profile"]["fitted_on"].endswith(min(losses, key=losses.get))
     fitted_on = report["profile"]["fitted_on"]
     assert fitted_on.startswith("golden + calibration (scores); implicit, identifiers (ordering)")
 

@@ -9,6 +9,7 @@ scores with it from the next recall on.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -57,11 +58,4 @@ def calibrate(
         score_families=labelled.score_families,
     )
     ctx.use_profile(report.profile)
-    return CalibrationReport(
-        profile=report.profile,
-        families=report.families,
-        folds=report.folds,
-        cases=report.cases,
-        candidates=report.candidates,
-        seconds=round(time.perf_counter() - started, 1),
-    )
+    return dataclasses.replace(report, seconds=round(time.perf_counter() - started, 1))
