@@ -595,8 +595,9 @@ def fit_profile(
     The calibrated score and the gap are fitted on the cases of ``score_families`` (every
     case when empty), the ordering on every case (:func:`fit_weights`).
 
-    The calibration is fitted on raw and on standardized features (:func:`logistic`), at
-    each penalty of :data:`CALIBRATION_L2S`; the fit whose scores have the lowest log loss
+    The calibration is fitted on raw and on standardized features (:func:`logistic`; the
+    ordering with it), at each penalty of :data:`CALIBRATION_L2S`; the fit whose scores have
+    the lowest log loss
     held out (k-fold, on the cases the score is fitted on) is kept: standardized suits an
     embedder whose cosines are compressed (e5: golden Recall@5 0.89 held out, 0.71 raw), raw
     one whose are not (MiniLM). Log loss judges the scores as probabilities, which is what a
