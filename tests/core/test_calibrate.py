@@ -31,7 +31,7 @@ from agentmem.calibration.fit import (
 )
 from agentmem.calibration.profile import EmbedderIdentity
 from agentmem.cli import main
-from agentmem.cli.calibrate_cmd import left_out_table
+from agentmem.cli.calibrate_cmd import fits_table, left_out_table
 from agentmem.evaluation import dataset_path
 from agentmem.evaluation.calibration_data import SCORE_SETS, collect_shipped, ordering_families
 from agentmem.evaluation.suite import VALIDATION_FAMILIES
@@ -150,6 +150,11 @@ def test_compressed_cosines_are_fitted_standardized() -> None:
     assert set(losses) == {str(Fit(std, l2)) for std in (False, True) for l2 in CALIBRATION_L2S}
     assert report.profile.fitted_on.endswith(min(losses, key=lambda k: losses[k]))
     assert report.to_dict()["held_out_log_loss"] == losses
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(fits_table(report))
+    rows = [line for line in console.export_text().splitlines() if "features, L2" in line]
+    kept = [row.split("│")[1].strip() for row in rows if "yes" in row]
+    assert len(rows) == 4 and kept == [min(losses, key=lambda k: losses[k])]
 
 
 def test_log_loss_grows_as_scores_stray_from_the_labels() -> None:

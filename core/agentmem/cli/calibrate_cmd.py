@@ -2,8 +2,9 @@
 
 Writes the labelled cases shipped with agentmem into a scratch store with the embedder
 (``--embedder``, default MiniLM), fits the calibration and ranking weights on recall's
-candidates, saves the profile in the data dir and prints its figures per family, in-sample
-and held out (``--json``: the whole report, profile included). A server on the data dir reads
+candidates, saves the profile in the data dir and prints its figures per family, in-sample,
+held out and left out, and the held-out log loss of each way of fitting the score it tried
+(``--json``: the whole report, profile included). A server on the data dir reads
 the profile when it is (re)started.
 
 Example::
@@ -46,6 +47,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return EXIT_OK
     out.print(report_table(report))
     out.print(left_out_table(report))
+    out.print(fits_table(report))
     profile = report.profile
     out.print(
         f"saved the profile of {markup(profile.embedder.describe())} in {markup(str(mem.home))} "
@@ -99,4 +101,17 @@ def left_out_table(report: CalibrationReport) -> Table:
                 str(left.cases),
                 *(_cell(v) for v in (left.recall, left.precision, left.expect_empty)),
             )
+    return table
+
+
+def fits_table(report: CalibrationReport) -> Table:
+    """Each way of fitting the score tried, with the held-out log loss of its scores (the
+    lowest is the one saved)."""
+    table = Table(title="fits tried (the lowest held-out log loss is kept)", title_justify="left")
+    table.add_column("fit", no_wrap=True)
+    table.add_column("held-out log loss", justify="right", no_wrap=True)
+    table.add_column("kept", no_wrap=True)
+    kept = min(report.held_out_log_loss, key=lambda k: report.held_out_log_loss[k], default="")
+    for fit, loss in report.held_out_log_loss.items():
+        table.add_row(fit, f"{loss:.4f}", "yes" if fit == kept else "")
     return table
