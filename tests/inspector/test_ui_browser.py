@@ -121,6 +121,27 @@ def _click(driver: Any, css: str) -> None:
     WebDriverWait(driver, WAIT).until(ec.staleness_of(element))
 
 
+def _log_in(driver: Any, key: str) -> None:
+    """Type ``key`` into the login form and send it. A page still settling can replace the
+    form between finding it and clicking (ChromeDriver: "Node with given id does not belong
+    to the document"): the form is then filled in again, at most three times."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    for attempt in range(3):
+        try:
+            field = _find(driver, "#key")
+            field.clear()
+            field.send_keys(key)
+            _click(driver, "#login")
+            return
+        except (StaleElementReferenceException, WebDriverException) as exc:
+            replaced = isinstance(exc, StaleElementReferenceException) or (
+                "does not belong to the document" in str(exc)
+            )
+            if not replaced or attempt == 2:
+                raise
+
+
 def _link(driver: Any, text: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -238,8 +259,7 @@ def test_a_tenants_key_never_shows_another_tenant(
     browser.delete_all_cookies()
     browser.get(f"{server.url}/ui")
     assert "/ui/login" in browser.current_url  # no key yet
-    _find(browser, "#key").send_keys(server.create_key("globex"))
-    _click(browser, "#login")
+    _log_in(browser, server.create_key("globex"))
     assert "globex" in _find(browser, "#tenants").text
     assert browser.execute_script("return document.cookie") == ""  # HttpOnly: out of reach
     # every page a globex key can reach from its start page
@@ -293,8 +313,7 @@ def test_the_start_page_plots_the_recalls_it_served(
             assert answer.status_code == 200, answer.text
     browser.delete_all_cookies()
     browser.get(f"{server.url}/ui/login")
-    _find(browser, "#key").send_keys(acme)
-    _click(browser, "#login")
+    _log_in(browser, acme)
     # drawn by the browser (inline SVG, no script): one dot per recall, bars of the scores
     latency = _find(browser, "#latency-plot svg")
     dots = latency.find_elements(By.TAG_NAME, "circle")
