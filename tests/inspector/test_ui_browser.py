@@ -124,8 +124,12 @@ def _click(driver: Any, css: str) -> None:
 def _log_in(driver: Any, key: str) -> None:
     """Type ``key`` into the login form and send it. A page still settling can replace the
     form between finding it and clicking (ChromeDriver: "Node with given id does not belong
-    to the document"): the form is then filled in again, at most three times."""
+    to the document"), and the click may or may not have gone through: once the browser has
+    settled on a page, the login is done if it left the login page, and the form is filled
+    in again if not (at most three times)."""
     from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     for attempt in range(3):
         try:
@@ -140,6 +144,11 @@ def _log_in(driver: Any, key: str) -> None:
             )
             if not replaced or attempt == 2:
                 raise
+        WebDriverWait(driver, WAIT).until(
+            lambda d: "/ui/login" not in d.current_url or d.find_elements(By.CSS_SELECTOR, "#key")
+        )
+        if "/ui/login" not in driver.current_url:
+            return
 
 
 def _link(driver: Any, text: str) -> None:
