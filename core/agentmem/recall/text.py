@@ -83,8 +83,10 @@ class TextScorer:
         cov = coverage(self._idf, doc_set) if self._idf else 0.0
         id_miss = 0.0
         id_terms = self._id_terms
-        doc_ids = set(identifier_terms(doc_set))
-        if id_terms and doc_ids - set(id_terms):
+        # (the row's identifiers are only looked for when the query names one: this runs for
+        # every candidate of every recall)
+        doc_ids = set(identifier_terms(doc_set)) if id_terms else set()
+        if doc_ids - set(id_terms):
             # The memory names identifiers of its own but not (all of) the query's: it is
             # about another order, ticket or host. A memory naming none, such as a refund
             # policy for "order 4711 refund", is not penalised.
