@@ -28,12 +28,19 @@ plus the labelled golden cases, and reports per family, at recall's defaults (``
     # the e5 model's profile: the suite run with it, then
     agentmem --embedder e5 eval --suite --locomo ... --embed-cache /tmp/e5 --out /tmp/suite-e5
     python benchmarks/fit_ranking.py /tmp/suite-e5 --embedder e5 --embed-cache /tmp/e5 --write
+
+``--cut-costs`` fits nothing. It shows, for the shipped profile, what recall loses to its cut
+(everything after the ordering: the query's gate, the floors and the score gap) per family,
+with each cut of :data:`CUTS`, and each point of :data:`CUT_GRID` beside the golden set::
+
+    python benchmarks/fit_ranking.py /tmp/suite --embed-cache /tmp/cache --cut-costs
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -55,23 +62,40 @@ from agentmem.storage.embedding_cache import cached_on_disk
 VALIDATION = ("implicit_dialogue",)
 #: How far below the better half a family may stay (the issue's no-regret floor).
 TOLERANCE = 0.02
+#: The cuts :func:`family_figures` can simulate (:func:`returned`).
+CUTS = ("defaults", "gate", "none")
+#: The cut-offs ``--cut-costs`` tries: chat floor, item floor and score gap (None: no gap).
+CUT_GRID = ((0.3, 0.2, 0.1, 0.0), (0.5, 0.3, 0.0), (0.3, 0.4, 0.5, None))
 
 Scorer = Callable[[LabelledQuery], fit.Weights]
 
 
-def family_figures(queries: Sequence[LabelledQuery], weights: Scorer) -> dict[str, float]:
-    """R@5, R@10, hit@10 and the expect-empty share of one family's queries at recall's
-    defaults, each query scored with ``weights(query)``."""
+def returned(q: LabelledQuery, weights: fit.Weights, cut: str = "defaults") -> list[int]:
+    """The candidates recall returns for ``q`` at ``top_k`` 10 (indices, in order), with one of
+    :data:`CUTS`: ``defaults`` (``min_score`` 0.3, the floors and the score gap), ``gate``
+    (the query's gate alone: nothing when recall at defaults returns nothing, else the ten
+    best, nothing cut) or ``none`` (``min_score`` 0: every candidate in order)."""
+
+    def at(min_score: float) -> list[int]:
+        return fit.returned(
+            q.features, q.kinds, q.tokens, weights, min_score=min_score, top_k=10,
+            unknown_code=q.unknown_code,
+        )  # fmt: skip
+
+    if cut == "none":
+        return at(0.0)
+    kept = at(fit.MIN_SCORE)
+    return at(0.0) if cut == "gate" and kept else kept
+
+
+def family_figures(
+    queries: Sequence[LabelledQuery], weights: Scorer, cut: str = "defaults"
+) -> dict[str, float]:
+    """R@5, R@10, hit@10 and the expect-empty share of one family's queries, each query
+    scored with ``weights(query)`` and cut as ``cut`` says (:func:`returned`)."""
     sums: dict[str, list[float]] = defaultdict(list)
     for q in queries:
-        idx = fit.returned(
-            q.features,
-            q.kinds,
-            q.tokens,
-            weights(q),
-            top_k=10,
-            unknown_code=q.unknown_code,
-        )
+        idx = returned(q, weights(q), cut)
         if q.expect_empty or not q.evidence:
             sums["expect_empty"].append(0.0 if idx else 1.0)
             continue
@@ -121,6 +145,68 @@ def held_out(
     return out
 
 
+def cut_costs(
+    suite: Sequence[LabelledQuery],
+    halves: Mapping[str, Mapping[str, Mapping[str, float]]],
+    weights: fit.Weights,
+) -> list[str]:
+    """Table rows: per family, R@10 / hit@10 / expect-empty share and the regret with each
+    of :data:`CUTS`, beside the better half and naive RRF. Where ``none`` reaches the halves
+    and ``defaults`` does not, the cut loses what the ordering found."""
+    head = " | ".join(f"{cut} R@10 hit@10 ee regret" for cut in CUTS)
+    rows = [f"{'family':18s} | {head} | better half R@10 hit@10 | RRF R@10 hit@10"]
+    for name in sorted({q.family for q in suite}):
+        queries = [q for q in suite if q.family == name]
+        h = halves[name]
+        cells = []
+        for cut in CUTS:
+            f = family_figures(queries, lambda _q: weights, cut)
+            cells.append(
+                f"{f['R@10']:.3f} {f['hit@10']:.3f} {f.get('expect_empty', float('nan')):.2f} "
+                f"{regret(f, h):+.3f}"
+            )
+        better = {m: max(h["keyword"][m], h["vector"][m]) for m in ("R@10", "hit@10")}
+        rows.append(
+            f"{name:18s} | {' | '.join(cells)} | {better['R@10']:.3f} {better['hit@10']:.3f} | "
+            f"{h['rrf']['R@10']:.3f} {h['rrf']['hit@10']:.3f}"
+        )
+    return rows
+
+
+def cut_grid(
+    suite: Sequence[LabelledQuery],
+    halves: Mapping[str, Mapping[str, Mapping[str, float]]],
+    golden: Sequence[LabelledQuery],
+    weights: fit.Weights,
+) -> list[str]:
+    """Table rows: per point of :data:`CUT_GRID` (the profile's calibration and ordering, other
+    cut-offs), each family's regret at defaults, the worst, and the golden set's R@5 / P@5 /
+    expect-empty (``top_k`` 5). The floors and the gap only decide what follows the best
+    candidate, so the expect-empty shares are the same on every row."""
+    names = sorted({q.family for q in suite})
+    rows = [
+        "chat floor, item floor, gap | "
+        + " ".join(f"{n[:10]:>10s}" for n in names)
+        + " |  worst | golden R@5 P@5 ee"
+    ]
+    for chat_floor, item_floor, gap in itertools.product(*CUT_GRID):
+        w = dataclasses.replace(weights, chat_floor=chat_floor, item_floor=item_floor, gap=gap)
+        r = [
+            regret(
+                family_figures([q for q in suite if q.family == n], lambda _q, w=w: w), halves[n]
+            )
+            for n in names
+        ]
+        g = fit.figures([(q, w) for q in golden])
+        rows.append(
+            f"{chat_floor:10.1f} {item_floor:10.1f} {gap!s:>6s} | "
+            + " ".join(f"{x:+10.3f}" for x in r)
+            + f" | {min(r):+.3f} | {g.recall or 0:.3f} {g.precision or 0:.3f} "
+            f"{g.expect_empty or 0:.2f}"
+        )
+    return rows
+
+
 def labelled_figures(queries: Sequence[LabelledQuery], weights: fit.Weights) -> str:
     f = fit.figures([(q, weights) for q in queries])
     return f"R@5 {f.recall:.3f}  P@5 {f.precision:.3f}  expect-empty {f.expect_empty:.3f}"
@@ -138,6 +224,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--l2", type=float, default=fit.RANKING_L2)
     parser.add_argument("--validation", nargs="*", default=list(VALIDATION))
     parser.add_argument("--write", action="store_true", help="update the bundled profile")
+    parser.add_argument(
+        "--cut-costs", action="store_true", help="fit nothing: show what each cut costs the "
+        "shipped profile per family, and the grid of cut-offs (CUT_GRID) beside golden",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     directory = Path(args.suite)
@@ -154,6 +244,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     cases = collect_golden(args.cases, embedder=emb) if args.cases else []
     shipped = CalibrationProfile.from_json(bundled_path(model).read_text(encoding="utf-8"))
     base = fit.weights_of(shipped)
+    if args.cut_costs:
+        print("\n".join(cut_costs(suite, halves, base)), "", sep="\n")
+        print("\n".join(cut_grid(suite, halves, golden, base)))
+        return
     train = [q for q in suite if q.family not in args.validation] + golden + cases
 
     rank, named = fit.ranking_weights(train, args.l2)
