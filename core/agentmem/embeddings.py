@@ -33,6 +33,7 @@ import hashlib
 import importlib.resources
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -237,11 +238,23 @@ def _files_error(file: _ModelFile, problem: str, **context: Any) -> ModelFilesEr
 _Signature = tuple[tuple[str, int, int] | None, ...]
 
 
-class _Loaded(NamedTuple):
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class _Loaded:
     session: onnxruntime.InferenceSession
     tokenizer: Tokenizer
     input_names: frozenset[str]
     output_name: str
+
+
+#: Models loaded in this process, shared by every :class:`OnnxMiniLMEmbedder` that loads the
+#: same files the same way: a load verifies a 23 MB checksum and builds an onnxruntime
+#: session (~0.3 s and ~100 MB each), which a process opening several stores, or a notebook
+#: opening one per cell, now pays once. Both the session and the tokenizer are safe to call
+#: from several threads. Keyed by the files' paths, sizes and modification times (a changed
+#: file, reinstalled or damaged, is verified and loaded again) and by the load's settings;
+#: an entry lives as long as an embedder holds it.
+_SHARED: weakref.WeakValueDictionary[tuple[object, ...], _Loaded] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 class OnnxMiniLMEmbedder:
@@ -254,7 +267,10 @@ class OnnxMiniLMEmbedder:
     order. Vectors are the attention-masked mean of ``last_hidden_state``, L2-normalised.
 
     The constructor does no I/O. The model is checked and loaded on first use, once, under a
-    lock; afterwards the embedder may be shared between threads. A load that fails because of
+    lock; afterwards the embedder may be shared between threads. Embedders of one process that
+    load the same files with the same settings share one loaded model (the first one's load
+    serves the others; a file that changed since is verified and loaded again). A load that
+    fails because of
     the files (:class:`~agentmem.errors.ModelFilesError`) is remembered and raised again by
     later calls without reading the files again, until the files change (a reinstall).
 
@@ -403,7 +419,7 @@ class OnnxMiniLMEmbedder:
                 if self._failure is not None and self._failure[0] == signature:
                     raise self._failure[1]
                 try:
-                    self._loaded = self._load()
+                    self._loaded = self._load_shared(signature)
                 except ModelFilesError as exc:
                     self._failure = (signature, exc)
                     raise
@@ -419,6 +435,17 @@ class OnnxMiniLMEmbedder:
             except OSError:
                 out.append(None)
         return tuple(out)
+
+    def _load_shared(self, signature: _Signature) -> _Loaded:
+        """The process's model for these files and settings (:data:`_SHARED`), loaded now
+        if no embedder holds it."""
+        key = (signature, self._sha256, self._max_length, self._threads, self._spin,
+               self._dimensions)  # fmt: skip
+        with _SHARED_LOCK:
+            loaded = _SHARED.get(key)
+            if loaded is None:
+                loaded = _SHARED[key] = self._load()
+            return loaded
 
     def _load(self) -> _Loaded:
         import onnxruntime as ort

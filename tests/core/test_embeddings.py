@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -507,3 +510,59 @@ def test_onnxruntime_threads_spin_only_when_asked(spin: bool) -> None:
     options = embedder._ensure_loaded().session.get_session_options()
     entry = options.get_session_config_entry("session.intra_op.allow_spinning")
     assert entry == ("1" if spin else "0")
+
+
+def test_embedders_of_one_process_share_a_model_loaded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, packaged_files: tuple[Path, Path]
+) -> None:
+    """A second embedder of the same files and settings reads and verifies nothing: it runs
+    on the first one's session. Other settings, or a file changed since, load anew; the
+    model is let go with the last embedder holding it."""
+    model_dir = _copy_model(packaged_files, tmp_path / "model")
+    hashed: list[Path] = []
+    real_sha256 = embeddings.sha256_file
+    monkeypatch.setattr(embeddings, "sha256_file", lambda p: hashed.append(p) or real_sha256(p))
+
+    first = OnnxMiniLMEmbedder(model_dir, sha256=MINILM_INT8_SHA256)
+    vector = first.embed_query("the cat sat")
+    assert hashed == [model_dir / "model.onnx"]
+    second = OnnxMiniLMEmbedder(model_dir, sha256=MINILM_INT8_SHA256)
+    assert np.array_equal(second.embed_query("the cat sat"), vector)
+    assert hashed == [model_dir / "model.onnx"]  # nothing read again
+    assert second._ensure_loaded() is first._ensure_loaded()
+
+    shorter = OnnxMiniLMEmbedder(model_dir, sha256=MINILM_INT8_SHA256, max_length=16)
+    assert shorter._ensure_loaded() is not first._ensure_loaded()  # truncates differently
+    unchecked = OnnxMiniLMEmbedder(model_dir)  # sha256=None: a load that verifies nothing
+    assert unchecked._ensure_loaded() is not first._ensure_loaded()
+
+    model = model_dir / "model.onnx"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # damaged after the load, same size
+    model.write_bytes(bytes(data))
+    with pytest.raises(ModelFilesError, match="checksum mismatch"):
+        OnnxMiniLMEmbedder(model_dir, sha256=MINILM_INT8_SHA256).embed_query("again")
+    assert first.embed_query("the cat sat").shape == (384,)  # a loaded one keeps working
+
+    shared = len(embeddings._SHARED)
+    del first, second, shorter, unchecked
+    gc.collect()
+    assert len(embeddings._SHARED) < shared
+
+
+def test_threads_share_one_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Embedders created on several threads at once load the packaged model once."""
+    loads: list[int] = []
+    real_load = OnnxMiniLMEmbedder._load
+
+    def counting(self: OnnxMiniLMEmbedder) -> Any:
+        loads.append(1)
+        return real_load(self)
+
+    monkeypatch.setattr(OnnxMiniLMEmbedder, "_load", counting)
+    monkeypatch.setattr(embeddings, "_SHARED", weakref.WeakValueDictionary())
+    made = [OnnxMiniLMEmbedder(intra_op_threads=1) for _ in range(4)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        vectors = list(pool.map(lambda e: e.embed_query("shared"), made))
+    assert len(loads) == 1
+    assert all(np.array_equal(v, vectors[0]) for v in vectors)
