@@ -251,7 +251,8 @@ class _Loaded:
 #: session (~0.3 s and ~100 MB each), which a process opening several stores, or a notebook
 #: opening one per cell, now pays once. Both the session and the tokenizer are safe to call
 #: from several threads. Keyed by the files' paths, sizes and modification times (a changed
-#: file, reinstalled or damaged, is verified and loaded again) and by the load's settings;
+#: file, reinstalled or damaged, is verified and loaded again), by the load's settings and by
+#: the process (a forked child loads its own: an onnxruntime session does not survive a fork);
 #: an entry lives as long as an embedder holds it.
 _SHARED: weakref.WeakValueDictionary[tuple[object, ...], _Loaded] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
@@ -439,8 +440,8 @@ class OnnxMiniLMEmbedder:
     def _load_shared(self, signature: _Signature) -> _Loaded:
         """The process's model for these files and settings (:data:`_SHARED`), loaded now
         if no embedder holds it."""
-        key = (signature, self._sha256, self._max_length, self._threads, self._spin,
-               self._dimensions)  # fmt: skip
+        key = (os.getpid(), signature, self._sha256, self._max_length, self._threads,
+               self._spin, self._dimensions)  # fmt: skip
         with _SHARED_LOCK:
             loaded = _SHARED.get(key)
             if loaded is None:

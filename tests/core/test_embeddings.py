@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import shutil
 import threading
 import weakref
@@ -566,3 +567,22 @@ def test_threads_share_one_load(monkeypatch: pytest.MonkeyPatch) -> None:
         vectors = list(pool.map(lambda e: e.embed_query("shared"), made))
     assert len(loads) == 1
     assert all(np.array_equal(v, vectors[0]) for v in vectors)
+
+
+def _loads_its_own(parent: Any, answer: Any) -> None:
+    child = OnnxMiniLMEmbedder(intra_op_threads=1)
+    answer.put((child.embed_query("after the fork").shape, child._ensure_loaded() is parent))
+
+
+def test_a_forked_child_loads_its_own_model() -> None:
+    """An onnxruntime session does not survive a fork: a child process's new embedder loads
+    the model again instead of taking its parent's."""
+    parent = OnnxMiniLMEmbedder(intra_op_threads=1)
+    parent.embed_query("before the fork")
+    context = multiprocessing.get_context("fork")
+    answer = context.Queue()
+    child = context.Process(target=_loads_its_own, args=(parent._ensure_loaded(), answer))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert answer.get(timeout=5) == ((384,), False)
