@@ -271,9 +271,9 @@ class OnnxMiniLMEmbedder:
     lock; afterwards the embedder may be shared between threads. Embedders of one process that
     load the same files with the same settings share one loaded model (the first one's load
     serves the others; a file that changed since is verified and loaded again). A load that
-    fails because of
-    the files (:class:`~agentmem.errors.ModelFilesError`) is remembered and raised again by
-    later calls without reading the files again, until the files change (a reinstall).
+    fails because of the files (:class:`~agentmem.errors.ModelFilesError`) is remembered and
+    raised again by later calls without reading the files again, until the files change (a
+    reinstall).
 
     Args:
         model_dir: A directory holding ``model.onnx`` and ``tokenizer.json`` (e.g. Chroma's
