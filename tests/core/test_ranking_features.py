@@ -15,7 +15,13 @@ from agentmem.recall.ranking import (
     features,
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
-from agentmem.recall.text import codes, identifier_terms, name_phrases, says
+from agentmem.recall.text import (
+    codes,
+    compound_identifiers,
+    identifier_terms,
+    name_phrases,
+    says,
+)
 from agentmem.speakers import speaker_prefix
 from agentmem.storage.keyword_index import KeywordFilter
 
@@ -172,6 +178,39 @@ def test_a_memory_naming_another_identifier_is_penalised(make_memory: Any) -> No
     assert policy is None or policy[ID_MISS] == 0.0
     # an unknown ticket: every candidate names another one, nothing clears the cut-off
     assert m.recall("what's the status of OPS-9932?").items == []
+
+
+def test_names_the_tokenizer_cuts_up_are_identifiers_too() -> None:
+    query = "is db-replica-07 up, and where is STRIPE_WEBHOOK_SECRET? KB-87-TKL in stock?"
+    assert compound_identifiers(query) == {"db-replica-07", "stripe_webhook_secret", "kb-87-tkl"}
+    # codes and dates are left to identifier_terms and codes(); plain hyphenated words, a
+    # dunder and a lone word are no names
+    others = "OPS-4478 INV-2024-0499 2024-05-21 A-99812 e-mail __init__ follow-up snake"
+    assert compound_identifiers(others) == frozenset()
+
+
+def test_a_memory_naming_another_host_or_variable_is_penalised(make_memory: Any) -> None:
+    """A host with a short number or a snake-case variable is one thing exactly, though the
+    tokenizer cuts it into words that say little alone (db, replica, 07)."""
+    mem = make_memory()
+    m = mem.bind("t", user_id="u")
+    disk = "db-replica-07 in eu-west has a failing disk; replication lag peaked at 340 seconds"
+    failing = m.remember(disk)
+    other_host = "db-replica-03 in eu-west was decommissioned in January"
+    m.remember(other_host)
+    m.remember("Replication lag alerts fire above 60 seconds")
+    secret = m.remember("STRIPE_WEBHOOK_SECRET lives in 1Password under payments-prod")
+    other_key = "STRIPE_API_KEY for staging is in the team vault as payments-staging"
+    m.remember(other_key)
+    mem.flush()
+    feats = _candidates((mem, m), "db-replica-07")
+    assert feats[disk][ID_MISS] == 0.0
+    assert feats[other_host][ID_MISS] == 1.0 and feats[other_host][FEATURE_NAMES.index("cos")] == 0
+    assert feats["Replication lag alerts fire above 60 seconds"][ID_MISS] == 0.0  # names none
+    assert [hit.id for hit in m.recall("db-replica-07").items] == [failing.id]
+    feats = _candidates((mem, m), "where is STRIPE_WEBHOOK_SECRET kept?")
+    assert feats[other_key][ID_MISS] == 1.0
+    assert m.recall("where is STRIPE_WEBHOOK_SECRET kept?").items[0].id == secret.id
 
 
 def test_an_unknown_invoice_returns_nothing_however_alike_the_others(make_memory: Any) -> None:

@@ -52,6 +52,7 @@ from .text import (
     Code,
     TextScorer,
     codes,
+    compound_identifiers,
     identifier_terms,
     identifier_words,
     name_phrases,
@@ -86,6 +87,7 @@ class _QueryText:
     phrases: list[tuple[str, ...]]
     codes: list[Code]
     needles: list[str]
+    compounds: frozenset[str] = frozenset()
 
 
 def _query_text(query: str, keywords: KeywordIndex, use_keyword: bool) -> _QueryText:
@@ -108,6 +110,8 @@ def _query_text(query: str, keywords: KeywordIndex, use_keyword: bool) -> _Query
         codes(query, keywords.analyze),
         # the identifiers as typed, for the backlog rows whose raw content names them
         identifier_words(query, keywords.analyze) if identifiers else [],
+        # names the tokenizer cuts up ("db-replica-07"): a row naming another is about it
+        compound_identifiers(query),
     )
 
 
@@ -333,7 +337,7 @@ class RecallEngine:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
         # the text evidence of the rows found so far is worked out while the query embeds
-        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases, q.codes)
+        scorer = TextScorer(terms, idf, self.keywords.analyze, phrases, q.codes, q.compounds)
         scorer.prime(row for _, row in visible.values())
         lap("pending")
         query_vec, vector_lists = self._await_vectors(vector_job, notes, prof)

@@ -24,8 +24,10 @@
      before it in its session matched (when that one is a candidate too): an answer such as
      "Thursday at 15:40" shares nothing with "when is the dentist?", its question does,
    - ``id_miss``: the share of the query's identifiers (``OPS-4471``, ``9f3c2ab``: terms
-     mixing letters and digits, or numbers of three digits or more that are not years) the
-     memory lacks when it names identifiers of its own: ``OPS-4470`` is another ticket
+     mixing letters and digits, or numbers of three digits or more that are not years; and
+     names the tokenizer cuts up, ``db-replica-07``, ``STRIPE_WEBHOOK_SECRET``:
+     :func:`~agentmem.recall.text.compound_identifiers`) the memory lacks when it names
+     identifiers of its own: ``OPS-4470`` is another ticket
      however similar the rest of the text (its keyword coverage and cosine then count for
      nothing),
    - ``name_match``: the query names someone or something (a run of capitalised words,

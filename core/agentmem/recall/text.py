@@ -41,7 +41,7 @@ class TextEvidence:
 class TextScorer:
     """Text evidence of rows for one query (``terms``: the query's distinct analysed terms,
     ``idf``: their IDF over the keyword index; ``phrases``: its :func:`name_phrases`;
-    ``codes``: its :func:`codes`)."""
+    ``codes``: its :func:`codes`; ``compounds``: its :func:`compound_identifiers`)."""
 
     def __init__(
         self,
@@ -50,6 +50,7 @@ class TextScorer:
         analyze: Callable[[str], list[str]],
         phrases: Sequence[tuple[str, ...]] = (),
         codes: Sequence[Code] = (),
+        compounds: frozenset[str] = frozenset(),
     ) -> None:
         self._idf = idf
         self._phrases = [set(p) for p in phrases]
@@ -57,6 +58,7 @@ class TextScorer:
         self._analyze = analyze
         self._query_terms = set(terms)
         self._id_terms = identifier_terms(terms)
+        self._compounds = compounds
         self._named: dict[str, bool] = {}  # speaker -> named in the query
         self._seen: dict[str, TextEvidence] = {}
 
@@ -82,17 +84,17 @@ class TextScorer:
             n_terms = len(doc_terms)
         cov = coverage(self._idf, doc_set) if self._idf else 0.0
         id_miss = 0.0
-        id_terms = self._id_terms
+        id_terms, compounds = self._id_terms, self._compounds
         # (the row's identifiers are only looked for when the query names one: this runs for
         # every candidate of every recall)
-        doc_ids = set(identifier_terms(doc_set)) if id_terms else set()
-        if doc_ids - set(id_terms):
+        doc_ids = set(identifier_terms(doc_set)) if id_terms or compounds else set()
+        own = compound_identifiers(row.content) if compounds else frozenset()
+        if doc_ids - set(id_terms) or own - compounds:
             # The memory names identifiers of its own but not (all of) the query's: it is
             # about another order, ticket or host. A memory naming none, such as a refund
             # policy for "order 4711 refund", is not penalised.
-            id_miss = sum(1 for t in id_terms if t not in doc_set and t not in doc_ids) / len(
-                id_terms
-            )
+            missing = sum(1 for t in id_terms if t not in doc_set and t not in doc_ids)
+            id_miss = (missing + len(compounds - own)) / (len(id_terms) + len(compounds))
             if id_miss == 1.0:
                 # The words around an identifier say nothing when the identifier itself
                 # differs ("INV-2024-0412 was paid" for "is INV-2024-0498 paid?"), and
@@ -142,6 +144,27 @@ _NOT_IDENTIFIER = re.compile(r"\d{1,4}(?:st|nd|rd|th)|\d{1,2}(?:am|pm)|\d{1,2}t\
 
 #: A number's plural ("504s", "1990s").
 _PLURAL_NUMBER = re.compile(r"\d+s")
+
+
+def compound_identifiers(text: str) -> frozenset[str]:
+    """The names ``text`` gives, as typed and lowercased, that say one thing exactly with
+    fewer than three digits: a snake-case name (``STRIPE_WEBHOOK_SECRET``, ``parse_config``)
+    or letters and a short number joined by hyphens (``db-replica-07``, ``KB-87-TKL``). The
+    keyword tokenizer cuts them into words that say little alone (``secret``, ``07``), so
+    :func:`identifier_terms` cannot see them; a row naming another one (``db-replica-03``)
+    is about another host, variable or product."""
+    out = set()
+    for raw in text.split():
+        if "_" in raw or "-" in raw:  # most words have neither: this runs over candidates
+            word = raw.strip(_EDGE_PUNCTUATION).removesuffix("'s")
+            if _COMPOUND.fullmatch(word):
+                out.add(word.lower())
+    return frozenset(out)
+
+
+#: A snake-case name, or hyphen-joined parts one of which is a number of one or two digits
+#: (letters first: "2024-05-21" is a date).
+_COMPOUND = re.compile(r"[^\W\d_][^\W_]*(?:_[^\W_]+)+|[^\W\d_]+(?:-[^\W_]+)*-\d{1,2}(?:-[^\W_]+)*")
 
 
 #: A code as rows may say it: for each of its parts, the terms that say that part (a row
