@@ -208,6 +208,8 @@ def test_a_memory_naming_another_host_or_variable_is_penalised(make_memory: Any)
     assert feats[other_host][ID_MISS] == 1.0 and feats[other_host][FEATURE_NAMES.index("cos")] == 0
     assert feats["Replication lag alerts fire above 60 seconds"][ID_MISS] == 0.0  # names none
     assert [hit.id for hit in m.recall("db-replica-07").items] == [failing.id]
+    # the same when only the vector side searches, as for identifiers among the terms
+    assert _candidates((mem, m), "db-replica-07", ("vector",))[other_host][ID_MISS] == 1.0
     feats = _candidates((mem, m), "where is STRIPE_WEBHOOK_SECRET kept?")
     assert feats[other_key][ID_MISS] == 1.0
     assert m.recall("where is STRIPE_WEBHOOK_SECRET kept?").items[0].id == secret.id

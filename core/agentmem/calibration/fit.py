@@ -597,10 +597,9 @@ def fit_profile(
 
     The calibration is fitted on raw and on standardized features (:func:`logistic`; the
     ordering with it), at each penalty of :data:`CALIBRATION_L2S`; the fit whose scores have
-    the lowest log loss
-    held out (k-fold, on the cases the score is fitted on) is kept: standardized suits an
-    embedder whose cosines are compressed (e5: golden Recall@5 0.89 held out, 0.71 raw), raw
-    one whose are not (MiniLM). Log loss judges the scores as probabilities, which is what a
+    the lowest log loss held out (k-fold, on the cases the score is fitted on) is kept:
+    standardized suits an embedder whose cosines are compressed (e5: golden Recall@5 0.89
+    held out, 0.71 raw), raw one whose are not (MiniLM). Log loss judges the scores as probabilities, which is what a
     calibration is for; a family's recall or expect-empty share, counted over a dozen cases,
     moves by whole cases and chose raw for e5.
 

@@ -94,8 +94,11 @@ def _query_text(query: str, keywords: KeywordIndex, use_keyword: bool) -> _Query
     """The query's analysed terms and, when the keyword side searches (a vector-only recall
     has no reason to hold the rows saying them), what its words weigh there."""
     terms = keywords.query_terms(query)
+    # names the tokenizer cuts up ("db-replica-07"): a row naming another is about another
+    # (like the identifiers among the terms, whichever side searches)
+    compounds = compound_identifiers(query)
     if not use_keyword:
-        return _QueryText(terms, {}, [], [], [])
+        return _QueryText(terms, {}, [], [], [], compounds)
     # A term naming one thing exactly (an order, a ticket, a host) outweighs the words
     # around it: "medical record MED-SY2FJL" is about the row naming MED-SY2FJL, not the rows
     # saying "medical record" of another id (keyed by the query's terms as searched: "504s"
@@ -110,8 +113,7 @@ def _query_text(query: str, keywords: KeywordIndex, use_keyword: bool) -> _Query
         codes(query, keywords.analyze),
         # the identifiers as typed, for the backlog rows whose raw content names them
         identifier_words(query, keywords.analyze) if identifiers else [],
-        # names the tokenizer cuts up ("db-replica-07"): a row naming another is about it
-        compound_identifiers(query),
+        compounds,
     )
 
 
