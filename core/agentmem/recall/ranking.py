@@ -56,7 +56,7 @@ constants of this module.
    candidate reaches ``min_score``; then the items at or above ``min_score`` or above a
    share of the best score (``chat_floor`` for chat messages, ``item_floor`` for the rest),
    a self-contained item (anything but a chat message) within the profile's ``score_gap``
-   of the best too. A query giving a code (``OPS-4478``) that no candidate says gets
+   of the best candidate that is not a question asked in the conversation too. A query giving a code (``OPS-4478``) that no candidate says gets
    nothing. The scores of the items kept are made non-increasing down the list, so
    higher is better everywhere.
 
