@@ -152,6 +152,64 @@ def test_unreadable_vectors_leave_the_context_ungated_not_the_row_unindexed(
     assert note in _found_by_keywords(mem, "plumber")
 
 
+def _fail_requeue(ids: Any, *, vectors: bool) -> None:
+    raise StorageError("requeue failed: database is locked")
+
+
+def test_messages_left_ungated_stay_queued_through_a_failed_requeue(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = make_memory(background=False)
+    _session(mem)
+    assert mem.flush(timeout=30)
+
+    def fail(collection: str, ids: Any) -> Any:
+        raise StorageError("vector read failed: disk gone")
+
+    monkeypatch.setattr(mem.vectors, "vectors", fail)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    note = m.add_message("user", "Unrelated: the plumber comes at noon.").id
+    assert mem.flush(timeout=30)
+    assert note in _found_by_keywords(mem, "finance slides")  # ungated
+    monkeypatch.undo()
+    monkeypatch.setattr(mem.records.index, "requeue", _fail_requeue)
+    with pytest.raises(StorageError, match="requeue failed"):
+        mem.indexer._keyword_pass()
+    monkeypatch.undo()
+    assert mem.flush(timeout=30)
+    assert note not in _found_by_keywords(mem, "finance slides")
+
+
+def test_a_message_embedded_during_the_keyword_pass_is_gated_after_a_failed_requeue(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the race above, but queueing it again after the pass fails once: the keyword
+    pass has marked it done, so the indexer keeps it to queue again later."""
+    mem = make_memory(background=False)
+    ids = _session(mem)
+    indexer = mem.indexer
+    indexer.embed_first_rows = 0
+    stored_vectors = indexer._stored_vectors
+    calls = 0
+
+    def embed_meanwhile(rows: Any, gating: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        found = stored_vectors(rows, gating)
+        if calls == 1:
+            assert indexer._vector_pass()  # embeds all three and requeues the cat message
+            monkeypatch.setattr(mem.records.index, "requeue", _fail_requeue)
+        return found
+
+    monkeypatch.setattr(indexer, "_stored_vectors", embed_meanwhile)
+    with pytest.raises(StorageError, match="requeue failed"):
+        indexer.run_once()
+    monkeypatch.undo()
+    assert ids[CAT] in _found_by_keywords(mem, "quarterly budget")  # provisional context
+    assert mem.flush(timeout=30)
+    assert ids[CAT] not in _found_by_keywords(mem, "quarterly budget")
+
+
 def test_vectors_read_back_without_embeddings_leave_the_context_ungated_until_whole(
     make_memory: MakeMemory, tmp_path: Path
 ) -> None:
