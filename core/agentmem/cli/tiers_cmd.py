@@ -69,8 +69,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--budget-ratio", type=float, default=0.8, help="compaction trip (0.8)")
     p.set_defaults(func=cmd_working)
 
-    p = sub.add_parser("session-detail", help="the full events of a session (any tier)")
+    p = sub.add_parser(
+        "session-detail",
+        help="the full events of a session (any tier)",
+        description="The full events and summary of a session of the bound conversation, "
+        "any tier; with --target-agent, one of that agent's closed sessions.",
+    )
     p.add_argument("session_id")
+    p.add_argument(
+        "--target-agent",
+        default=None,
+        metavar="AGENT",
+        help="read a closed session of this agent instead (needs --agent and no --user)",
+    )
     p.set_defaults(func=cmd_session_detail)
 
     p = sub.add_parser("knowledge", help="the agent's knowledge base (upsert/get/delete/list)")
@@ -197,7 +208,7 @@ def _brief(item: Any) -> dict[str, Any]:
 def cmd_session_detail(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     with open_store(args, create=False, background=False) as mem:
-        detail = bind(mem, args).session_detail(args.session_id)
+        detail = bind(mem, args).session_detail(args.session_id, target_agent=args.target_agent)
     out.result(detail)
     out.print(
         f"session {markup(detail.session_id)}: {detail.tier or 'open'}, {len(detail.events)} events"
