@@ -23,6 +23,7 @@ from ..models import (
     RecallResult,
 )
 from ..scopes import default_memory_scope
+from ._args import FRACTION, SECONDS, TOP_K, whole
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -66,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "if --agent (every user of the agent), else session; tenant (every user of the "
         "tenant) only when given",
     )
-    p.add_argument("--importance", type=float, default=None, help="0..1")
+    p.add_argument("--importance", type=FRACTION, default=None, help="0..1")
     p.add_argument("--topic-key", default=None, help="a later memory with this key supersedes")
     p.add_argument("--metadata", default=None, help="JSON object")
     p.set_defaults(func=cmd_remember)
@@ -77,14 +78,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Recall memories for a query within the bound identity's scopes.",
     )
     p.add_argument("query")
-    p.add_argument("-k", "--top-k", type=int, default=5, help="at most this many (1..20)")
+    p.add_argument("-k", "--top-k", type=TOP_K, default=5, help="at most this many (1..20)")
     p.add_argument("--kind", action="append", choices=KINDS, help="restrict to a kind (repeat)")
     p.add_argument(
         "--memory-type", "--type", dest="memory_type", action="append", choices=MEMORY_TYPES
     )
     p.add_argument("--scope", default="any", choices=RECALL_SCOPES)
-    p.add_argument("--min-score", type=float, default=None, help="0..1 (default 0.3)")
-    p.add_argument("--token-budget", type=int, default=None, help="default 1000")
+    p.add_argument("--min-score", type=FRACTION, default=None, help="0..1 (default 0.3)")
+    p.add_argument("--token-budget", type=whole(1), default=None, help="default 1000")
     p.add_argument(
         "--filter",
         action="append",
@@ -117,7 +118,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--wait",
-        type=float,
+        type=SECONDS,
         default=0.0,
         metavar="SECONDS",
         help="wait up to this long for the indexes to catch up first (not needed: recall "

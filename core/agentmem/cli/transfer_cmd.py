@@ -22,6 +22,7 @@ from ..client import Client
 from ..maintenance import transfer
 from ..memory import AgentMemory
 from ..models import KINDS, Identity
+from ._args import whole
 from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -54,7 +55,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="JSONL file ('-' reads stdin)")
-    p.add_argument("--batch-size", type=int, default=500, help="records per write (default 500)")
+    p.add_argument(
+        "--batch-size", type=whole(1), default=500, help="records per write (default 500)"
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
