@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agentmem import AgentMemory, ValidationError
+from agentmem import AgentMemory, StorageError, ValidationError
 from agentmem.chunking import chunk_text
 from agentmem.cli import _common as cli_common
 from agentmem.cli import build_parser, demo, main
@@ -912,3 +912,26 @@ def test_calibrate_refuses_too_few_folds_at_once(make_memory: Callable[..., Agen
     for folds in (0, 1, True):
         with pytest.raises(ValidationError, match="folds: must be a whole number of at least 2"):
             mem.calibrate(folds=folds)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["stats"], ["doctor"], ["export"], ["recall", "q"], ["remember", "x", "--scope", "tenant"]],
+)
+def test_a_home_that_is_a_file_is_named_as_such(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root:x:0:0\n")
+    assert main(["--home", str(a_file), *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"data dir {a_file} is a file, not a directory" in err
+    assert "writable" not in err
+    assert a_file.read_text() == "root:x:0:0\n"
+
+
+def test_opening_a_file_as_a_data_dir_says_it_is_a_file(tmp_path: Path) -> None:
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root:x:0:0\n")
+    with pytest.raises(StorageError, match="is a file, not a directory"):
+        AgentMemory(a_file)

@@ -320,6 +320,8 @@ def open_memory(
     path = home or home_of(args)
     where = path if path is not None else default_home()
     must_exist = beside_writer or not create
+    if where.exists() and not where.is_dir():
+        raise CliError(f"data dir {where} is a file, not a directory (see --home)")
     if must_exist and not kwargs["settings"].records_url and not where.exists():
         # on a mistyped --home, a reading command would create an empty store and report
         # on it ("0 result(s)", an empty export) as if all were well
