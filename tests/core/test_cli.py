@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -935,3 +935,74 @@ def test_opening_a_file_as_a_data_dir_says_it_is_a_file(tmp_path: Path) -> None:
     a_file.write_text("root:x:0:0\n")
     with pytest.raises(StorageError, match="is a file, not a directory"):
         AgentMemory(a_file)
+
+
+# -- global flags before or after the command ----------------------------------------------------
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[Any]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield (*path, name), command
+                yield from _commands(command, (*path, name))
+
+
+def test_every_command_takes_every_global_flag() -> None:
+    parser = build_parser()
+    flags = {s for a in parser._actions if a.dest != "help" for s in a.option_strings}
+    assert {"--home", "--tenant", "--user", "--agent", "--session", "--json", "--url"} <= flags
+    missing = [
+        f"{' '.join(path)} {flag}"
+        for path, command in _commands(parser)
+        for flag in sorted(flags)
+        if flag not in command._option_string_actions
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--tenant", "acme", "recall", "q"], {"tenant": "acme", "user": None}),
+        (["recall", "--tenant", "acme", "q", "--user", "u1"], {"tenant": "acme", "user": "u1"}),
+        (["--tenant", "a", "--user", "u", "recall", "--tenant", "b", "q"], {"tenant": "b"}),
+        (["--json", "stats"], {"json": True}),
+        (["stats", "--home", "/h", "--json"], {"home": "/h", "json": True}),
+        (["export", "--tenant-only", "--tenant", "acme"], {"tenant": "acme", "tenant_only": True}),
+        (["--tenant", "g", "mcp", "--tenant", "t", "--session", "s"], {"tenant": "t"}),
+        (["erase", "--tenant", "acme", "--user", "u1"], {"tenant": "acme", "user": "u1"}),
+        (
+            ["knowledge", "upsert", "x", "--agent", "bot", "--json", "--key", "k"],
+            {"agent": "bot", "json": True, "key": "k"},
+        ),
+        # keys create --tenant is the key's tenant, not the identity's
+        (["--tenant", "g", "keys", "create", "--tenant", "t"], {"tenant": "g", "key_tenant": "t"}),
+    ],
+)
+def test_global_flags_are_taken_before_and_after_the_command(
+    argv: list[str], expected: dict[str, Any]
+) -> None:
+    args = build_parser().parse_args(argv)
+    assert {name: getattr(args, name) for name in expected} == expected
+
+
+def test_identity_flags_after_the_command_reach_it(cli: CLI) -> None:
+    made = cli("remember", "--tenant", "acme", "--user", "u1", "The gate code is 4417", "--json")
+    assert made.status == 0, made.err
+    fact = made.json()["id"]
+    found = cli("recall", "--tenant", "acme", "gate code", "--user", "u1", "--json")
+    assert [h["id"] for h in found.json()["items"]] == [fact]
+    assert cli("--tenant", "other", "remember", "--user", "u1", "Another tenant's fact").status == 0
+    only = cli("export", "--tenant-only", "--tenant", "acme")
+    assert only.status == 0, only.err
+    assert [line["id"] for line in only.jsonl()] == [fact]
+
+
+def test_a_commands_help_names_the_global_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["recall", "--help"], ["knowledge", "upsert", "--help"], ["--help"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        shown = capsys.readouterr().out
+        assert "--tenant" in shown and "--home" in shown, argv
+    main_help = build_parser().format_help()
+    assert "global options" not in main_help and "tenant id (default:" in main_help

@@ -11,7 +11,8 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..errors import AgentMemError
 from ._common import CliError, add_storage_flags
@@ -64,18 +65,51 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(sub)
-    for command in sub.choices.values():
-        # accepted after the command too (`agentmem stats --json`); SUPPRESS keeps a flag
-        # given before the command from being reset by the sub-parser's default
-        options = command._option_string_actions
-        if "--json" not in options:
-            command.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
-        if "--verbose" not in options:
-            command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-        for flag in ("--embedder", "--embedder-name"):
-            if flag not in options:
-                command.add_argument(flag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    global_flags = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    for command in _subparsers(parser):
+        _accept_global_flags(command, global_flags)
     return parser
+
+
+#: The title of the global flags in a command's help.
+GLOBAL_FLAGS_TITLE = "global options"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command's parser, nested ones (``knowledge upsert``) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                yield command
+                yield from _subparsers(command)
+
+
+def _accept_global_flags(
+    command: argparse.ArgumentParser, global_flags: list[argparse.Action]
+) -> None:
+    """Let ``command`` take the global flags too (``agentmem export --tenant acme``), except
+    those it defines itself (``keys create --tenant`` is the key's tenant). Their default is
+    SUPPRESS, so a flag given before the command is not reset by the command's parser."""
+    accepted: list[str] = []
+    for flag in global_flags:
+        strings = [s for s in flag.option_strings if s not in command._option_string_actions]
+        if not strings:
+            continue
+        accepted.append("/".join(strings))
+        # listed once in the group's text below: each in full would repeat `agentmem --help`
+        kwargs: dict[str, Any] = {"dest": flag.dest, "default": argparse.SUPPRESS}
+        kwargs["help"] = argparse.SUPPRESS
+        if isinstance(flag, argparse._StoreTrueAction):
+            kwargs["action"] = "store_true"
+        else:
+            kwargs.update(type=flag.type, choices=flag.choices)
+        command.add_argument(*strings, **kwargs)
+    if accepted:
+        command.add_argument_group(
+            GLOBAL_FLAGS_TITLE,
+            f"{', '.join(accepted)}: as before the command (see `agentmem --help`); given "
+            "after it, they win.",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
