@@ -1006,3 +1006,13 @@ def test_a_commands_help_names_the_global_flags(capsys: pytest.CaptureFixture[st
         assert "--tenant" in shown and "--home" in shown, argv
     main_help = build_parser().format_help()
     assert "global options" not in main_help and "tenant id (default:" in main_help
+
+
+def test_every_command_says_what_it_does_in_plain_text() -> None:
+    for path, command in _commands(build_parser()):
+        shown = command.format_help()
+        assert command.description, path
+        for mark in ("``", ":class:", ":func:", ":mod:", "**"):
+            assert mark not in shown, (path, mark)
+    stats = dict(_commands(build_parser()))[("stats",)].format_help()
+    assert "index" in stats and "disk use" in stats

@@ -11,6 +11,7 @@ import importlib
 import logging
 import os
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -66,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(sub)
     global_flags = [a for a in parser._actions if a.option_strings and a.dest != "help"]
-    for command in _subparsers(parser):
+    for command, summary in _subparsers(parser):
         _accept_global_flags(command, global_flags)
+        if not command.description and summary:  # `agentmem stats --help` says what it does
+            command.description = summary[0].upper() + summary[1:].rstrip(".") + "."
     return parser
 
 
@@ -75,12 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
 GLOBAL_FLAGS_TITLE = "global options"
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
-    """Every command's parser, nested ones (``knowledge upsert``) included."""
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+    """Every command's parser, nested ones (``knowledge upsert``) included, with its
+    one-line help."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for command in action.choices.values():
-                yield command
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, command in action.choices.items():
+                yield command, helps.get(name)
                 yield from _subparsers(command)
 
 
@@ -105,10 +112,10 @@ def _accept_global_flags(
             kwargs.update(type=flag.type, choices=flag.choices)
         command.add_argument(*strings, **kwargs)
     if accepted:
+        # wrapped here: a command with a raw formatter (import) shows it as it is
+        text = f"{', '.join(accepted)}: as before the command (see `agentmem --help`); given "
         command.add_argument_group(
-            GLOBAL_FLAGS_TITLE,
-            f"{', '.join(accepted)}: as before the command (see `agentmem --help`); given "
-            "after it, they win.",
+            GLOBAL_FLAGS_TITLE, textwrap.fill(text + "after it, they win.", break_on_hyphens=False)
         )
 
 

@@ -35,13 +35,14 @@ from ._common import (
     markup,
     open_memory,
     open_store,
+    plain,
     resolve_identity,
 )
 
 
 def _format_help() -> str:
     doc = transfer.__doc__ or ""
-    return doc[doc.index("Two kinds of line") :]
+    return plain(doc[doc.index("Two kinds of line") :])
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
