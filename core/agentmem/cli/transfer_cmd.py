@@ -80,9 +80,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _split_lines(text: str) -> list[str]:
+    """The lines of a file (a final newline ends the last line: it starts no other)."""
     # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
     # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
 
 
 def _read_lines(path: str) -> list[str]:
@@ -210,8 +211,6 @@ def _import_remote(
 @command
 def cmd_import(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    if args.batch_size < 1:
-        raise CliError("--batch-size: must be a positive integer")
     lines = _read_lines(args.file)
     started = time.perf_counter()
     with _interruptible(out) as stop, open_store(args) as store:
