@@ -134,6 +134,7 @@ def test_a_pinned_key_sees_what_its_user_may_recall(
     assert c.get("/ui/search?q=bees&user=u2").status_code == 403
     search = c.get("/ui/search?q=bees+on+the+roof&min_score=0").text
     assert "Bob keeps bees" not in search and "readonly" in search
+    assert 'id="gate"' not in search  # how many of u2's rows matched is not u1's business
 
 
 def test_a_pinned_key_sees_no_trace_of_other_users_activity(
