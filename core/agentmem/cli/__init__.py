@@ -104,8 +104,11 @@ def _accept_global_flags(
             continue
         accepted.append("/".join(strings))
         # listed once in the group's text below: each in full would repeat `agentmem --help`
-        kwargs: dict[str, Any] = {"dest": flag.dest, "default": argparse.SUPPRESS}
-        kwargs["help"] = argparse.SUPPRESS
+        kwargs: dict[str, Any] = {
+            "dest": flag.dest,
+            "default": argparse.SUPPRESS,
+            "help": argparse.SUPPRESS,
+        }
         if isinstance(flag, argparse._StoreTrueAction):
             kwargs["action"] = "store_true"
         else:

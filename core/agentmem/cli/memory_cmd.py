@@ -44,7 +44,7 @@ from ._common import (
 #: How far below the threshold the best match may score for recall to suggest the
 #: ``--min-score`` that would return it: a calibrated score reads as a chance of being
 #: relevant, so 0.05 under the bar is a near miss, while an unrelated query's best match
-#: scores far lower (0.15 for "favourite colour" against a stretching routine).
+#: scores far lower (0.11 for "favourite colour" against one stretching routine).
 NEAR_MISS = 0.05
 
 

@@ -400,10 +400,7 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
     sources = _readable(viewer, records.memories.get_many(tenant, source_ids, live_only=False))
     derived_refs = records.sources.derived_from(tenant, [item.id])
     derived = _readable(viewer, records.memories.get_many(tenant, [d.id for d in derived_refs]))
-    replaced = [
-        _step(ctx, r.item, item.id)
-        for r in _readable(viewer, records.browse.replaced(tenant, item.id))
-    ]
+    replaced = [_step(ctx, r.item, item.id) for r in records.browse.replaced(tenant, item.id)]
     replaced_by = None
     if item.superseded_by is not None:
         replaced_by = _step(ctx, item, item.superseded_by)
