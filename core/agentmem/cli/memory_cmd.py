@@ -72,6 +72,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--metadata", default=None, help="JSON object")
     p.set_defaults(func=cmd_remember)
 
+    _register_recall(sub)
+
+    p = sub.add_parser(
+        "add-message",
+        help="store one chat message of the --session",
+        description="Store one chat message (needs --session or AGENTMEM_SESSION).",
+    )
+    p.add_argument("role", choices=ROLES)
+    p.add_argument("content", help="message text ('-' reads stdin)")
+    p.add_argument("--metadata", default=None, help="JSON object")
+    p.add_argument("--event-time", default=None, help="ISO-8601 timestamp (default: now)")
+    p.set_defaults(func=cmd_add_message)
+
+    p = sub.add_parser(
+        "read-tool-output",
+        help="print the full payload of a tool output (its source_ref key)",
+    )
+    p.add_argument("key", help="the source_ref shown by recall")
+    p.set_defaults(func=cmd_read_tool_output)
+
+    p = sub.add_parser(
+        "forget",
+        help="forget records by id, irreversibly (as the bound identity)",
+        description="Forget records visible to the bound identity, irreversibly: a tombstone "
+        "(ids, kind, scope and times; no content) stays, while the content, its keyword and "
+        "vector entries and what was derived from it are deleted. Exits 1 if any id is not "
+        "found.",
+    )
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.set_defaults(func=cmd_forget)
+
+
+def _register_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``recall``: its flags are the Python API's recall options."""
     p = sub.add_parser(
         "recall",
         help="hybrid (keyword + vector) search of what this identity may see",
@@ -130,35 +164,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "of the threshold (further below, the query has no answer here)."
     )
     p.set_defaults(func=cmd_recall)
-
-    p = sub.add_parser(
-        "add-message",
-        help="store one chat message of the --session",
-        description="Store one chat message (needs --session or AGENTMEM_SESSION).",
-    )
-    p.add_argument("role", choices=ROLES)
-    p.add_argument("content", help="message text ('-' reads stdin)")
-    p.add_argument("--metadata", default=None, help="JSON object")
-    p.add_argument("--event-time", default=None, help="ISO-8601 timestamp (default: now)")
-    p.set_defaults(func=cmd_add_message)
-
-    p = sub.add_parser(
-        "read-tool-output",
-        help="print the full payload of a tool output (its source_ref key)",
-    )
-    p.add_argument("key", help="the source_ref shown by recall")
-    p.set_defaults(func=cmd_read_tool_output)
-
-    p = sub.add_parser(
-        "forget",
-        help="forget records by id, irreversibly (as the bound identity)",
-        description="Forget records visible to the bound identity, irreversibly: a tombstone "
-        "(ids, kind, scope and times; no content) stays, while the content, its keyword and "
-        "vector entries and what was derived from it are deleted. Exits 1 if any id is not "
-        "found.",
-    )
-    p.add_argument("ids", nargs="+", metavar="ID")
-    p.set_defaults(func=cmd_forget)
 
 
 @command

@@ -92,6 +92,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(func=cmd_session_detail)
 
+    _register_knowledge(sub)
+
+
+def _register_knowledge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``knowledge`` and its actions."""
     p = sub.add_parser("knowledge", help="the agent's knowledge base (upsert/get/delete/list)")
     ks = p.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
     q = ks.add_parser(
