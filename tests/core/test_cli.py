@@ -876,7 +876,7 @@ def test_progress_lines_say_how_long_is_left(
         (["knowledge", "search", "q", "-k", "99"], "argument -k/--top-k: must be at most 20"),
         (["import", "f.jsonl", "--batch-size", "0"], "argument --batch-size: must be at least 1"),
         (["bench", "--queries", "0"], "argument --queries: must be at least 1, got 0"),
-        (["bench", "--ack-samples", "0"], "argument --ack-samples: must be at least 1, got 0"),
+        (["bench", "--ack-samples", "-1"], "argument --ack-samples: must be at least 0, got -1"),
         (["bench", "--peer-memories", "0"], "argument --peer-memories: must be at least 1"),
         (["bench", "--seed", "-1"], "argument --seed: must be at least 0, got -1"),
         (["eval", "--max-misses", "-1"], "argument --max-misses: must be at least 0, got -1"),
