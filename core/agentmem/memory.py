@@ -507,7 +507,7 @@ class AgentMemory:
         Args:
             queries: Labelled candidates to fit on instead (collected with this embedder).
             fitted_on: What ``queries`` are, kept in the profile.
-            folds: Folds of the held-out figures.
+            folds: Folds of the held-out figures (2 or more).
             progress: ``progress(done, total)``: sets of cases collected so far.
 
         Returns:
@@ -516,6 +516,7 @@ class AgentMemory:
             shares of relevant and irrelevant candidates kept by ``min_score``.
 
         Raises:
+            ValidationError: fewer than 2 folds.
             StorageError: the store is open read-only.
 
         Example:

@@ -215,7 +215,6 @@ LONG_FUNCTIONS = {
     "evaluation.suite.run.run_suite": 88,
     "evaluation.locomo.data.load_locomo": 88,
     "rerank.HttpReranker._parse": 84,
-    "cli.memory_cmd.register": 84,
     "evaluation.derived.report.run_extraction_eval": 81,
 }
 

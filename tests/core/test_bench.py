@@ -207,8 +207,10 @@ def test_bench_cli_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         main(["bench", "--memories", "ten"])
     assert exc.value.code == 2
-    assert main(["bench", "--memories", "10", "--queries", "0"]) == 2
-    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # refused as the command line is parsed
+        main(["bench", "--memories", "10", "--queries", "0"])
+    assert exc.value.code == 2
+    assert "argument --queries: must be at least 1, got 0" in capsys.readouterr().err
 
 
 @pytest.mark.slow

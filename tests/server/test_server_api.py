@@ -259,6 +259,7 @@ def test_bad_json_and_arguments_are_422_naming_the_field(
         ({"args": {"query": "tea", "bogus": 1}}, "bogus"),
         ({"args": {"query": "tea", "top_k": "five"}}, "top_k"),
         ({"args": {}}, "query"),
+        ({"identity": {"user_id": "u1"}}, "args"),  # no args at all: args is what is missing
         ({"identity": {"user_id": 7}, "args": {"query": "tea"}}, "user_id"),
         ({"args": {"query": "tea"}, "extra": True}, "extra"),
     ]
@@ -267,6 +268,7 @@ def test_bad_json_and_arguments_are_422_naming_the_field(
         assert response.status_code == 422, (body, response.text)
         error = response.json()["error"]
         assert (error["type"], error["field"]) == ("ValidationError", field), body
+        assert error["message"].startswith(f"{field}: "), error
     assert _post(server, "/v1/ops/no_such_op", key, {"args": {}}).status_code == 404
 
 

@@ -215,7 +215,7 @@ def validation_error(errors: Sequence[Mapping[str, Any]]) -> ValidationError:
         return ValidationError("body", "invalid request")
     err = errors[0]
     loc = [str(p) for p in err.get("loc", ()) if p != "body"]
-    if loc[:1] in (["args"], ["identity"]):
+    if loc[:1] in (["args"], ["identity"]) and len(loc) > 1:  # name the argument itself
         loc = loc[1:]
     # a union's failed member is named in the location (kinds.list[str]); keep the field
     field = loc[0] if loc else "body"
