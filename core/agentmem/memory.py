@@ -808,7 +808,7 @@ class BoundMemory:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
         first when the prompt passes ``budget_ratio`` of ``model_window`` or the window holds
         more than ``max_messages``. See

@@ -191,7 +191,7 @@ class BoundMemoryProtocol(Protocol):
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]: ...
+    ) -> list[dict[str, Any]]: ...
 
     def prompt_view(
         self,

@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
         "results",
         "recall_options",
         "key_identity",
+        "tool_calls",
         "protocols",
     ),
     # the client side of the server: the contract's wire table, the codec and the clients

@@ -239,9 +239,9 @@ class AsyncBoundOps:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """See :meth:`agentmem.BoundMemory.context_messages`."""
-        result: list[dict[str, str]] = await self._call(
+        result: list[dict[str, Any]] = await self._call(
             "context_messages",
             {
                 "model_window": model_window,
