@@ -58,6 +58,7 @@ from ..results import PromptView as PromptView
 from ..results import ReferenceFact as ReferenceFact
 from ..results import ReferenceSummary as ReferenceSummary
 from ..results import TokenCounts as TokenCounts
+from ..results import WorkingSnapshot as WorkingSnapshot
 from ..tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -155,36 +156,6 @@ def _strings(value: Any, name: str) -> list[str]:
 
 # -- value objects ----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class WorkingSnapshot:
-    """A session's working memory at one moment (``m.working.snapshot()``).
-
-    Attributes:
-        pinned: Pinned messages (system role or ``metadata["pinned"] is True``), oldest first.
-        window: The other messages still in the window, oldest first.
-        summary: The reference summary of what rolled off.
-        tokens: Token counts of pinned messages, rendered summary and window.
-        compactions: Successful compactions so far.
-        trips: Budget trips so far (compressed mode once > 0).
-        last_error: The last failed compaction's error, cleared by the next success.
-    """
-
-    session_id: str
-    pinned: tuple[MemoryItem, ...]
-    window: tuple[MemoryItem, ...]
-    summary: ReferenceSummary
-    tokens: TokenCounts
-    compactions: int = 0
-    trips: int = 0
-    last_error: str | None = None
-    latest_user_id: str | None = None
-
-    @property
-    def compressed(self) -> bool:
-        """True once a budget trip happened: older content must be reached through recall."""
-        return self.trips > 0
-
-
-@dataclass(frozen=True, slots=True)
 class _State:
     summary: ReferenceSummary
     boundary: int = 0
@@ -231,6 +202,8 @@ class WorkingMemory:
 
     @property
     def config(self) -> TierConfig:
+        """The store's tier settings (an embedded memory's only: a remote one's are the
+        server's, which it does not send)."""
         return self._ctx.settings.tiers
 
     # -- reads ---------------------------------------------------------------------------------
@@ -307,17 +280,20 @@ class WorkingMemory:
         return pinned, window, latest
 
     # -- compaction ----------------------------------------------------------------------------
-    def compact(self, *, keep: int | None = None, reason: str = "manual") -> CompactionResult:
+    def compact(self, *, keep: int | None = None) -> CompactionResult:
         """Fold the window into the reference summary, keeping the last ``keep`` messages
         (default ``working_tail``, 4) and the latest user message.
         """
-        self._ctx.check_open()
         if keep is None:
-            tail = self.config.working_tail
-        elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            return self._compact(self.config.working_tail, "manual")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValidationError("keep", f"must be a non-negative integer; got {keep!r}")
-        else:
-            tail = keep
+        return self._compact(keep, "manual")
+
+    def _compact(self, tail: int, reason: str) -> CompactionResult:
+        """:meth:`compact` keeping ``tail`` messages, for ``reason`` (``manual``, ``budget``,
+        ``window_full``)."""
+        self._ctx.check_open()
         state = self._load()
         _, window, latest_user = self._rows(state)
         candidates = window[: len(window) - tail] if tail else window
@@ -451,9 +427,9 @@ class WorkingMemory:
         snap = self.snapshot()
         result: CompactionResult | None = None
         if snap.tokens.total > budget:
-            result = self.compact(keep=cfg.working_tail, reason="budget")
+            result = self._compact(cfg.working_tail, "budget")
         elif len(snap.window) > limit:
-            result = self.compact(keep=max(limit // 2, cfg.working_tail), reason="window_full")
+            result = self._compact(max(limit // 2, cfg.working_tail), "window_full")
         if result is not None and result.rolled_off:
             snap = self.snapshot()
         return self._view(snap, budget, result)
