@@ -191,10 +191,19 @@ class WorkingMemory:
     """
 
     def __init__(self, ctx: StoreContext, identity: Identity) -> None:
+        self._ctx = ctx
+        self._identity = identity
+
+    @property
+    def _key(self) -> tuple[str, str, str]:
+        """(tenant, partition, session) of the working state. A memory bound without a
+        session has none: its first read or write raises ScopeError (as ``state`` does
+        without an agent), not the property, which ``isinstance`` checks of the protocols
+        read."""
+        identity = self._identity
         scope_rules.require(identity, "session")
         assert identity.session_id is not None
-        self._ctx = ctx
-        self._key = (
+        return (
             identity.tenant_id,
             scope_rules.home_partition(identity, "session"),
             identity.session_id,
@@ -233,7 +242,7 @@ class WorkingMemory:
         summary_tokens = 0 if state.summary.empty else count_tokens(state.summary.render()) + 4
         latest = next((item.id for seq, item in window if seq == latest_user), None)
         return WorkingSnapshot(
-            session_id=self._key[2] or "",
+            session_id=self._key[2],
             pinned=tuple(item for _, item in pinned),
             window=tuple(item for _, item in window),
             summary=state.summary,
