@@ -69,7 +69,7 @@ class AgentMemRetriever(BaseRetriever):
         >>> mem = AgentMemory(tmp_path)  # doctest: +SKIP
         >>> m = mem.bind(tenant_id="acme", user_id="u1", session_id="s1")  # doctest: +SKIP
         >>> retriever = AgentMemRetriever(memory=m, k=3)  # doctest: +SKIP
-        >>> docs = retriever.invoke("which package manager?")  # doctest: +SKIP
+        >>> docs = retriever.invoke("which Python package manager do I prefer?")  # doctest: +SKIP
         >>> docs[0].metadata["kind"]  # doctest: +SKIP
         'memory'
     """

@@ -9,7 +9,7 @@ Example:
     >>> with AgentMemory(tmp_path) as mem:  # doctest: +SKIP
     ...     m = mem.bind(tenant_id="acme", user_id="u1", session_id="s1")
     ...     m.remember("I prefer uv over pip", memory_type="preference")
-    ...     m.recall("which package manager?").items[0].content
+    ...     m.recall("which Python package manager do I prefer?").items[0].content
     'I prefer uv over pip'
 """
 

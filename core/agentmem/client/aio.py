@@ -8,7 +8,7 @@ Example:
     >>> async with agentmem.connect_async(url, api_key=key) as client:  # doctest: +SKIP
     ...     m = client.bind(user_id="u1", session_id="s1")
     ...     await m.remember("I prefer uv over pip", memory_type="preference")
-    ...     (await m.recall("which package manager?")).items[0].content
+    ...     (await m.recall("which Python package manager do I prefer?")).items[0].content
     'I prefer uv over pip'
 """
 

@@ -9,7 +9,7 @@ Example:
     >>> with agentmem.connect(url, api_key=key) as client:  # doctest: +SKIP
     ...     m = client.bind(user_id="u1", session_id="s1")
     ...     m.remember("I prefer uv over pip", memory_type="preference")
-    ...     (m.recall("which package manager?")).items[0].content
+    ...     (m.recall("which Python package manager do I prefer?")).items[0].content
     'I prefer uv over pip'
 """
 
