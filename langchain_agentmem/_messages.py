@@ -2,14 +2,14 @@
 
 Writing: ``HumanMessage``/``AIMessage``/``SystemMessage`` (and ``ChatMessage`` with one of
 those roles) become chat messages; ``ToolMessage`` becomes a tool output keyed by its
-``tool_call_id``. What the core's row cannot hold natively rides in the stored metadata
-under ``lc_*`` keys: the message id and name, a tool message's status, the original content when it is a list of content blocks, and the
-``additional_kwargs``, ``response_metadata`` and tool ``artifact`` that are JSON (and at most
-16 KiB each). An AI
-message's ``tool_calls`` are kept in the core's own form (``metadata["tool_calls"]``, see
-:mod:`agentmem.tool_calls`), which ``context_messages`` also gives back. A message without
-text (an AI turn that only calls tools) is stored with empty content and its tool calls in
-the metadata: it stays in the history and out of recall.
+``tool_call_id``. An AI message's ``tool_calls`` are kept in the core's own form
+(``metadata["tool_calls"]``, see :mod:`agentmem.tool_calls`), which ``context_messages``
+also gives back. What else the core's row cannot hold natively rides in the stored metadata
+under ``lc_*`` keys: the message id and name, a tool message's status, the original content
+when it is a list of content blocks, and the ``additional_kwargs``, ``response_metadata``
+and tool ``artifact`` that are JSON (and at most 16 KiB each). A message without text (an AI
+turn that only calls tools) is stored with empty content and its tool calls in the
+metadata: it stays in the history and out of recall.
 
 Reading reverses it, so ``history.messages`` reproduces what was added, with one exception:
 the metadata holds at most 64 KiB, so a content block past :data:`BLOCK_MAX_BYTES` (an

@@ -28,25 +28,20 @@ _SEARCH_KWARGS = {"k": "k", "score_threshold": "min_score", "filter": "filters"}
 def _hints(data: dict[str, Any]) -> dict[str, str]:
     """What to write instead of the settings other retrievers take."""
     count = "the number of documents is k (the core's top_k)"
-    hints = {"top_k": count, "similarity_top_k": count}
-    hints["search_type"] = (
-        "search_type is VectorStoreRetriever's: recall is always hybrid (keyword + vector), "
-        "with min_score as its score threshold"
-    )
     given = data.get("search_kwargs")
-    if isinstance(given, dict):
-        mapped = [f"{_SEARCH_KWARGS[n]}={given[n]!r}" for n in given if n in _SEARCH_KWARGS]
-        other = sorted(n for n in given if n not in _SEARCH_KWARGS)
-        hints["search_kwargs"] = (
-            "search_kwargs is VectorStoreRetriever's: set the fields instead"
-            + (f" ({', '.join(mapped)})" if mapped else " (k, min_score, filters)")
-            + (f"; {other} have no counterpart" if other else "")
-        )
-    else:
-        hints["search_kwargs"] = (
-            "search_kwargs is VectorStoreRetriever's: set the fields k, min_score, filters"
-        )
-    return hints
+    given = given if isinstance(given, dict) else {}
+    mapped = [f"{_SEARCH_KWARGS[n]}={v!r}" for n, v in given.items() if n in _SEARCH_KWARGS]
+    other = sorted(n for n in given if n not in _SEARCH_KWARGS)
+    return {
+        "top_k": count,
+        "similarity_top_k": count,
+        "search_type": "search_type is VectorStoreRetriever's: recall is always hybrid "
+        "(keyword + vector), with min_score as its score threshold",
+        "search_kwargs": "search_kwargs is VectorStoreRetriever's: set the fields instead ("
+        + (", ".join(mapped) or "k, min_score, filters")
+        + ")"
+        + (f"; {other} have no counterpart" if other else ""),
+    }
 
 
 class AgentMemRetriever(BaseRetriever):
