@@ -150,9 +150,8 @@ def _table(results: list[BenchResult]) -> Table:
             f"{s['index_bytes'][k] / mb:,.1f}" for k in ("records", "keywords", "chroma")
         ),
     )
-    # every peer that ran, in any run: a hard-coded list left out mem0 and langgraph
     peers = [n for r in results for n in r.summary.get("peers", {}).get("systems", {})]
-    for name in dict.fromkeys(n for n in peers if n != "agentmem"):
+    for name in dict.fromkeys(n for n in peers if n != "agentmem"):  # every peer that ran
         row(
             f"{name}: Recall@k, p95 ms (corpus)",
             lambda s, name=name: "{:.3f}, {:.2f} ({:,})".format(
