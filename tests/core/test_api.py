@@ -203,6 +203,7 @@ def test_all_is_pinned() -> None:
         "MemoryItem",
         "MemoryProtocol",
         "ModelFilesError",
+        "ModelFilesWarning",
         "NotFoundError",
         "OfflineLLM",
         "OnnxCrossEncoderReranker",

@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
         "results",
         "recall_options",
         "key_identity",
+        "tool_calls",
         "protocols",
     ),
     # the client side of the server: the contract's wire table, the codec and the clients
@@ -348,11 +349,13 @@ def _surfaces() -> dict[str | None, list[type]]:
     from agentmem.memory import BoundMemory
     from agentmem.tiers.agent_state import AgentState
     from agentmem.tiers.knowledge import Knowledge
+    from agentmem.tiers.working import WorkingMemory
 
     return {
         None: [BoundMemory, sync.RemoteBoundMemory, aio.AsyncRemoteBoundMemory],
         "knowledge": [Knowledge, sync.RemoteKnowledge, aio.AsyncRemoteKnowledge],
         "state": [AgentState, sync.RemoteState, aio.AsyncRemoteState],
+        "working": [WorkingMemory, sync.RemoteWorking, aio.AsyncRemoteWorking],
     }
 
 

@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
             "fresh store and measure write acknowledgement latency, embedding and import "
             "throughput, recall latency p50/p95/p99, the query-embedding floor, peak RSS, "
             "index sizes and Recall@10; with --peers, the same corpus and queries through "
-            "LangChain and LlamaIndex hybrid retrievers. Figures are printed, never asserted."
+            "LangChain's and LlamaIndex's hybrid retrievers, mem0 and LangGraph's store. "
+            "Figures are printed, never asserted."
         ),
     )
     p.add_argument(
@@ -59,7 +60,8 @@ def register(sub: Any) -> None:
         "--peers",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="also run the LangChain / LlamaIndex peers when installed (default: yes)",
+        help="also run the peers (LangChain, LlamaIndex, mem0, LangGraph) when installed "
+        "(default: yes)",
     )
     p.add_argument(
         "--peer-memories",
@@ -149,7 +151,8 @@ def _table(results: list[BenchResult]) -> Table:
             f"{s['index_bytes'][k] / mb:,.1f}" for k in ("records", "keywords", "chroma")
         ),
     )
-    for name in ("langchain", "llamaindex"):
+    peers = [n for r in results for n in r.summary.get("peers", {}).get("systems", {})]
+    for name in dict.fromkeys(n for n in peers if n != "agentmem"):  # every peer that ran
         row(
             f"{name}: Recall@k, p95 ms (corpus)",
             lambda s, name=name: "{:.3f}, {:.2f} ({:,})".format(

@@ -40,6 +40,7 @@ from ..errors import AgentMemError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..tiers.agent_state import AgentState
 from ..tiers.knowledge import Knowledge
+from ..tiers.working import WorkingMemory
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
 from .responses import error_response, json_response
@@ -51,6 +52,7 @@ IMPLEMENTATIONS: dict[str | None, type] = {
     None: BoundMemory,
     "knowledge": Knowledge,
     "state": AgentState,
+    "working": WorkingMemory,
 }
 
 
