@@ -481,17 +481,15 @@ def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> Ke
 def _drop_vectors(vectors: VectorIndex) -> list[str]:
     """Drop every collection; an unreadable embedded store is removed instead. Returns the
     notes of what was removed."""
-    notes: list[str] = []
     try:
-        names = vectors.collections()
+        for name in vectors.collections():
+            vectors.drop(name)
     except StorageError as exc:
         if vectors.path is None or not vectors.owns_client:
             raise
-        notes.append(discard_unreadable(vectors.path, "vector index", exc))
-        names = vectors.collections()
-    for name in names:
-        vectors.drop(name)
-    return notes
+        vectors.close()  # Chroma lets go of the files; the next use starts a new store
+        return [discard_unreadable(vectors.path, "vector index", exc)]
+    return []
 
 
 def records_url(settings: Settings) -> str | None:

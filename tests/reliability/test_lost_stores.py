@@ -8,6 +8,11 @@
   the background indexer embeds them again and paraphrase recall works as before. Opened
   read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
   A Chroma database marked by another records store is refused before a vector goes in.
+- **Vector index corrupt** (a page of ``chroma/chroma.sqlite3`` zeroed, on which Chroma's Rust
+  core panics with pyo3's ``PanicException``, a ``BaseException``): every command still runs;
+  the store opens degraded (keyword answers, ``degraded=True``, new rows' vectors queued, a
+  ``flush`` that does not wait for them), doctor says the index is corrupt, and ``reindex``
+  removes it and builds it anew from the records.
 - **Records store missing or new** (a SQLite file, or the Postgres database under a node's
   home) beside indexes that hold entries: the open is refused
   with :class:`~agentmem.RecordsMissingError` naming the file and the way out, nothing is
@@ -24,11 +29,18 @@ from typing import Any
 
 import pytest
 
-from agentmem import AgentMemory, ConfigError, MemoryConfig, RecordsMissingError, Settings
+from agentmem import (
+    AgentMemory,
+    ConfigError,
+    MemoryConfig,
+    RecordsMissingError,
+    Settings,
+    StorageError,
+)
 from agentmem.cli import _common, main
 from agentmem.maintenance.doctor import diagnose
 from agentmem.storage.records import RecordStore
-from agentmem.storage.vector_index import collection_name
+from agentmem.storage.vector_index import VectorIndex, collection_name
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 ALLERGY = "The user is allergic to peanuts"
@@ -154,6 +166,55 @@ def test_chroma_database_of_another_store_is_refused(
         other.flush()
     assert other.stats().vector_pending == 1  # nothing written into the first store's vectors
     assert first.vectors.count(_user_collection()) == len(FACTS)
+
+
+def _zero_page(db: Path, page: int) -> None:
+    """Overwrite page ``page`` (from 0) of an SQLite file with zeros, as a bad sector or a
+    torn write leaves it."""
+    size = int.from_bytes(db.read_bytes()[16:18], "big")  # the page size, in the header
+    with open(db, "r+b") as f:
+        f.seek(page * (65536 if size == 1 else size))
+        f.write(bytes(size))
+
+
+def test_corrupt_vector_index_opens_degraded_and_reindex_rebuilds_it(make_memory, cli) -> None:
+    mem, ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    _zero_page(home / "chroma" / "chroma.sqlite3", 1)
+    index = VectorIndex(home / "chroma")
+    try:
+        with pytest.raises(StorageError, match="is corrupt") as err:
+            index.collections()
+        assert type(err.value.__cause__).__name__ == "PanicException"  # what Chroma does
+    finally:
+        index.close()
+
+    status, out = cli(home, "doctor")
+    assert status != 0 and "is corrupt" in out and "agentmem reindex" in out
+    status, out = cli(home, "--tenant", "acme", "--user", "u1", "recall", "peanuts")
+    assert status == 0 and "allergic to peanuts" in out and "degraded=True" in out
+    status, out = cli(home, "--tenant", "acme", "--user", "u1", "remember", "Cat: Miso")
+    assert status == 0, out  # stored; its vector waits for reindex (the indexer running)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    m = mem.bind(**IDENT)
+    found = m.recall("peanuts")
+    assert found.items[0].content == ALLERGY and found.degraded is True
+    m.remember("The user's dog is called Biscuit")
+    assert mem.flush() is False  # not waiting for an index only reindex makes writable
+    assert mem.stats().vector_pending == 2
+    report = diagnose(mem.context)
+    assert not report.ok and any("is corrupt" in p for p in report.problems)
+    mem.close()
+
+    status, out = cli(home, "reindex")
+    assert status == 0, out
+    mem = make_memory(path=home, background=False)
+    found = mem.bind(**IDENT).recall(PARAPHRASE)
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    assert mem.stats().live == len(ids) + 2 and mem.stats().vector_pending == 0
+    assert diagnose(mem.context).ok
 
 
 # -- the records store ---------------------------------------------------------------------

@@ -22,7 +22,7 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,46 @@ def collection_name(tenant_id: str, partition: str) -> str:
 
 def _client_error(exc: Exception) -> bool:
     return type(exc).__module__.startswith("chromadb")
+
+
+#: What SQLite says of a file that is damaged, or not an SQLite file at all (fixed strings
+#: of SQLite's, in the errors of Chroma's Rust core and of Python's ``sqlite3`` alike).
+_CORRUPT_SQLITE = ("database disk image is malformed", "file is not a database")
+
+
+def _corruption(exc: BaseException) -> bool:
+    """Chroma found the files of its store corrupt: its Rust core panicked (pyo3's
+    ``PanicException``), or SQLite called its file malformed."""
+    if type(exc).__name__ == "PanicException":
+        return True
+    return isinstance(exc, Exception) and any(m in str(exc) for m in _CORRUPT_SQLITE)
+
+
+#: The client methods that answer with a collection (guarded in turn).
+_COLLECTION_GETTERS = frozenset({"get_collection", "get_or_create_collection", "create_collection"})
+
+
+class _Guarded:
+    """A Chroma client or collection whose every call goes through
+    :meth:`VectorIndex._watch` (a corrupt store raises ``StorageError``)."""
+
+    __slots__ = ("_index", "_target")
+
+    def __init__(self, target: Any, index: VectorIndex) -> None:
+        self._target = target
+        self._index = index
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._index._watch():
+                out = value(*args, **kwargs)
+            return _Guarded(out, self._index) if name in _COLLECTION_GETTERS else out
+
+        return call
 
 
 def _gone(exc: Exception) -> bool:
@@ -121,7 +161,10 @@ class VectorIndex:
         #: Opened beside the writing process: never rewrites files (no scrub at close).
         self.read_only = read_only
         self.server = server
-        self._client = client
+        self._client: _Guarded | None = None if client is None else _Guarded(client, self)
+        #: Why this index's store is known corrupt (:meth:`_watch`); every call raises it
+        #: until :meth:`close`.
+        self.corrupt: str | None = None
         self._owns_client = client is None and server is None
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
@@ -153,8 +196,37 @@ class VectorIndex:
             return "a caller's Chroma client"
         return str(self.path)
 
+    @contextlib.contextmanager
+    def _watch(self) -> Iterator[None]:
+        """Raise ``StorageError`` where Chroma finds its store corrupt, and remember it.
+
+        The embedded store runs in Rust, which panics on files it cannot read (a page of its
+        SQLite file zeroed); pyo3 raises the panic as ``PanicException``, a
+        ``BaseException`` that every ``except Exception`` misses, so each command died with
+        a traceback, ``doctor`` and ``reindex`` too. As ``StorageError`` it is an unreadable
+        index like any other: recall answers from keywords (``degraded``), doctor reports
+        it, ``reindex`` removes the files and builds the index anew. Files found corrupt
+        stay so: later calls raise at once, without Chroma (each attempt would panic and
+        print Rust's report again), until :meth:`close`.
+        """
+        try:
+            yield
+        except BaseException as exc:
+            if not _corruption(exc):
+                raise
+            problem = (
+                f"vector index at {self.location} is corrupt ({exc}); `agentmem reindex` "
+                "rebuilds it from the records"
+            )
+            if self._owns_client:  # (a server's files are its operator's to repair)
+                self.corrupt = problem
+            self._collections.clear()
+            raise StorageError(problem, path=self.location) from exc
+
     @property
     def client(self) -> Any:
+        if self.corrupt is not None:
+            raise StorageError(self.corrupt, path=self.location)
         client = self._client
         if client is not None:
             return client
@@ -162,7 +234,7 @@ class VectorIndex:
             if self._client is None and self.server is not None:
                 from .chroma_server import http_client
 
-                self._client = http_client(self.server)
+                self._client = _Guarded(http_client(self.server), self)
             if self._client is None:
                 import chromadb
                 from chromadb.config import Settings
@@ -177,16 +249,23 @@ class VectorIndex:
                         self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    self._client = chromadb.PersistentClient(path=str(where), settings=settings)
+                    with self._watch():
+                        opened = chromadb.PersistentClient(path=str(where), settings=settings)
+                    self._client = _Guarded(opened, self)
                 except Exception as exc:
                     # A failed open leaves Chroma half set up for this path: the next attempt
                     # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
                     # and the one after starts clean. Trying again at once keeps every open
                     # of this index a fresh one, whichever thread made the failed attempt.
-                    with contextlib.suppress(Exception):
-                        self._client = chromadb.PersistentClient(
-                            path=str(self._view or self.path), settings=settings
+                    with contextlib.suppress(Exception), self._watch():
+                        self._client = _Guarded(
+                            chromadb.PersistentClient(
+                                path=str(self._view or self.path), settings=settings
+                            ),
+                            self,
                         )
+                    if isinstance(exc, StorageError):
+                        raise
                     if self._client is None:
                         raise StorageError(
                             f"cannot open vector index at {self.path}: {exc}"
@@ -412,7 +491,13 @@ class VectorIndex:
         out: set[str] = set()
         offset = 0
         while True:
-            batch = col.get(include=[], limit=5000, offset=offset)["ids"]
+            try:
+                batch = col.get(include=[], limit=5000, offset=offset)["ids"]
+            except StorageError:
+                raise
+            except Exception as exc:
+                self._collections.pop(collection, None)
+                raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
             out.update(batch)
             if len(batch) < 5000:
                 return out
@@ -420,7 +505,12 @@ class VectorIndex:
 
     def count(self, collection: str) -> int:
         col = self._collection(collection, create=False)
-        return 0 if col is None else int(col.count())
+        try:
+            return 0 if col is None else int(col.count())
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
 
     def stored_dimensions(self, collections: Sequence[str]) -> int | None:
         """The length of a vector stored in the first of ``collections`` that holds one.
@@ -445,7 +535,13 @@ class VectorIndex:
         return None
 
     def collections(self) -> list[str]:
-        return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
+        try:
+            listed = self.client.list_collections()
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
+        return [c.name for c in listed if c.name.startswith(_PREFIX)]
 
     def store_marker(self) -> str | None:
         """The id of the records store whose vectors this index holds (written by
@@ -641,6 +737,7 @@ class VectorIndex:
             self._fanout = None
         self._collections.clear()
         self._missing.clear()
+        self.corrupt = None  # (reopened from its files on next use)
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
