@@ -271,9 +271,8 @@ def open_store(
     vectors: VectorIndex | None = None
     try:
         _check_node_home(home, url)
-        had_keywords = (home / KEYWORDS_DIR).is_dir()
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
-        records = _open_records(home, settings, url, vectors, had_keywords=had_keywords)
+        records = _open_records(home, settings, url, vectors)
         index = vectors
 
         def drop() -> None:
@@ -318,11 +317,10 @@ def open_store(
 
 
 def _open_records(
-    home: Path, settings: Settings, url: str | None, vectors: VectorIndex, *, had_keywords: bool
+    home: Path, settings: Settings, url: str | None, vectors: VectorIndex
 ) -> RecordStore:
     """Open (and migrate) the records store, refusing a lost one: missing, or new, beside
-    indexes with entries. On a cluster, check the vector index is this store's, and have a
-    new (or lost) keyword index follow the changes anew."""
+    indexes with entries. On a cluster, check the vector index is this store's."""
     missing = url is None and not (home / RECORDS_FILE).exists()
     if missing:  # before the file is created
         refuse_lost_records(home, vectors)
@@ -337,8 +335,6 @@ def _open_records(
             refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
-            if not had_keywords:
-                records.index.mark_keywords_pending()
     except BaseException:
         records.close()
         raise
@@ -466,14 +462,26 @@ def _check_vectors(
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
-    """The keyword index; a corrupted one is removed and rebuilt from the records."""
+    """The keyword index; a corrupted one is removed and rebuilt from the records, a lost one
+    (its dir, or its ``meta.json``, deleted: Tantivy starts an empty index there) rebuilt."""
     try:
-        return KeywordIndex(path)
+        index = KeywordIndex(path)
     except StorageError as exc:
         if not path.is_dir():
             raise
         recovered.append(discard_unreadable(path, "keyword index", exc))
-    index = KeywordIndex(path)
+        index = KeywordIndex(path)
+    else:
+        # only an empty index is compared with the records (a count of the rows there)
+        expected = 0 if index.num_docs() else records.index.keyword_indexed_count()
+        if not expected:
+            return index
+        note = (
+            f"keyword index at {path} was lost (empty, while the records say {expected} "
+            "row(s) are in it); every row queued to be indexed again in the background"
+        )
+        log.error(note)
+        recovered.append(note)
     records.index.mark_keywords_pending()  # the indexer re-adds every row
     return index
 

@@ -8,6 +8,10 @@
   the background indexer embeds them again and paraphrase recall works as before. Opened
   read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
   A Chroma database marked by another records store is refused before a vector goes in.
+- **Keyword index lost** (``keywords/`` deleted, or its ``meta.json``: Tantivy then starts an
+  empty index there), on SQLite and on Postgres: the next open finds it empty while the
+  records say rows are in it, queues every row for it again, says so in ``recovered``, and
+  recall answers ``degraded=True`` while the backlog is larger than it scores on the spot.
 - **Vector index corrupt** (a page of ``chroma/chroma.sqlite3`` zeroed, on which Chroma's Rust
   core panics with pyo3's ``PanicException``, a ``BaseException``): every command still runs;
   the store opens degraded (keyword answers, ``degraded=True``, new rows' vectors queued, a
@@ -166,6 +170,37 @@ def test_chroma_database_of_another_store_is_refused(
         other.flush()
     assert other.stats().vector_pending == 1  # nothing written into the first store's vectors
     assert first.vectors.count(_user_collection()) == len(FACTS)
+
+
+KEYWORD_LOSSES = {
+    "keywords dir deleted": lambda home: shutil.rmtree(home / "keywords"),
+    "meta.json deleted": lambda home: (home / "keywords" / "meta.json").unlink(),
+}
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("how", list(KEYWORD_LOSSES))
+def test_lost_keyword_index_is_found_at_open_and_rebuilt(make_memory, how: str) -> None:
+    mem, ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    KEYWORD_LOSSES[how](home)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    (note,) = mem.recovered
+    assert "keyword index" in note and "was lost" in note and f"say {len(ids)} row(s)" in note
+    assert mem.stats().keyword_pending == len(ids)
+    assert mem.bind(**IDENT).recall("peanuts").degraded is True  # 13 pending, 8 scanned
+    assert any("keyword index" in p for p in diagnose(mem.context).problems)
+
+    mem.flush()
+    assert mem.keywords.num_docs() == len(ids)
+    found = mem.bind(**IDENT).recall("peanuts")
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    mem.close()
+    again = make_memory(path=home, background=False)
+    assert again.recovered == []
+    assert diagnose(again.context).ok
 
 
 def _zero_page(db: Path, page: int) -> None:

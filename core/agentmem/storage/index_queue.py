@@ -486,6 +486,16 @@ class IndexQueue:
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
 
+    def keyword_indexed_count(self) -> int:
+        """Live rows in this node's keyword index by the records (written there, nothing
+        queued for them since): an empty keyword index beside them lost its entries."""
+        indexed = (
+            f"NOT ({self._kw_stale()})"
+            if self.follows_changes
+            else "keyword_indexed = 1 AND kw_pending = 0"
+        )
+        return int(self._db.read(f"SELECT COUNT(*) FROM memories WHERE {indexed} AND {LIVE}")[0][0])
+
     def mark_keywords_pending(self) -> None:
         """Flag every row for the keyword index (a rebuilt keyword index)."""
         if self.follows_changes:
