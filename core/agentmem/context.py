@@ -47,7 +47,7 @@ from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
-from .storage.records_check import refuse_lost_records
+from .storage.records_check import blank_records_file, refuse_lost_records
 from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
 from .telemetry import tracing
@@ -321,8 +321,8 @@ def _open_records(
 ) -> RecordStore:
     """Open (and migrate) the records store, refusing a lost one: missing, or new, beside
     indexes with entries. On a cluster, check the vector index is this store's."""
-    missing = url is None and not (home / RECORDS_FILE).exists()
-    if missing:  # before the file is created
+    blank = url is None and blank_records_file(home / RECORDS_FILE)
+    if blank:  # before SQLite creates (or writes) the file
         refuse_lost_records(home, vectors)
     records = RecordStore(
         home / RECORDS_FILE,
@@ -331,7 +331,7 @@ def _open_records(
         node_id=None if url is None else node_id(home),
     )
     try:
-        if not missing and not records.archive.holds_history():
+        if not blank and not records.archive.holds_history():
             refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
@@ -387,7 +387,7 @@ def _open_read_only(
     _check_node_home(home, url)
     vectors = _vector_index(home, settings, chroma_client, read_only=True)
     try:
-        has_records = url is not None or (home / RECORDS_FILE).is_file()
+        has_records = url is not None or not blank_records_file(home / RECORDS_FILE)
         if not has_records:
             refuse_lost_records(home, vectors)
         if not has_records or not (home / KEYWORDS_DIR).is_dir():

@@ -272,7 +272,16 @@ def cli(monkeypatch: pytest.MonkeyPatch, shared_embedder: Any, capsys: pytest.Ca
     return run
 
 
-@pytest.mark.parametrize("state", ["missing", "new"])
+def _files(home: Path) -> dict[Path, tuple[int, int]]:
+    """(mtime, size) of every file under ``home`` but the lock."""
+    return {
+        p.relative_to(home): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in home.rglob("*")
+        if p.is_file() and p.name != "LOCK"
+    }
+
+
+@pytest.mark.parametrize("state", ["missing", "empty", "new"])
 def test_lost_records_store_is_refused_and_nothing_changes(
     make_memory, cli, shared_embedder, state: str
 ) -> None:
@@ -281,26 +290,28 @@ def test_lost_records_store_is_refused_and_nothing_changes(
     mem.close()
     if state == "missing":
         (home / "records.sqlite3").unlink()
+    elif state == "empty":  # truncated to 0 bytes: SQLite would make a new store of it
+        (home / "records.sqlite3").write_bytes(b"")
     else:
         _fresh_records(home)
-    before = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    before = _files(home)
 
     for read_only in (False, True):
         with pytest.raises(RecordsMissingError) as err:
             AgentMemory(home, embedder=shared_embedder, read_only=read_only)
         message = str(err.value)
         assert str(home / "records.sqlite3") in message or "holds no record" in message
+        assert {"missing": "is missing", "empty": "is empty", "new": "holds no record"}[
+            state
+        ] in message
         assert "keyword index" in message and "vector index" in message
         assert "from a backup" in message and "move keywords/ and chroma/ out of" in message
         assert err.value.context["path"] == str(home)
     for command in ("doctor", "reindex"):
         status, out = cli(home, command)
         assert status != 0 and "from a backup" in out and "run `agentmem reindex`" not in out
-    after = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
-    assert {k: v for k, v in after.items() if k.name != "LOCK"} == {
-        k: v for k, v in before.items() if k.name != "LOCK"
-    }
-    assert (home / "records.sqlite3").exists() is (state == "new")
+    assert _files(home) == before  # nothing created (no -wal, no -shm), grown or touched
+    assert (home / "records.sqlite3").exists() is (state != "missing")
 
 
 def test_new_and_fully_erased_stores_still_open(make_memory, shared_embedder) -> None:
