@@ -495,8 +495,7 @@ def _drop_vectors(vectors: VectorIndex) -> list[str]:
     except StorageError as exc:
         if vectors.path is None or not vectors.owns_client:
             raise
-        vectors.close()  # Chroma lets go of the files; the next use starts a new store
-        return [discard_unreadable(vectors.path, "vector index", exc)]
+        return [vectors.discard(exc)]
     return []
 
 

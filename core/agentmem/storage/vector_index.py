@@ -32,7 +32,7 @@ import numpy as np
 from ..config import ChromaAddress
 from ..errors import StorageError
 from .database import read_only_uri
-from .datadir import writable
+from .datadir import discard_unreadable, writable
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
 
 _PREFIX = "am_"
@@ -633,6 +633,26 @@ class VectorIndex:
             )
         return total - len(ids)
 
+    def _let_go(self) -> None:
+        """Close the embedded client and forget what was read through it; the next use
+        opens the store anew (the caller holds ``_lock``)."""
+        self.exact.forget()
+        self._collections.clear()
+        self._missing.clear()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
+
+    def discard(self, reason: BaseException) -> str:
+        """Remove the embedded store, found unreadable (``reindex`` builds it anew from the
+        records; the next use starts an empty one); returns the note of it."""
+        assert self._owns_client and self.path is not None
+        with self._lock:
+            self._let_go()
+            self.corrupt = None
+            return discard_unreadable(self.path, "vector index", reason)
+
     def compact_files(self) -> list[str]:
         """Remove what the embedded store keeps of deleted vectors; returns what was done.
 
@@ -648,13 +668,7 @@ class VectorIndex:
             return []
         done: list[str] = []
         with self._lock:
-            self.exact.forget()
-            self._collections.clear()
-            self._missing.clear()
-            if self._client is not None:
-                with contextlib.suppress(Exception):
-                    self._client.close()
-                self._client = None
+            self._let_go()
             db = self.path / CHROMA_DB_FILE
             if not db.is_file():
                 return done
