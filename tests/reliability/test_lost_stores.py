@@ -43,6 +43,7 @@ from agentmem import (
 )
 from agentmem.cli import _common, main
 from agentmem.maintenance.doctor import diagnose
+from agentmem.maintenance.health import health
 from agentmem.storage.records import RecordStore
 from agentmem.storage.vector_index import VectorIndex, collection_name
 
@@ -241,6 +242,7 @@ def test_corrupt_vector_index_opens_degraded_and_reindex_rebuilds_it(make_memory
     assert mem.stats().vector_pending == 2
     report = diagnose(mem.context)
     assert not report.ok and any("is corrupt" in p for p in report.problems)
+    assert any("is corrupt" in p for p in health(mem.context).problems)
     mem.close()
 
     status, out = cli(home, "reindex")
