@@ -22,7 +22,7 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import numpy as np
 
 from ..config import ChromaAddress
 from ..errors import StorageError
+from .chroma_guard import CorruptionGuard
 from .database import read_only_uri
 from .datadir import discard_unreadable, writable
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
@@ -59,47 +60,7 @@ def _client_error(exc: Exception) -> bool:
     return type(exc).__module__.startswith("chromadb")
 
 
-#: What SQLite says of a file that is damaged, or not an SQLite file at all (fixed strings
-#: of SQLite's, in the errors of Chroma's Rust core and of Python's ``sqlite3`` alike).
-_CORRUPT_SQLITE = ("database disk image is malformed", "file is not a database")
-
-
-def _corruption(exc: BaseException) -> bool:
-    """Chroma found the files of its store corrupt: its Rust core panicked (pyo3's
-    ``PanicException``), or SQLite called its file malformed."""
-    if type(exc).__name__ == "PanicException":
-        return True
-    return isinstance(exc, Exception) and any(m in str(exc) for m in _CORRUPT_SQLITE)
-
-
-#: The client methods that answer with a collection (guarded in turn).
-_COLLECTION_GETTERS = frozenset({"get_collection", "get_or_create_collection", "create_collection"})
-
-
-class _Guarded:
-    """A Chroma client or collection whose every call goes through
-    :meth:`VectorIndex._watch` (a corrupt store raises ``StorageError``)."""
-
-    __slots__ = ("_index", "_target")
-
-    def __init__(self, target: Any, index: VectorIndex) -> None:
-        self._target = target
-        self._index = index
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._target, name)
-        if not callable(value):
-            return value
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._index._watch():
-                out = value(*args, **kwargs)
-            return _Guarded(out, self._index) if name in _COLLECTION_GETTERS else out
-
-        return call
-
-
-def _gone(exc: Exception) -> bool:
+def collection_gone(exc: Exception) -> bool:
     """The collection behind a cached handle no longer exists (dropped, maybe recreated,
     by another process sharing a Chroma server, or by an operator)."""
     return _client_error(exc) and "does not exist" in str(exc).lower()
@@ -161,11 +122,10 @@ class VectorIndex:
         #: Opened beside the writing process: never rewrites files (no scrub at close).
         self.read_only = read_only
         self.server = server
-        self._client: _Guarded | None = None if client is None else _Guarded(client, self)
-        #: Why this index's store is known corrupt (:meth:`_watch`); every call raises it
-        #: until :meth:`close`.
-        self.corrupt: str | None = None
         self._owns_client = client is None and server is None
+        #: Every Chroma call goes through it: a corrupt store raises ``StorageError``.
+        self.guard = CorruptionGuard(self.location, sticky=self._owns_client)
+        self._client: Any = None if client is None else self.guard.wrap(client)
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
@@ -196,37 +156,8 @@ class VectorIndex:
             return "a caller's Chroma client"
         return str(self.path)
 
-    @contextlib.contextmanager
-    def _watch(self) -> Iterator[None]:
-        """Raise ``StorageError`` where Chroma finds its store corrupt, and remember it.
-
-        The embedded store runs in Rust, which panics on files it cannot read (a page of its
-        SQLite file zeroed); pyo3 raises the panic as ``PanicException``, a
-        ``BaseException`` that every ``except Exception`` misses, so each command died with
-        a traceback, ``doctor`` and ``reindex`` too. As ``StorageError`` it is an unreadable
-        index like any other: recall answers from keywords (``degraded``), doctor reports
-        it, ``reindex`` removes the files and builds the index anew. Files found corrupt
-        stay so: later calls raise at once, without Chroma (each attempt would panic and
-        print Rust's report again), until :meth:`close`.
-        """
-        try:
-            yield
-        except BaseException as exc:
-            if not _corruption(exc):
-                raise
-            problem = (
-                f"vector index at {self.location} is corrupt ({exc}); `agentmem reindex` "
-                "rebuilds it from the records"
-            )
-            if self._owns_client:  # (a server's files are its operator's to repair)
-                self.corrupt = problem
-            self._collections.clear()
-            raise StorageError(problem, path=self.location) from exc
-
     @property
     def client(self) -> Any:
-        if self.corrupt is not None:
-            raise StorageError(self.corrupt, path=self.location)
         client = self._client
         if client is not None:
             return client
@@ -234,7 +165,7 @@ class VectorIndex:
             if self._client is None and self.server is not None:
                 from .chroma_server import http_client
 
-                self._client = _Guarded(http_client(self.server), self)
+                self._client = self.guard.wrap(http_client(self.server))
             if self._client is None:
                 import chromadb
                 from chromadb.config import Settings
@@ -249,23 +180,20 @@ class VectorIndex:
                         self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    with self._watch():
+                    with self.guard.watch():
                         opened = chromadb.PersistentClient(path=str(where), settings=settings)
-                    self._client = _Guarded(opened, self)
+                    self._client = self.guard.wrap(opened)
                 except Exception as exc:
                     # A failed open leaves Chroma half set up for this path: the next attempt
                     # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
                     # and the one after starts clean. Trying again at once keeps every open
                     # of this index a fresh one, whichever thread made the failed attempt.
-                    with contextlib.suppress(Exception), self._watch():
-                        self._client = _Guarded(
+                    with contextlib.suppress(Exception), self.guard.watch():
+                        self._client = self.guard.wrap(
                             chromadb.PersistentClient(
                                 path=str(self._view or self.path), settings=settings
-                            ),
-                            self,
+                            )
                         )
-                    if isinstance(exc, StorageError):
-                        raise
                     if self._client is None:
                         raise StorageError(
                             f"cannot open vector index at {self.path}: {exc}"
@@ -313,7 +241,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if attempt == 1 and _gone(exc):
+                if attempt == 1 and collection_gone(exc):
                     continue  # dropped and perhaps recreated behind this handle's back
                 raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
         self.exact.upserted(collection, ids, embeddings, metadatas)
@@ -330,7 +258,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if attempt == 1 and _gone(exc):
+                if attempt == 1 and collection_gone(exc):
                     continue
                 raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
         self.exact.deleted(collection, ids)
@@ -386,7 +314,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if _gone(exc):
+                if collection_gone(exc):
                     if attempt == 1:
                         continue
                     return []
@@ -476,7 +404,7 @@ class VectorIndex:
             raise
         except Exception as exc:
             self._collections.pop(collection, None)
-            if _gone(exc):
+            if collection_gone(exc):
                 return {}
             raise StorageError(f"vector read from {collection} failed: {exc}") from exc
         return {
@@ -491,13 +419,7 @@ class VectorIndex:
         out: set[str] = set()
         offset = 0
         while True:
-            try:
-                batch = col.get(include=[], limit=5000, offset=offset)["ids"]
-            except StorageError:
-                raise
-            except Exception as exc:
-                self._collections.pop(collection, None)
-                raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
+            batch = col.get(include=[], limit=5000, offset=offset)["ids"]
             out.update(batch)
             if len(batch) < 5000:
                 return out
@@ -505,12 +427,7 @@ class VectorIndex:
 
     def count(self, collection: str) -> int:
         col = self._collection(collection, create=False)
-        try:
-            return 0 if col is None else int(col.count())
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise StorageError(f"vector collection {collection} unreadable: {exc}") from exc
+        return 0 if col is None else int(col.count())
 
     def stored_dimensions(self, collections: Sequence[str]) -> int | None:
         """The length of a vector stored in the first of ``collections`` that holds one.
@@ -542,33 +459,6 @@ class VectorIndex:
         except Exception as exc:
             raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
         return [c.name for c in listed if c.name.startswith(_PREFIX)]
-
-    def store_marker(self) -> str | None:
-        """The id of the records store whose vectors this index holds (written by
-        :meth:`mark_store`), or None: a new (or lost and recreated) vector store."""
-        try:
-            col = self.client.get_collection(MARKER_COLLECTION, embedding_function=None)
-        except StorageError:
-            raise
-        except Exception as exc:
-            if _gone(exc):
-                return None
-            raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
-        value = (col.metadata or {}).get("store_id")
-        return None if value is None else str(value)
-
-    def mark_store(self, store_id: str) -> str:
-        """Mark this index as holding the vectors of records store ``store_id``; returns the
-        id it is marked with (another one when it was marked before)."""
-        try:
-            col = self.client.get_or_create_collection(
-                MARKER_COLLECTION, metadata={"store_id": store_id}, embedding_function=None
-            )
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise StorageError(f"cannot mark vector index at {self.location}: {exc}") from exc
-        return str((col.metadata or {}).get("store_id", ""))
 
     def drop(self, collection: str) -> None:
         self.exact.forget(collection)
@@ -650,7 +540,7 @@ class VectorIndex:
         assert self._owns_client and self.path is not None
         with self._lock:
             self._let_go()
-            self.corrupt = None
+            self.guard.corrupt = None
             return discard_unreadable(self.path, "vector index", reason)
 
     def compact_files(self) -> list[str]:
@@ -751,7 +641,7 @@ class VectorIndex:
             self._fanout = None
         self._collections.clear()
         self._missing.clear()
-        self.corrupt = None  # (reopened from its files on next use)
+        self.guard.corrupt = None  # (read from its files anew on next use)
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()

@@ -241,12 +241,12 @@ class Indexer:
     def flush(self, timeout: float | None = None) -> bool:
         """Block until no row is pending; True if caught up within ``timeout`` seconds.
 
-        A corrupt vector index (:attr:`VectorIndex.corrupt`) is not waited for: only
+        A vector index found corrupt (:mod:`~agentmem.storage.chroma_guard`) is not waited for: only
         ``reindex`` makes it writable again, so its rows stay queued and the answer is False.
         """
         if not self.running:
             self.run_once(drain=True)
-            return self.vectors.corrupt is None or self.records.index.pending_counts()[1] == 0
+            return self.vectors.guard.corrupt is None or self.records.index.pending_counts()[1] == 0
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.notify()
@@ -255,7 +255,7 @@ class Indexer:
                 kw, vec, _ = self.records.index.pending_counts()
                 if kw == 0 and vec == 0:
                     return True
-                if kw == 0 and self.vectors.corrupt is not None:
+                if kw == 0 and self.vectors.guard.corrupt is not None:
                     return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
@@ -547,7 +547,7 @@ class Indexer:
     def _vector_pass(
         self, *, retry_failed: bool = False, stop: threading.Event | None = None
     ) -> bool:
-        if self.vectors.corrupt is not None:
+        if self.vectors.guard.corrupt is not None:
             return False  # the rows stay queued: `reindex` builds the index anew, then embeds
         pending = self.records.index.pending_vector(self.batch_size, retry_failed=retry_failed)
         if not pending:
