@@ -241,8 +241,8 @@ class Indexer:
     def flush(self, timeout: float | None = None) -> bool:
         """Block until no row is pending; True if caught up within ``timeout`` seconds.
 
-        A vector index found corrupt (:mod:`~agentmem.storage.chroma_guard`) is not waited for: only
-        ``reindex`` makes it writable again, so its rows stay queued and the answer is False.
+        A vector index found corrupt (:mod:`~agentmem.storage.chroma_guard`) is not waited
+        for: only ``reindex`` makes it writable again, so its rows stay queued (False).
         """
         if not self.running:
             self.run_once(drain=True)
