@@ -574,6 +574,25 @@ def test_export_filters(cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedde
     assert cli("--tenant", "nobody", "export", "--tenant-only", home_dir=src).out == ""
 
 
+def test_erase_of_a_whole_tenant_is_refused_while_an_identity_variable_is_set(
+    cli: CLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every other command binds AGENTMEM_USER; erase reads flags only, so with the variable
+    set, `erase --tenant T` would silently widen to the whole tenant. It is refused."""
+    for user in ("u1", "u2"):
+        assert cli("--tenant", "acme", "--user", user, "remember", f"fact of {user}").status == 0
+    monkeypatch.setenv("AGENTMEM_USER", "u1")
+    refused = cli("erase", "--tenant", "acme")
+    assert refused.status == 2
+    assert "AGENTMEM_USER='u1'" in refused.err and "--user" in refused.err
+    assert cli("--json", "stats").json()["live"] == 2  # nothing erased
+    assert cli("erase", "--tenant", "acme", "--user", "u1", "--json").json()["user_id"] == "u1"
+    assert cli("--json", "stats").json()["live"] == 1
+    monkeypatch.delenv("AGENTMEM_USER")
+    assert cli("erase", "--tenant", "acme").status == 0
+    assert cli("--json", "stats").json()["live"] == 0
+
+
 # -- stats / forget / reindex -------------------------------------------------------------------
 def test_stats_forget_and_reindex(cli: CLI) -> None:
     who = ["--tenant", "acme", "--user", "u1"]
