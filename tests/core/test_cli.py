@@ -574,6 +574,23 @@ def test_export_filters(cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedde
     assert cli("--tenant", "nobody", "export", "--tenant-only", home_dir=src).out == ""
 
 
+def test_export_refuses_identity_flags_it_would_ignore(cli: CLI) -> None:
+    """`--tenant acme export` wrote every tenant and `--user u1 export` every user: a flag that
+    looks like a filter is refused rather than ignored (only --tenant-only narrows)."""
+    cli("--tenant", "acme", "--user", "u1", "remember", "acme fact")
+    cli("--tenant", "globex", "--user", "g1", "remember", "globex fact")
+    wide = cli("--tenant", "acme", "export")
+    assert wide.status == 2 and wide.out == ""
+    assert "--tenant acme" in wide.err and "--tenant-only" in wide.err
+    for flags in (["--user", "u1"], ["--agent", "a1"], ["--session", "s1"]):
+        refused = cli(*flags, "export", "--tenant-only", "--tenant", "acme")
+        assert refused.status == 2 and refused.out == ""
+        assert " ".join(flags) in refused.err
+    only = cli("--tenant", "acme", "export", "--tenant-only").jsonl()
+    assert [row["content"] for row in only] == ["acme fact"]
+    assert len(cli("export").jsonl()) == 2  # no flag: the whole store, as documented
+
+
 def test_erase_of_a_whole_tenant_is_refused_while_an_identity_variable_is_set(
     cli: CLI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -122,6 +122,8 @@ def test_stats_doctor_export_against_a_server(
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
     target = tmp_path / "export.jsonl"
+    assert main([*remote, "--user", "u1", "export", "-o", str(target)]) == 2  # not a filter
+    assert "cannot narrow to --user u1" in capsys.readouterr().err and not target.exists()
     assert main([*remote, "export", "-o", str(target)]) == 0
     assert "exported 3 line(s)" in capsys.readouterr().out
     lines = [json.loads(line) for line in target.read_text().splitlines()]
