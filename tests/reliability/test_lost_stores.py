@@ -204,6 +204,28 @@ def test_lost_keyword_index_is_found_at_open_and_rebuilt(make_memory, how: str) 
     assert diagnose(again.context).ok
 
 
+def test_keyword_index_deleted_while_open_is_rebuilt_and_the_store_closes(make_memory) -> None:
+    """``keywords/`` removed under a running process (a cleanup job, a user "clearing a
+    cache"): every commit into the deleted files failed, so no row was indexed again, flush
+    waited to its timeout, and close raised Tantivy's ValueError halfway (a server then hung
+    on SIGTERM). The indexer now starts the index anew and queues every row for it."""
+    mem = make_memory(config=SMALL_SCAN)
+    m = mem.bind(**IDENT)
+    ids = [r.id for r in m.remember_many(FACTS)]
+    assert mem.flush(timeout=60)
+    shutil.rmtree(mem.home / "keywords")
+
+    late = m.remember("The staging database is called zebra-77").id
+    assert mem.flush(timeout=60)
+    assert mem.keywords.all_ids() == {*ids, late}
+    assert m.recall("peanuts").items[0].content == ALLERGY
+    assert m.recall("zebra-77").items[0].id == late
+    assert diagnose(mem.context).ok
+    mem.close()  # no error
+    again = make_memory(path=mem.home, background=False)
+    assert again.recovered == [] and again.keywords.num_docs() == len(ids) + 1
+
+
 def _zero_page(db: Path, page: int) -> None:
     """Overwrite page ``page`` (from 0) of an SQLite file with zeros, as a bad sector or a
     torn write leaves it."""

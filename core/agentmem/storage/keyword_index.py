@@ -156,9 +156,7 @@ class KeywordIndex:
             else:
                 path.mkdir(parents=True, exist_ok=True)
                 where = path
-            self._index = tantivy.Index(self._schema, path=str(where), reuse=True)
-            self._index.register_tokenizer(ANALYZER, build_analyzer())
-            self._index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
+            self._index = self._open_index(where)
             if self._view is not None:
                 self._index.config_reader("Manual")  # the view's meta.json never changes
         except BaseException as exc:
@@ -171,6 +169,33 @@ class KeywordIndex:
                     f"(another schema): {exc}"
                 ) from exc
             raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
+
+    def _open_index(self, where: Path) -> tantivy.Index:
+        index = tantivy.Index(self._schema, path=str(where), reuse=True)
+        index.register_tokenizer(ANALYZER, build_analyzer())
+        index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
+        return index
+
+    def recreate_if_lost(self) -> bool:
+        """Start an empty index in place of one whose files were deleted under this process
+        (its ``meta.json`` is gone); True if it did. The caller queues every row again.
+
+        Tantivy keeps writing into the open files of a deleted dir, and every commit fails
+        from then on: without this, a process running when ``keywords/`` was removed would
+        never index another row (and only a restart would find the loss).
+        """
+        with self._lock:
+            if self._closed or self.read_only or (self.path / "meta.json").exists():
+                return False
+            # the old writer's files and lock are gone with the dir: nothing to commit or free
+            self._writer = None
+            self._dirty = False
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                self._index = self._open_index(self.path)
+            except (ValueError, OSError) as exc:
+                raise StorageError(f"cannot recreate keyword index at {self.path}: {exc}") from exc
+            return True
 
     def _remove_view(self) -> None:
         view, self._view = self._view, None
@@ -305,7 +330,10 @@ class KeywordIndex:
                 except ValueError:
                     pass
                 self._writer = None
-            self._index.config_reader("Manual")
+            try:
+                self._index.config_reader("Manual")
+            except ValueError:  # its dir was deleted: there is nothing left to follow
+                pass
             self._remove_view()
 
     # -- reading -----------------------------------------------------------------------------
