@@ -18,6 +18,7 @@ so searchers see new documents.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
@@ -227,15 +228,21 @@ class KeywordIndex:
         """Add (or replace, by id) documents; visible after :meth:`commit`."""
         with self._lock:
             writer = self._w()
-            for doc in docs:
-                writer.delete_documents_by_term("id", doc.id)
-                writer.add_document(_document(doc))
+            try:
+                for doc in docs:
+                    writer.delete_documents_by_term("id", doc.id)
+                    writer.add_document(_document(doc))
+            except ValueError as exc:  # e.g. its worker died on a deleted file
+                raise StorageError(f"keyword index write failed: {exc}") from exc
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
             writer = self._w()
-            for id_ in ids:
-                writer.delete_documents_by_term("id", id_)
+            try:
+                for id_ in ids:
+                    writer.delete_documents_by_term("id", id_)
+            except ValueError as exc:
+                raise StorageError(f"keyword index write failed: {exc}") from exc
 
     def delete_all(self) -> None:
         with self._lock:
@@ -330,10 +337,8 @@ class KeywordIndex:
                 except ValueError:
                     pass
                 self._writer = None
-            try:
+            with contextlib.suppress(ValueError):  # its dir was deleted: nothing to follow
                 self._index.config_reader("Manual")
-            except ValueError:  # its dir was deleted: there is nothing left to follow
-                pass
             self._remove_view()
 
     # -- reading -----------------------------------------------------------------------------
