@@ -282,6 +282,29 @@ def test_corrupt_vector_index_opens_degraded_and_reindex_rebuilds_it(make_memory
 
 
 # -- the records store ---------------------------------------------------------------------
+@pytest.mark.parametrize("page", ["header", "middle"])
+def test_damaged_records_store_is_named_with_the_way_out(make_memory, cli, page: str) -> None:
+    """A bad sector in records.sqlite3: the open said SQLite's own words under "cannot
+    migrate", and doctor reported "ok" while no query it made touched the page. Doctor now
+    finds it (SQLite's quick_check), and every command that meets it says the file is
+    damaged, that the indexes cannot restore it, and how to restore or salvage it."""
+    mem, _ = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    db = home / "records.sqlite3"
+    pages = db.stat().st_size // int.from_bytes(db.read_bytes()[16:18], "big")
+    _zero_page(db, 0 if page == "header" else pages // 2)
+
+    def says_damaged(out: str) -> bool:
+        return f"records store {db} is damaged" in out and "from a backup" in out
+
+    status, out = cli(home, "doctor")
+    assert status == 1 and says_damaged(out), out
+    for argv in (["export"], ["--tenant", "acme", "--user", "u1", "recall", "peanuts"]):
+        status, out = cli(home, *argv)
+        assert status == 0 or (status == 1 and says_damaged(out)), (argv, out)
+
+
 def _fresh_records(home: Path) -> None:
     """What an open (or `agentmem keys`) made of a deleted records file: a new, empty one."""
     (home / "records.sqlite3").unlink()
