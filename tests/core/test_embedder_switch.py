@@ -132,6 +132,10 @@ def test_cli_reindex_embeddings_switches_to_e5(
     stats = json.loads(capsys.readouterr().out)
     assert stats["embedder"]["model_name"] == "multilingual-e5-small-q4"
     assert stats["vector_pending"] == 0
+    # nothing of the old model's vectors is left: no file of a dropped collection
+    doctor = main(["--home", str(home), "--embedder", "e5", "doctor"])
+    assert doctor == 0, capsys.readouterr().out
+    capsys.readouterr()
     from agentmem.e5 import E5Embedder
 
     e5 = CachedEmbedder(E5Embedder())
