@@ -115,6 +115,18 @@ def test_recall_text_output_shows_table(cli: CLI) -> None:
     nothing = cli("--user", "u1", "recall", "best hiking trails in Patagonia")
     assert nothing.status == 0
     assert "no memories above the score threshold" in nothing.out
+    assert "no --user" not in nothing.err  # a user was bound: a plain miss
+
+
+def test_recall_with_no_identity_says_what_it_searched(cli: CLI) -> None:
+    """Remembering with --user and recalling without it found nothing and said "no memories
+    above the score threshold", as if the memory were there but scored low."""
+    assert cli("--user", "u1", "remember", "The staging database runs PostgreSQL 16").status == 0
+    run = cli("recall", "which postgres version is on staging?")
+    assert run.status == 0, run.err
+    assert "nothing found" in run.out and "score threshold" not in run.out
+    assert "no --user, --agent or --session is bound" in run.err
+    assert "tenant 'default'" in run.err
 
 
 def test_identity_comes_from_environment(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from ..models import (
     REMEMBER_SCOPES,
     ROLES,
     TIERS,
+    Identity,
     RecallResult,
 )
 from ..scopes import default_memory_scope
@@ -300,7 +301,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
         f"truncated={result.truncated}, {result.token_count} tokens"
     )
     if not result.items:
-        out.print(f"[dim]no memories above the score threshold[/]\n{footer}")
+        if result.best_score is None:  # not a miss: no candidate at all
+            out.print(f"[dim]nothing found[/]\n{footer}")
+            hint = _unbound_hint(m.identity)
+            if hint is not None:
+                out.note(hint)
+        else:
+            out.print(f"[dim]no memories above the score threshold[/]\n{footer}")
         if below is not None:
             out.note(below)
         return EXIT_OK
@@ -328,6 +335,18 @@ def _min_score(store: AgentMemory | Client) -> float:
     """The min_score a recall uses by default (a server's own setting is not sent to its
     clients: there, the default configuration's)."""
     return store.config.min_score if isinstance(store, AgentMemory) else MemoryConfig().min_score
+
+
+def _unbound_hint(identity: Identity) -> str | None:
+    """Why a recall with no identity bound but the tenant finds nothing: it sees only what
+    every user of the tenant shares (the usual slip: remembering with --user, recalling
+    without it)."""
+    if identity.user_id or identity.agent_id or identity.session_id:
+        return None
+    return (
+        f"no --user, --agent or --session is bound: only what every user of tenant "
+        f"{identity.tenant_id!r} shares (documents, tenant memories, knowledge) was searched"
+    )
 
 
 def below_threshold(result: RecallResult, threshold: float) -> str | None:
