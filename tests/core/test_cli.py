@@ -118,6 +118,22 @@ def test_recall_text_output_shows_table(cli: CLI) -> None:
     assert "no --user" not in nothing.err  # a user was bound: a plain miss
 
 
+def test_get_shows_a_record_the_identity_may_see(cli: CLI) -> None:
+    """`agentmem get ID`: what `m.get(id)` is in Python, for the ids recall prints."""
+    who = ["--tenant", "acme", "--user", "u1"]
+    made = cli(*who, "--json", "remember", "I prefer uv over pip", "--type", "preference",
+               "--metadata", '{"source": "cli"}')  # fmt: skip
+    fact = made.json()["id"]
+    shown = cli(*who, "get", fact)
+    assert shown.status == 0, shown.err
+    assert "I prefer uv over pip" in shown.out and "preference" in shown.out
+    assert '"source": "cli"' in shown.out
+    item = cli(*who, "--json", "get", fact).json()
+    assert (item["id"], item["content"], item["scope"]) == (fact, "I prefer uv over pip", "user")
+    hidden = cli("--tenant", "acme", "--user", "u2", "get", fact)
+    assert hidden.status == 1 and fact in hidden.err and hidden.out == ""
+
+
 def test_recall_with_no_identity_says_what_it_searched(cli: CLI) -> None:
     """Remembering with --user and recalling without it found nothing and said "no memories
     above the score threshold", as if the memory were there but scored low."""
@@ -821,8 +837,8 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
     "command",
     [
         ["stats"], ["doctor"], ["export"], ["recall", "x"], ["read-tool-output", "tout_x"],
-        ["forget", "m1"], ["history", "m1"], ["answer", "x"], ["session-detail", "s"],
-        ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
+        ["forget", "m1"], ["get", "m1"], ["history", "m1"], ["answer", "x"],
+        ["session-detail", "s"], ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
         ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
         ["retention"], ["erase", "--tenant", "t", "--user", "u"],
     ],

@@ -32,6 +32,7 @@ from ._common import (
     Output,
     bind,
     command,
+    dumps,
     hit_to_dict,
     markup,
     open_store,
@@ -103,6 +104,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(func=cmd_forget)
+
+    p = sub.add_parser(
+        "get",
+        help="show one record by id (as the bound identity)",
+        description="Print a record visible to the bound identity (the id recall shows): "
+        "its whole content, kind, scope, session, time and metadata. Exits 1 if it is not "
+        "found.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    p.set_defaults(func=cmd_get)
 
 
 def _register_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -361,6 +372,22 @@ def below_threshold(result: RecallResult, threshold: float) -> str | None:
     if threshold - best > NEAR_MISS:
         return f"{said}: nothing stored is close to this query"
     return f"{said}; try --min-score {int(best * 100) / 100:.2f}"
+
+
+@command
+def cmd_get(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with open_store(args, create=False) as mem:
+        item = bind(mem, args).get(args.memory_id)
+    kind = item.kind + (f" ({item.memory_type})" if item.memory_type else "")
+    where = f"scope {item.scope}" + (f", session {item.session_id}" if item.session_id else "")
+    lines = [f"{item.id}  {kind}, {where}, {item.event_time:%Y-%m-%d %H:%M}"]
+    if item.superseded_by:
+        lines.append(f"superseded by {item.superseded_by}")
+    if item.metadata:
+        lines.append(f"metadata {dumps(item.metadata)}")
+    out.result(item, text="[dim]" + markup("\n".join(lines)) + "[/]\n" + markup(item.content))
+    return EXIT_OK
 
 
 @command

@@ -192,6 +192,7 @@ STORE_COMMANDS = frozenset(
         "add-message",
         "read-tool-output",
         "forget",
+        "get",
         "import",
         "ingest",
         "history",
