@@ -196,6 +196,7 @@ def test_the_memory_commands_run_against_a_server(
     said = run("add-message", "user", "Please book the meeting room for Friday")
     found = run("recall", "locker code")
     assert found["items"][0]["id"] == fact["id"]
+    assert run("get", fact["id"])["content"] == "The user's locker code is 4417"
     knowledge = run("knowledge", "upsert", "Meeting rooms are booked in the portal", "--key", "m")
     assert run("knowledge", "get", "m")["id"] == knowledge["id"]
     assert run("history", fact["id"])
