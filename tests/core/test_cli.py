@@ -602,6 +602,27 @@ def test_export_filters(cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedde
     assert cli("--tenant", "nobody", "export", "--tenant-only", home_dir=src).out == ""
 
 
+def test_import_refuses_a_tenant_an_export_would_not_go_to(cli: CLI, tmp_path: Path) -> None:
+    """`--tenant staging import export.jsonl` restored the rows into their own tenant (acme),
+    silently: an operator meaning to keep a copy apart mixed it into the live tenant."""
+    cli("--tenant", "acme", "--user", "u1", "remember", "acme fact")
+    exported = tmp_path / "acme.jsonl"
+    assert cli("export", "-o", str(exported)).status == 0
+    target = tmp_path / "copy"
+    refused = cli("--tenant", "staging", "import", str(exported), home_dir=target)
+    assert refused.status == 2
+    assert "line 1 restores a row of tenant 'acme'" in refused.err and "--tenant" in refused.err
+    assert cli("export", home_dir=target).jsonl() == []  # nothing was imported
+    same = cli("--tenant", "acme", "import", str(exported), home_dir=target)
+    assert same.status == 0, same.err  # the tenant it restores into: no surprise
+    hand = _write_jsonl(tmp_path / "hand.jsonl", [{"type": "memory", "content": "hand fact"}])
+    assert (
+        cli("--tenant", "staging", "--user", "u9", "import", str(hand), home_dir=target).status == 0
+    )
+    tenants = {row["content"]: row["tenant_id"] for row in cli("export", home_dir=target).jsonl()}
+    assert tenants == {"acme fact": "acme", "hand fact": "staging"}
+
+
 def test_export_refuses_identity_flags_it_would_ignore(cli: CLI) -> None:
     """`--tenant acme export` wrote every tenant and `--user u1 export` every user: a flag that
     looks like a filter is refused rather than ignored (only --tenant-only narrows)."""

@@ -219,6 +219,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             plan = transfer.parse_lines(lines, base)  # every line, before anything is written
         except transfer.ImportFileError as exc:
             raise CliError(f"{args.file}: {exc.reason}") from exc
+        if not isinstance(store, Client):  # a server restores into the key's tenant
+            _refuse_a_tenant_it_would_ignore(args, plan)
         counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
         indexed = True
         if stop.is_set():
@@ -256,6 +258,21 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
     out.result(data, text=text)
     return EXIT_INTERRUPTED if counts.interrupted or not indexed else EXIT_OK
+
+
+def _refuse_a_tenant_it_would_ignore(args: argparse.Namespace, plan: transfer.ImportPlan) -> None:
+    """``--tenant staging import export.jsonl`` restored the export's rows into their own
+    tenant (acme), ignoring the flag: refused, before anything is written."""
+    given = getattr(args, "tenant", None)
+    other = next((op for op in plan.ops if op.restored_tenant not in (None, given)), None)
+    if given is None or other is None:
+        return
+    raise CliError(
+        f"{args.file}: line {other.line} restores a row of tenant {other.restored_tenant!r} "
+        f"as it was exported, whatever --tenant says: --tenant {given} would not move it. "
+        "Leave --tenant out to restore the export as it was (only hand-written lines take "
+        "--tenant); nothing was imported"
+    )
 
 
 def refuse_ignored_export_flags(args: argparse.Namespace, *, whole_store: bool) -> None:
