@@ -191,6 +191,26 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     assert re.search(r">support</a></td>\s*<td[^>]*>3</td>", agents), agents
 
 
+def test_a_key_pinned_to_a_user_reads_no_agent_state(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    """An agent's state is shared by every user it serves: a value set while serving u2 is
+    not for u1's key, nor how many keys the agents keep or when they changed them."""
+    mem, _, c = served
+    serving_u2 = mem.bind("acme", user_id="u2", agent_id="bot", session_id="u2-chat")
+    serving_u2.state.set("current_task", "Refund order 4711 for Bob")
+    login(c, key(mem, "acme", user_id="u1"))
+    for url in ("/ui/state?tenant=acme", "/ui/state?tenant=acme&agent=bot"):
+        refused = c.get(url)
+        assert refused.status_code == 403 and "4711" not in refused.text, url
+    tenant = c.get("/ui/tenants/acme").text
+    assert "agent state" not in tenant and "/ui/state" not in tenant
+    # not blind: the agent's own key reads it
+    c.cookies.clear()
+    login(c, key(mem, "acme", agent_id="bot"))
+    assert "Refund order 4711 for Bob" in c.get("/ui/state?tenant=acme").text
+
+
 def test_a_key_pinned_to_an_agent_reads_that_agents_state_only(
     served: tuple[AgentMemory, Seeded, TestClient],
 ) -> None:

@@ -26,6 +26,7 @@ from ..context import StoreContext
 from ..derived import forget as forget_op
 from ..derived import supersession
 from ..errors import AuthError, NotFoundError, ValidationError
+from ..key_identity import reaches_agent_state, require_agent_state
 from ..models import (
     MESSAGE_KINDS,
     TIER_LONG_DETAIL,
@@ -232,7 +233,7 @@ def overview(ctx: StoreContext, viewer: Viewer, tenant_id: str) -> TenantOvervie
         for s in browse.sessions(tenant, user_id=user, agent_id=agent)
         for k in [(s.partition, s.session_id)]
     ]
-    states = browse.agent_state(tenant, agent)
+    states = browse.agent_state(tenant, agent) if reaches_agent_state(user) else []
     tiers = _tiers(browse.groups(tenant, user_id=user, agent_id=agent))
     if states:
         tiers.append(TierSpan("agent state", _sum(None, states), {}, page="state"))
@@ -261,9 +262,15 @@ def agent_state(
     ctx: StoreContext, viewer: Viewer, tenant_id: str, agent_id: str | None = None
 ) -> list[StateEntry]:
     """The state of ``agent_id`` (every agent's when None) in ``tenant_id``, key by key (a
-    key pinned to an agent: that agent's only)."""
+    key pinned to an agent: that agent's only).
+
+    Raises:
+        AuthError: another tenant or agent than the viewer's, or a key pinned to a user
+            (agent state is shared by every user of the agent).
+    """
     tenant = _tenant(tenant_id)
     agent = viewer.identity(tenant, agent_id=agent_id).agent_id
+    require_agent_state(viewer.user_id, key_id=viewer.name)
     ctx.check_open()
     return [
         StateEntry(a, key, value, at)

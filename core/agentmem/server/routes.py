@@ -43,6 +43,7 @@ from ..tiers.knowledge import Knowledge
 from ..tiers.working import WorkingMemory
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
+from .pins import check_operation
 from .responses import error_response, json_response
 from .state import Principal
 
@@ -145,6 +146,7 @@ class OpHandler:
         self.body_type = body_model(op)
 
     def run(self, key: ApiKey, body: Any) -> Any:
+        check_operation(key, self.op.part)
         i = body.identity
         identity = resolve_identity(
             key,
