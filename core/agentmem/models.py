@@ -69,6 +69,11 @@ class MemoryItem:
         >>> item = m.add_message("user", "I prefer tea")  # doctest: +SKIP
         >>> item.kind
         'chat_message'
+
+    Attributes:
+        access_count: Recalls that returned it (flushed in batches); 0, with
+            ``last_accessed`` None, when a key pinned to a user or agent reads a row others
+            recall too (:func:`agentmem.scopes.recalled_only_by`): their recalls move it.
     """
 
     id: str

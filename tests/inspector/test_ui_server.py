@@ -160,8 +160,11 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
         content="Printers reset with the red button",
         scope="agent",
     )
+    # u1 wrote it, but to the agent: u2's recalls count there too
+    written = op("remember", u1, content="Hold the printer's red button to reset it", scope="agent")
     mem.flush()
-    pages = ("/ui", "/ui/tenants/acme", f"/ui/memories/{shared['id']}")
+    rows = [f"/ui/memories/{row['id']}" for row in (shared, written)]
+    pages = ("/ui", "/ui/tenants/acme", *rows)
     viewers = {"u1": key(mem, "acme", user_id="u1"), "bot": key(mem, "acme", agent_id="bot")}
 
     def look(api_key: str) -> dict[str, str]:
@@ -177,7 +180,8 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     for text in ("Where is the scanner?", "The one by the kitchen", "Thanks"):
         op("add_message", u2, role="user", content=text)
     found = op("recall", u2, query="how do I reset the printer?", min_score=0.0)
-    assert shared["id"] in [h["id"] for h in found["items"]]  # type: ignore[attr-defined]
+    hits = [h["id"] for h in found["items"]]  # type: ignore[attr-defined]
+    assert shared["id"] in hits and written["id"] in hits
     mem.flush()
     assert {who: look(k) for who, k in viewers.items()} == before
     # not blind: u1's own activity shows on the same pages
@@ -188,7 +192,8 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     assert after["/ui"] != before["u1"]["/ui"]
     assert after["/ui/tenants/acme"] != before["u1"]["/ui/tenants/acme"]
     agents = after["/ui/tenants/acme"][1].split('id="agents"')[1].split("</table>")[0]
-    assert re.search(r">support</a></td>\s*<td[^>]*>3</td>", agents), agents
+    # u1's rows under the agent: three messages and the fact u1 wrote to it
+    assert re.search(r">support</a></td>\s*<td[^>]*>4</td>", agents), agents
 
 
 def test_a_key_pinned_to_a_user_reads_no_agent_state(

@@ -370,8 +370,8 @@ class RowDetail:
     Attributes:
         state: ``live``, ``superseded``, ``deleted`` or ``forgotten``.
         access_count: Recalls that returned it (the stored count plus those not flushed yet);
-            None for a pinned viewer when the row is shared beyond its pins (a tenant's,
-            an agent's or another user's row), whose count is others' recalls too.
+            None for a pinned viewer when others recall the row too (a tenant's row, an
+            agent's for a user's key, a user's for an agent's key), whose count is theirs too.
         sources: The messages it was derived from (an extracted memory, a chunk, a summary).
         derived: The rows made from it.
         replaced: The rows it superseded.
@@ -430,9 +430,9 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
 
 
 def _access_count(ctx: StoreContext, viewer: Viewer, item: MemoryItem) -> int | None:
-    """How often recall returned ``item``, unless the viewer is pinned and the row is not
-    its own (every user's recalls count there: the count would show their activity)."""
-    if viewer.user_id not in (None, item.user_id) or viewer.agent_id not in (None, item.agent_id):
+    """How often recall returned ``item``, unless the viewer is pinned and others recall the
+    row too (:func:`agentmem.scopes.recalled_only_by`): the count would show their activity."""
+    if not scope_rules.recalled_only_by(item, viewer.user_id, viewer.agent_id):
         return None
     return item.access_count + ctx.access.pending().get(item.id, 0)
 

@@ -5,7 +5,10 @@ it every operation answers as it does embedded, but for what would show a pinned
 activity of other users or agents of its tenant:
 
 - agent state (the ``state.*`` operations, the agent-state tools over MCP) is refused to a
-  key pinned to a user (:func:`~agentmem.key_identity.reaches_agent_state` says why).
+  key pinned to a user (:func:`~agentmem.key_identity.reaches_agent_state` says why);
+- a row that others recall too (:func:`~agentmem.scopes.recalled_only_by`) comes back with
+  ``access_count`` 0 and ``last_accessed`` None, whatever operation returns it: both move
+  when another user or agent recalls the row.
 
 Example:
     >>> check_operation(key, "state")  # doctest: +SKIP
@@ -15,9 +18,16 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, TypeVar
+
 from ..key_identity import reaches_agent_state, require_agent_state
+from ..models import MemoryItem
 from ..results import ApiKey
+from ..scopes import recalled_only_by
 from ..tools.specs import AGENT_STATE_TOOLS, ALL_TOOLS, Include
+
+_T = TypeVar("_T")
 
 
 def check_operation(key: ApiKey, part: str | None) -> None:
@@ -39,4 +49,35 @@ def mcp_tools(key: ApiKey) -> Include:
     return [name for name in ALL_TOOLS if name not in AGENT_STATE_TOOLS]
 
 
-__all__ = ["check_operation", "mcp_tools"]
+def hide_others_activity(value: _T, key: ApiKey) -> _T:
+    """``value`` (an operation's result) with the access count and last access of each row
+    others recall too set to 0 and None, for a pinned key; unchanged for another."""
+    if key.user_id is None and key.agent_id is None:
+        return value
+    return _hidden(value, key.user_id, key.agent_id)  # type: ignore[no-any-return]
+
+
+def _hidden(value: Any, user_id: str | None, agent_id: str | None) -> Any:
+    """``value`` with every :class:`MemoryItem` in it (in lists, tuples and the fields of
+    result dataclasses) hidden as :func:`hide_others_activity` says."""
+    if isinstance(value, MemoryItem):
+        if recalled_only_by(value, user_id, agent_id):
+            return value
+        return dataclasses.replace(value, access_count=0, last_accessed=None)
+    if isinstance(value, list | tuple):
+        items = [_hidden(v, user_id, agent_id) for v in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {}
+        for f in dataclasses.fields(value):
+            old = getattr(value, f.name)
+            new = _hidden(old, user_id, agent_id)
+            if new is not old:
+                changed[f.name] = new
+        return dataclasses.replace(value, **changed) if changed else value
+    return value
+
+
+__all__ = ["check_operation", "hide_others_activity", "mcp_tools"]

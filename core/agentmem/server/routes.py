@@ -43,7 +43,7 @@ from ..tiers.knowledge import Knowledge
 from ..tiers.working import WorkingMemory
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
-from .pins import check_operation
+from .pins import check_operation, hide_others_activity
 from .responses import error_response, json_response
 from .state import Principal
 
@@ -159,7 +159,7 @@ class OpHandler:
             identity.tenant_id, identity.user_id, identity.agent_id, identity.session_id
         )
         method = getattr(self.op.target(bound), self.op.method)
-        return method(**body.args.model_dump(exclude_unset=True))
+        return hide_others_activity(method(**body.args.model_dump(exclude_unset=True)), key)
 
     async def respond(self, key: ApiKey, body: Any) -> Response:
         started = time.perf_counter()
