@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, TypeVar
 
 from ..key_identity import reaches_agent_state, require_agent_state
@@ -47,6 +48,19 @@ def mcp_tools(key: ApiKey) -> Include:
     if reaches_agent_state(key.user_id):
         return "all"
     return [name for name in ALL_TOOLS if name not in AGENT_STATE_TOOLS]
+
+
+def carries_rows(tp: Any) -> bool:
+    """Whether a value of type ``tp`` (an operation's declared result) may hold a
+    :class:`MemoryItem`: only those results are walked by :func:`hide_others_activity`
+    (a recall's hits carry no access count, and walking them would cost every recall)."""
+    if tp is MemoryItem:
+        return True
+    if args := typing.get_args(tp):
+        return any(carries_rows(arg) for arg in args)
+    if dataclasses.is_dataclass(tp):
+        return any(carries_rows(hint) for hint in typing.get_type_hints(tp).values())
+    return False
 
 
 def hide_others_activity(value: _T, key: ApiKey) -> _T:
@@ -80,4 +94,4 @@ def _hidden(value: Any, user_id: str | None, agent_id: str | None) -> Any:
     return value
 
 
-__all__ = ["check_operation", "hide_others_activity", "mcp_tools"]
+__all__ = ["carries_rows", "check_operation", "hide_others_activity", "mcp_tools"]
