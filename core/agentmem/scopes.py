@@ -34,7 +34,9 @@ conversations (``conv:a:<agent>``, no user) that carry a tier, and knowledge of 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ScopeError
 from .models import Identity, MemoryItem
@@ -348,6 +350,23 @@ def recalled_only_by(item: MemoryItem, user_id: str | None, agent_id: str | None
     if user_id is not None:
         return item.user_id == user_id and item.scope in ("user", "session")
     return item.agent_id == agent_id and item.scope == "agent"
+
+
+def as_seen_by(item: MemoryItem, user_id: str | None, agent_id: str | None) -> MemoryItem:
+    """``item`` as a key pinned to ``user_id`` and/or ``agent_id`` (those given) is shown it:
+    without what would tell it what other users or agents of its tenant do. That is the
+    access count and last access of a row others recall too (:func:`recalled_only_by`:
+    0 and None), and the id of another user (for a user's key) or another agent (for an
+    agent's key; knowledge aside, whose owner is part of it) who wrote a row shared with
+    the key (None). ``item`` itself when nothing is hidden."""
+    hidden: dict[str, Any] = {}
+    if not recalled_only_by(item, user_id, agent_id) and (item.access_count or item.last_accessed):
+        hidden.update(access_count=0, last_accessed=None)
+    if user_id is not None and item.user_id not in (None, user_id):
+        hidden["user_id"] = None
+    if agent_id is not None and item.agent_id not in (None, agent_id) and item.scope != "knowledge":
+        hidden["agent_id"] = None
+    return dataclasses.replace(item, **hidden) if hidden else item
 
 
 def row_tier(tier: str | None, scope: str) -> str | None:

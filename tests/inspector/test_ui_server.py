@@ -196,6 +196,22 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     assert re.search(r">support</a></td>\s*<td[^>]*>4</td>", agents), agents
 
 
+def test_a_pinned_key_is_not_told_who_else_wrote_a_shared_row(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    mem, _, c = served
+    serving_u2 = mem.bind("acme", user_id="u2", agent_id="support", session_id="u2-chat")
+    shared = serving_u2.remember("Printers reset with the red button", scope="agent").id
+    login(c, key(mem, "acme", user_id="u1"))
+    page = c.get(f"/ui/memories/{shared}").text
+    assert "Printers reset" in page and "u2" not in page
+    assert re.search(r"<th>user</th><td>-</td>", page), page
+    # not blind: the application's own key sees who wrote it
+    c.cookies.clear()
+    login(c, key(mem, "acme"))
+    assert re.search(r"<th>user</th><td>u2</td>", c.get(f"/ui/memories/{shared}").text)
+
+
 def test_a_key_pinned_to_a_user_reads_no_agent_state(
     served: tuple[AgentMemory, Seeded, TestClient],
 ) -> None:

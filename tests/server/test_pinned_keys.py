@@ -67,3 +67,26 @@ def test_a_pinned_key_sees_no_access_count_moved_by_others(
     agent = connect_as(tenant, agent="support").bind(user_id="u1")
     assert (agent.get(own.id).access_count, agent.get(own.id).last_accessed) == (0, None)
     assert agent.get(agents.id).access_count == 1
+
+
+def test_a_pinned_key_is_not_told_who_else_wrote_a_shared_row(
+    connect_as: ConnectAs, tenant: str
+) -> None:
+    app = connect_as(tenant)
+    u2 = app.bind(user_id="u2", agent_id="billing", session_id="s2")
+    tenant_fact = u2.remember("Refunds take five business days", scope="tenant")
+    u2_fact = u2.remember("Bob pays by bank transfer")
+    assert app.flush(timeout=60)
+    by_app = app.bind(user_id="u2").get(tenant_fact.id)
+    assert (by_app.user_id, by_app.agent_id) == ("u2", "billing")
+
+    u1 = connect_as(tenant, user="u1").bind(agent_id="support")
+    for item in (u1.get(tenant_fact.id), *u1.history(tenant_fact.id)):
+        assert item.user_id is None and item.content == "Refunds take five business days"
+    # a key pinned to another agent, acting for u2, is not told which agents u2 talks to
+    support = connect_as(tenant, agent="support").bind(user_id="u2")
+    for memory_id in (tenant_fact.id, u2_fact.id):
+        assert (support.get(memory_id).user_id, support.get(memory_id).agent_id) == ("u2", None)
+    # not blind: its own rows keep their owners
+    own = u1.remember("My desk is by the window")
+    assert (u1.get(own.id).user_id, u1.get(own.id).agent_id) == ("u1", "support")

@@ -407,26 +407,34 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
     sources = _readable(viewer, records.memories.get_many(tenant, source_ids, live_only=False))
     derived_refs = records.sources.derived_from(tenant, [item.id])
     derived = _readable(viewer, records.memories.get_many(tenant, [d.id for d in derived_refs]))
-    replaced = [_step(ctx, r.item, item.id) for r in records.browse.replaced(tenant, item.id)]
+    replaced = [
+        _step(ctx, _seen(viewer, r.item), item.id) for r in records.browse.replaced(tenant, item.id)
+    ]
     replaced_by = None
     if item.superseded_by is not None:
-        replaced_by = _step(ctx, item, item.superseded_by)
+        replaced_by = _step(ctx, _seen(viewer, item), item.superseded_by)
     history: list[MemoryItem] = []
     if item.kind == "memory" and item.deleted_at is None:
         history = supersession.history(ctx, identity_for(viewer, row), item.id)
     return RowDetail(
-        item=item,
+        item=_seen(viewer, item),
         partition=row.partition,
         tier=row.tier,
         state=_state(row),
         access_count=_access_count(ctx, viewer, item),
-        sources=[s.item for s in sources],
-        derived=[d.item for d in derived],
+        sources=[_seen(viewer, s.item) for s in sources],
+        derived=[_seen(viewer, d.item) for d in derived],
         replaced=replaced,
         replaced_by=replaced_by,
-        history=history,
+        history=[_seen(viewer, h) for h in history],
         audit=records.browse.audit(tenant, [item.id]),
     )
+
+
+def _seen(viewer: Viewer, item: MemoryItem) -> MemoryItem:
+    """``item`` as the viewer is shown it: a pinned key sees no other user's or agent's id
+    on a row shared with it (:func:`agentmem.scopes.as_seen_by`)."""
+    return scope_rules.as_seen_by(item, viewer.user_id, viewer.agent_id)
 
 
 def _access_count(ctx: StoreContext, viewer: Viewer, item: MemoryItem) -> int | None:

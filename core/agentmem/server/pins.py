@@ -8,7 +8,10 @@ activity of other users or agents of its tenant:
   key pinned to a user (:func:`~agentmem.key_identity.reaches_agent_state` says why);
 - a row that others recall too (:func:`~agentmem.scopes.recalled_only_by`) comes back with
   ``access_count`` 0 and ``last_accessed`` None, whatever operation returns it: both move
-  when another user or agent recalls the row.
+  when another user or agent recalls the row;
+- a row another user (for a key pinned to a user) or another agent (for a key pinned to an
+  agent) wrote and shared with the key comes back without that user's or agent's id
+  (:func:`~agentmem.scopes.as_seen_by`).
 
 Example:
     >>> check_operation(key, "state")  # doctest: +SKIP
@@ -25,7 +28,7 @@ from typing import Any, TypeVar
 from ..key_identity import reaches_agent_state, require_agent_state
 from ..models import MemoryItem
 from ..results import ApiKey
-from ..scopes import recalled_only_by
+from ..scopes import as_seen_by
 from ..tools.specs import AGENT_STATE_TOOLS, ALL_TOOLS, Include
 
 _T = TypeVar("_T")
@@ -53,7 +56,8 @@ def mcp_tools(key: ApiKey) -> Include:
 def carries_rows(tp: Any) -> bool:
     """Whether a value of type ``tp`` (an operation's declared result) may hold a
     :class:`MemoryItem`: only those results are walked by :func:`hide_others_activity`
-    (a recall's hits carry no access count, and walking them would cost every recall)."""
+    (a recall's hits carry no access count or owner, and walking them would cost every
+    recall)."""
     if tp is MemoryItem:
         return True
     if args := typing.get_args(tp):
@@ -64,8 +68,8 @@ def carries_rows(tp: Any) -> bool:
 
 
 def hide_others_activity(value: _T, key: ApiKey) -> _T:
-    """``value`` (an operation's result) with the access count and last access of each row
-    others recall too set to 0 and None, for a pinned key; unchanged for another."""
+    """``value`` (an operation's result) with each row as a pinned key is shown it
+    (:func:`~agentmem.scopes.as_seen_by`); unchanged for a key that is not pinned."""
     if key.user_id is None and key.agent_id is None:
         return value
     return _hidden(value, key.user_id, key.agent_id)  # type: ignore[no-any-return]
@@ -73,11 +77,9 @@ def hide_others_activity(value: _T, key: ApiKey) -> _T:
 
 def _hidden(value: Any, user_id: str | None, agent_id: str | None) -> Any:
     """``value`` with every :class:`MemoryItem` in it (in lists, tuples and the fields of
-    result dataclasses) hidden as :func:`hide_others_activity` says."""
+    result dataclasses) as the pinned key is shown it."""
     if isinstance(value, MemoryItem):
-        if recalled_only_by(value, user_id, agent_id):
-            return value
-        return dataclasses.replace(value, access_count=0, last_accessed=None)
+        return as_seen_by(value, user_id, agent_id)
     if isinstance(value, list | tuple):
         items = [_hidden(v, user_id, agent_id) for v in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
