@@ -203,25 +203,40 @@ class IndexQueue:
         claim is cleared by :meth:`mark_vector_done` or its lease runs out).
         """
         state = "" if retry_failed else f" AND vec_pending = {VEC_PENDING}"
+        return self._vector_todo(state, (), limit, "INDEXED BY memories_vec_todo")
+
+    def pending_vector_of(self, ids: Sequence[str]) -> list[tuple[int, Row, bool]]:
+        """The rows among ``ids`` waiting to be embedded (not those whose embedding failed),
+        as :meth:`pending_vector` gives them (claimed on Postgres), oldest first."""
+        out: list[tuple[int, Row, bool]] = []
+        for chunk in chunks(ids):
+            where = f" AND vec_pending = {VEC_PENDING} AND id IN ({marks(len(chunk))})"
+            out += self._vector_todo(where, chunk, len(chunk))
+        out.sort(key=lambda t: t[0])
+        return out
+
+    def _vector_todo(
+        self, where: str, params: Sequence[str], limit: int, index: str = ""
+    ) -> list[tuple[int, Row, bool]]:
         if self.follows_changes:
             with self._db.write(serial=False) as tx:
                 claimed = tx.execute(
                     f"UPDATE memories SET vec_claim_node = ?, "
                     f"vec_claim_until = now() + interval '{CLAIM_SECONDS} seconds' "
                     f"WHERE seq IN (SELECT seq FROM memories "
-                    f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
+                    f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} "
                     f"AND (vec_claim_until IS NULL OR vec_claim_until < now()) "
                     f"ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED) "
                     f"RETURNING seq, {COLUMNS}, ({VECTOR_LIVE})",
-                    (self.node_id, limit),
+                    (self.node_id, *params, limit),
                 ).fetchall()
             claimed.sort(key=lambda r: int(r[0]))
             return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in claimed]
         rows = self._db.read(
-            f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY memories_vec_todo "
-            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
+            f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories {index} "
+            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} "
             f"ORDER BY seq LIMIT ?",
-            (limit,),
+            (*params, limit),
         )
         return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
 
