@@ -413,3 +413,48 @@ def test_labels_and_tool_fields_are_no_speakers_for_ranking(make_memory: Any) ->
     feats = _candidates((mem, bound), "any update from the courier on the parcel?")
     assert feats["Update: the parcel is with the courier."][SPEAKER] == 0.0
     assert feats["Courier: parcel delivered to the front door"][SPEAKER] == 0.0
+
+
+def test_equal_keyword_scores_rank_in_write_order_whatever_the_index_gives(
+    make_memory: Any, monkeypatch: Any
+) -> None:
+    """Tantivy gives equal scores in the order of the segments holding the rows, which
+    depends on when the indexer committed them: the ranks, and so the recall, must not."""
+    mem = make_memory(background=False)
+    m = mem.bind("t", user_id="u")
+    older = m.remember("Alice drinks green tea daily").id
+    newer = m.remember("Bobby drinks green tea daily").id
+    mem.flush()
+    req = RecallRequest(
+        query="green tea",
+        top_k=MAX_TOP_K,
+        scope="any",
+        kinds=None,
+        memory_types=None,
+        rerank=False,
+        min_score=0.0,
+        token_budget=10**9,
+        filters={},
+        retrievers=RETRIEVERS,
+    )
+
+    def ranks() -> tuple[dict[str, int | None], list[tuple[str, float]]]:
+        ranked, _, _ = mem.engine.candidates(m.identity, req)
+        hits = m.recall("green tea", min_score=0.0).items
+        return {c.id: c.kw_rank for c in ranked}, [(h.id, h.score) for h in hits]
+
+    row = mem.records.memories.get(older)
+    assert row is not None
+    flt = KeywordFilter(tenant="t", partitions=(row.partition,))
+    hits = mem.keywords.search(mem.keywords.query_terms("green tea"), flt, 10)
+    assert len(hits) == 2 and hits[0][1] == hits[1][1]  # a tie
+    in_one_segment = ranks()
+    assert in_one_segment[0] == {older: 1, newer: 2}
+    search = mem.keywords.search
+
+    def other_segment_order(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        found = search(*args, **kwargs)
+        return sorted(reversed(found), key=lambda hit: -hit[1])  # ties the other way round
+
+    monkeypatch.setattr(mem.keywords, "search", other_segment_order)
+    assert ranks() == in_one_segment
