@@ -10,10 +10,8 @@ A write commits its row to SQLite and returns. This worker then
 
 A chat message's keyword context (the messages before it) keeps only what is on its topic,
 which takes both embeddings (:func:`~agentmem.write.index_text.on_topic`). The messages a
-keyword batch needs are embedded before it is written, whatever its size, so each entry is
-written once: an entry written again would stay in Tantivy's BM25 statistics until a merge
-rewrites its segment, and the same rows would rank differently depending on how the indexer
-happened to batch them (:meth:`Indexer._embed_ahead`). Only a message that could not be
+keyword batch needs are embedded before it is written, whatever its size, so that each entry
+is written once (:meth:`Indexer._embed_ahead` says why); only a message that could not be
 embedded first is written with all its context, and queued again by the embedder once it is.
 
 The records carry the pending flags, so a crash at any point only means the work is done
@@ -215,7 +213,7 @@ class Indexer:
 
     def start(self) -> None:
         """Start the two workers: keyword indexing never waits for the embedder's backlog (a
-        keyword pass embeds only the messages its chat messages' context needs)."""
+        keyword pass embeds only what the context of its own chat messages needs)."""
         for worker in self._workers:
             worker.start()
 
