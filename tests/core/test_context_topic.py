@@ -75,7 +75,7 @@ def test_context_off_the_topic_is_left_out_once_embedded(
     mem = make_memory(background=False)
     ids = _session(mem)
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(mem.indexer, "_embed_ahead", lambda pending, stop: None)
+    monkeypatch.setattr(mem.indexer, "_embed_ahead", lambda pending, stop: pending)
     mem.indexer.run_once()  # keyword-indexed with both preceding messages, then embedded
     monkeypatch.undo()
     found = _found_by_keywords(mem, "quarterly budget")
@@ -112,7 +112,7 @@ def test_a_message_embedded_while_the_keyword_pass_runs_is_gated_after_it(
     ids = _session(mem)
     indexer = mem.indexer
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: None)
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
     stored_vectors = indexer._stored_vectors
     calls = 0
 
@@ -194,7 +194,7 @@ def test_a_message_embedded_during_the_keyword_pass_is_gated_after_a_failed_requ
     ids = _session(mem)
     indexer = mem.indexer
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: None)
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
     stored_vectors = indexer._stored_vectors
     calls = 0
 
@@ -312,9 +312,12 @@ def test_a_burst_of_writes_is_indexed_as_the_same_writes_one_at_a_time(
         m.add_message(role, text)
         one_by_one.indexer.run_once()
     at_once = make_memory(background=False)
+    at_once.indexer.batch_size = 16  # what a pass embeds at most, ahead of its keywords too
     m = at_once.bind("acme", user_id="u1", session_id="s1")
     m.add_messages([{"role": role, "content": text} for role, text in turns])
-    at_once.indexer.run_once()  # one keyword pass over all of them
+    assert at_once.indexer._keyword_pass()  # the first messages, embedded first
+    assert 0 < at_once.indexer.embedded_total <= 16
+    assert 0 < at_once.keywords.num_docs() < len(turns)
     assert one_by_one.flush(timeout=60) and at_once.flush(timeout=60)
     for query in ("tuna", "salmon", "kibble"):  # each said in a few messages
         assert _keyword_scores(at_once, query) == _keyword_scores(one_by_one, query)

@@ -366,8 +366,9 @@ class Indexer:
             return self.keywords.rewrite(batches())
 
     def _keyword_pass(self, stop: threading.Event | None = None) -> bool:
-        """Keyword-index the pending rows, a batch at a time, until none is left (or ``stop``
-        is set: the rest stays queued)."""
+        """Keyword-index the pending rows, a batch at a time, until none is left, a batch had
+        rows embedded first (:meth:`_embed_ahead`), or ``stop`` is set (the rest stays
+        queued)."""
         did = False
         self._retry_ungated()
         while True:
@@ -383,48 +384,68 @@ class Indexer:
                 ):
                     self.keywords.delete(removed)
                     self.keywords.commit()
+            embedded = self.embedded_total
             if pending:
-                self._embed_ahead(pending, stop)
+                pending = self._embed_ahead(pending, stop)
                 self._apply_keyword(pending)
             self.records.index.keyword_read_done()
             did = True
+            if self.embedded_total > embedded:
+                return did  # an embedder pass's worth: the index writers are free again
             if len(pending) < KEYWORD_BATCH and not self.records.index.follows_changes:
                 return did
 
     def _embed_ahead(
-        self, pending: Sequence[tuple[int, Row, bool]], stop: threading.Event | None
-    ) -> None:
+        self, pending: list[tuple[int, Row, bool]], stop: threading.Event | None
+    ) -> list[tuple[int, Row, bool]]:
         """Embed the chat messages of a keyword batch that have context, and the messages
         before them, unless they are already, so that their context is decided (gated by
-        :func:`on_topic`) when they are written.
+        :func:`on_topic`) when they are written; returns the rows of ``pending`` to write now.
 
-        Each entry is then written once, however many rows the batch has: a burst of writes
+        Each entry is then written once, however many rows arrive at once: a burst of writes
         that outruns the indexer gives the same keyword index as the same writes one at a
         time. An entry written again stays in Tantivy's BM25 statistics (the document count,
         a term's document frequency, the average length) until a merge rewrites its segment,
         which happens when Tantivy decides; recall would rank the same rows differently until
-        then. A message not embedded here (its embedding failed, the indexer is stopping, or
-        on Postgres another node holds it) is written with all its context and queued again
-        once it is embedded.
+        then.
+
+        A pass embeds at most :attr:`batch_size` rows, so that it holds the index writers
+        about as long as an embedder pass: past that, only the first rows of the batch are
+        written now, the rest on the next pass. On Postgres, where a node moves past all it
+        read, such a batch is written at once with all its context, and the embedder queues
+        the messages again for every node, as it does a message not embedded here (its
+        embedding failed, the indexer is stopping, or another node holds it).
         """
         if self.context_similarity <= 0 or self.keyword_context <= 0:
-            return
-        chats = [row for _, row, live in pending if live and row.item.kind == "chat_message"]
-        preceding = self._preceding(chats, self.keyword_context)
-        needed = {*preceding, *(p.item.id for before in preceding.values() for p in before)}
-        if not needed:
-            return
+            return pending
+        first: set[str] = set()  # to embed first: rows of the messages' context with no vector
+        for n, (_, row, live) in enumerate(pending):
+            if not live or row.item.kind != "chat_message":
+                continue
+            before = self._preceding([row], self.keyword_context).get(row.item.id)
+            if not before:
+                continue
+            wants = {r.item.id for r in (row, *before) if not r.item.embedded}
+            if first and len(first | wants) > self.batch_size:
+                if self.records.index.follows_changes:
+                    return pending
+                pending = pending[:n]
+                break
+            first |= wants
+        if not first:
+            return pending
         # the embedder need not requeue what this pass is about to write gated
         self._writing = {row.item.id for _, row, _ in pending}
         try:
             with self._vec_lock:
-                todo = self.records.index.pending_vector_of(sorted(needed))
+                todo = self.records.index.pending_vector_of(sorted(first))
                 if todo:
                     self._apply_vector(todo, stop)
         except AgentMemError as exc:
             log.warning("embedding ahead of the keyword index failed: %s", exc)
         finally:
             self._writing = set()
+        return pending
 
     def _keyword_contexts(
         self, rows: Sequence[Row], preceding: Mapping[str, Sequence[Row]]
