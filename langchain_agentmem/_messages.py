@@ -2,13 +2,14 @@
 
 Writing: ``HumanMessage``/``AIMessage``/``SystemMessage`` (and ``ChatMessage`` with one of
 those roles) become chat messages; ``ToolMessage`` becomes a tool output keyed by its
-``tool_call_id``. What the core's row cannot hold natively rides in the stored metadata
-under ``lc_*`` keys: the message id and name, an AI message's ``tool_calls``, a tool
-message's status, the original content when it is a list of content blocks, and the
-``additional_kwargs``, ``response_metadata`` and tool ``artifact`` that are JSON (and at most
-16 KiB each). A message
-without text (an AI turn that only calls tools) is stored with empty content and its tool
-calls in the metadata: it stays in the history and out of recall.
+``tool_call_id``. An AI message's ``tool_calls`` are kept in the core's own form
+(``metadata["tool_calls"]``, see :mod:`agentmem.tool_calls`), which ``context_messages``
+also gives back. What else the core's row cannot hold natively rides in the stored metadata
+under ``lc_*`` keys: the message id and name, a tool message's status, the original content
+when it is a list of content blocks, and the ``additional_kwargs``, ``response_metadata``
+and tool ``artifact`` that are JSON (and at most 16 KiB each). A message without text (an AI
+turn that only calls tools) is stored with empty content and its tool calls in the
+metadata: it stays in the history and out of recall.
 
 Reading reverses it, so ``history.messages`` reproduces what was added, with one exception:
 the metadata holds at most 64 KiB, so a content block past :data:`BLOCK_MAX_BYTES` (an
@@ -33,6 +34,7 @@ from langchain_core.messages import (
 )
 
 from agentmem import BoundMemoryProtocol, MemoryItem, NotFoundError, ValidationError, validation
+from agentmem.tool_calls import TOOL_CALLS_KEY, ToolCall, stored_tool_calls
 
 _ROLE_ALIASES = {
     "human": "user",
@@ -138,10 +140,9 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
         role = "user"
     elif isinstance(message, AIMessage):
         role = "assistant"
-        if message.tool_calls:
-            meta["lc_tool_calls"] = [
-                {"name": c["name"], "args": c["args"], "id": c.get("id")}
-                for c in message.tool_calls
+        if message.tool_calls:  # the core's neutral form, which its prompts carry
+            meta[TOOL_CALLS_KEY] = [
+                ToolCall(c.get("id"), c["name"], c["args"]).to_dict() for c in message.tool_calls
             ]
     elif isinstance(message, SystemMessage):
         role = "system"
@@ -193,12 +194,21 @@ def item_to_message(memory: BoundMemoryProtocol, item: MemoryItem) -> BaseMessag
             artifact=extra.get("artifact"),
         )
     if item.role == "assistant":
+        calls = stored_tool_calls(meta)
         return AIMessage(
             **common,
             name=name,
             tool_calls=[
-                {"name": c["name"], "args": c.get("args", {}), "id": c.get("id")}
-                for c in meta.get("lc_tool_calls", [])
+                {"name": c.name, "args": c.arguments, "id": c.id}
+                for c in calls
+                if isinstance(c.arguments, dict)
+            ],
+            # arguments that are not a JSON object (stored by another framework), as
+            # LangChain keeps what it cannot parse
+            invalid_tool_calls=[
+                {"name": c.name, "args": c.arguments, "id": c.id, "error": None}
+                for c in calls
+                if isinstance(c.arguments, str)
             ],
         )
     if "lc_role" in meta:

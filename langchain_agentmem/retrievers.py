@@ -11,15 +11,37 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from agentmem import BoundMemoryProtocol
 from agentmem.tools import check_memory
+from agentmem.tools.memory_shape import check_arguments
 
 from ._convert import hit_to_document
 
 #: Keyword arguments ``invoke`` accepts to override a field for one call.
 _OVERRIDABLE = frozenset({"k", "scope", "kinds", "memory_types", "min_score", "filters"})
+#: ``VectorStoreRetriever``'s ``search_kwargs`` and the fields that do their work here.
+_SEARCH_KWARGS = {"k": "k", "score_threshold": "min_score", "filter": "filters"}
+
+
+def _hints(data: dict[str, Any]) -> dict[str, str]:
+    """What to write instead of the settings other retrievers take."""
+    count = "the number of documents is k (the core's top_k)"
+    given = data.get("search_kwargs")
+    given = given if isinstance(given, dict) else {}
+    mapped = [f"{_SEARCH_KWARGS[n]}={v!r}" for n, v in given.items() if n in _SEARCH_KWARGS]
+    other = sorted(n for n in given if n not in _SEARCH_KWARGS)
+    return {
+        "top_k": count,
+        "similarity_top_k": count,
+        "search_type": "search_type is VectorStoreRetriever's: recall is always hybrid "
+        "(keyword + vector), with min_score as its score threshold",
+        "search_kwargs": "search_kwargs is VectorStoreRetriever's: set the fields instead ("
+        + (", ".join(mapped) or "k, min_score, filters")
+        + ")"
+        + (f"; {other} have no counterpart" if other else ""),
+    }
 
 
 class AgentMemRetriever(BaseRetriever):
@@ -28,7 +50,9 @@ class AgentMemRetriever(BaseRetriever):
     Every call goes through :meth:`agentmem.BoundMemory.recall`, so it sees exactly what
     that identity may see. ``k`` maps to the core's ``top_k`` (at most 20); it can be set
     on the retriever or per call (``retriever.invoke(query, k=3)``), as can ``scope``,
-    ``kinds``, ``memory_types``, ``min_score`` and ``filters``.
+    ``kinds``, ``memory_types``, ``min_score`` and ``filters``. An argument it does not
+    know raises a ``TypeError`` naming it: ``top_k=`` or ``VectorStoreRetriever``'s
+    ``search_kwargs={"k": 2}`` are refused with the field to use (``k=2``), not dropped.
 
     Each ``Document`` has ``id`` equal to the memory id, ``page_content`` equal to its
     content, and metadata with ``id``, ``kind``, ``memory_type``, ``scope``, ``score``
@@ -40,7 +64,7 @@ class AgentMemRetriever(BaseRetriever):
         >>> mem = AgentMemory(tmp_path)  # doctest: +SKIP
         >>> m = mem.bind(tenant_id="acme", user_id="u1", session_id="s1")  # doctest: +SKIP
         >>> retriever = AgentMemRetriever(memory=m, k=3)  # doctest: +SKIP
-        >>> docs = retriever.invoke("which package manager?")  # doctest: +SKIP
+        >>> docs = retriever.invoke("which Python package manager do I prefer?")  # doctest: +SKIP
         >>> docs[0].metadata["kind"]  # doctest: +SKIP
         'memory'
     """
@@ -65,6 +89,13 @@ class AgentMemRetriever(BaseRetriever):
     """Use the store's reranker, if one is configured (fail-open)."""
     token_budget: int | None = Field(default=None, ge=1)
     """Max tokens of returned content; ``None`` uses the store's configured default."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_arguments(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_arguments(cls.__name__, data, cls.model_fields, hints=_hints(data))
+        return data
 
     @field_validator("memory", mode="before")
     @classmethod

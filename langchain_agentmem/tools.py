@@ -44,6 +44,7 @@ from agentmem.tools import (
     select,
 )
 from agentmem.tools import args as core_args
+from agentmem.tools.memory_shape import check_arguments
 from agentmem.tools.render import error_text
 from agentmem.tools.specs import Include
 
@@ -98,6 +99,7 @@ class AgentMemTool(BaseTool):
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
     def __init__(self, **kwargs: Any) -> None:
+        check_arguments(type(self).__name__, kwargs, type(self).model_fields)
         spec = kwargs.get("spec") or type(self).model_fields["spec"].default
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"{type(self).__name__} needs spec= (a tool of agentmem.tools.SPECS)")

@@ -4,9 +4,11 @@ agentmem stores four roles (user, assistant, system, tool); LlamaIndex has eight
 original role is kept in the message metadata (``llama_index_role``) so a round trip through
 the chat store gives back the same role. Only text blocks are stored; images, audio and
 other blocks are not, except tool calls (``ToolCallBlock``, how an assistant turn calls tools),
-kept under ``llama_index_tool_calls`` and given back as blocks after the text. JSON-serialisable
-``additional_kwargs`` (tool call ids, tool calls in the older dict form) are kept under
-``llama_index_additional_kwargs``.
+kept in the core's own form (``metadata["tool_calls"]``, see :mod:`agentmem.tool_calls`) and
+given back as blocks after the text. JSON-serialisable ``additional_kwargs`` (tool call ids,
+tool calls in the older dict form) are kept under ``llama_index_additional_kwargs``; a tool
+message's ``tool_call_id`` also goes where the core looks for it (``metadata["tool_call_id"]``),
+so ``context_messages`` pairs the result with its call.
 
 A message without text (an assistant turn that only calls tools) is stored with empty content
 and its role and keyword arguments in the metadata: it stays in the history and out of
@@ -22,6 +24,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
 from agentmem.models import MemoryItem
+from agentmem.tool_calls import TOOL_CALL_ID_KEY, TOOL_CALLS_KEY, ToolCall, stored_tool_calls
 
 ROLE_MAP: dict[str, str] = {
     MessageRole.SYSTEM.value: "system",
@@ -35,7 +38,6 @@ ROLE_MAP: dict[str, str] = {
 }
 ROLE_KEY = "llama_index_role"
 KWARGS_KEY = "llama_index_additional_kwargs"
-TOOL_CALLS_KEY = "llama_index_tool_calls"
 
 
 def message_text(message: ChatMessage) -> str:
@@ -69,12 +71,20 @@ def to_agentmem(
     kwargs = _json_kwargs(message.additional_kwargs, skip_kwargs)
     if kwargs:
         metadata[KWARGS_KEY] = kwargs
-    calls = [b.model_dump(mode="json") for b in message.blocks if isinstance(b, ToolCallBlock)]
-    if calls:
+    calls = [
+        ToolCall(b.tool_call_id, b.tool_name, b.model_dump(mode="json")["tool_kwargs"]).to_dict()
+        for b in message.blocks
+        if isinstance(b, ToolCallBlock)
+    ]
+    if calls:  # the core's neutral form, which its prompts carry
         metadata[TOOL_CALLS_KEY] = calls
+    role = ROLE_MAP.get(message.role.value, "user")
+    call_id = message.additional_kwargs.get(TOOL_CALL_ID_KEY)
+    if role == "tool" and isinstance(call_id, str) and call_id:
+        metadata[TOOL_CALL_ID_KEY] = call_id  # where the core looks for the call answered
     if not text.strip() and not keep_empty and not calls:
         return None
-    return {"role": ROLE_MAP.get(message.role.value, "user"), "content": text, "metadata": metadata}
+    return {"role": role, "content": text, "metadata": metadata}
 
 
 def from_item(item: MemoryItem, full_text: str | None = None) -> ChatMessage:
@@ -88,9 +98,14 @@ def from_item(item: MemoryItem, full_text: str | None = None) -> ChatMessage:
     text = full_text if full_text is not None else item.content
     kwargs = meta.get(KWARGS_KEY)
     extra = dict(kwargs) if isinstance(kwargs, Mapping) else {}
-    calls = meta.get(TOOL_CALLS_KEY)
-    if not isinstance(calls, list) or not calls:
+    call_id = meta.get(TOOL_CALL_ID_KEY)
+    if role_value in (MessageRole.TOOL, MessageRole.FUNCTION) and isinstance(call_id, str):
+        extra.setdefault(TOOL_CALL_ID_KEY, call_id)  # where LlamaIndex's LLMs look for it
+    calls = stored_tool_calls(meta)
+    if not calls:
         return ChatMessage(role=role_value, content=text, additional_kwargs=extra)
     blocks: list[Any] = [TextBlock(text=text)] if text else []
-    blocks += [ToolCallBlock.model_validate(call) for call in calls]
+    blocks += [
+        ToolCallBlock(tool_call_id=c.id, tool_name=c.name, tool_kwargs=c.arguments) for c in calls
+    ]
     return ChatMessage(role=role_value, blocks=blocks, additional_kwargs=extra)

@@ -58,7 +58,6 @@ class AgentMemChatStore(BaseChatStore):
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
-        **kwargs: Any,
     ) -> None:
         check_store(memory, "AgentMemChatStore", why="it binds one session per chat-store key")
         fields: dict[str, Any] = {
@@ -66,7 +65,7 @@ class AgentMemChatStore(BaseChatStore):
             "user_id": validation.identity(user_id, "user_id"),
             "agent_id": validation.identity(agent_id, "agent_id"),
         }
-        super().__init__(**fields, **kwargs)
+        super().__init__(**fields)
         self._store = memory
 
     @classmethod

@@ -13,6 +13,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from agentmem import BoundMemoryProtocol, validation
 from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
 from agentmem.tools import check_memory
+from agentmem.tools.memory_shape import check_arguments
 from agentmem.tools.render import drop_lowest_scored, fit_to_budget, format_hits
 
 from ._messages import message_text, to_agentmem
@@ -81,6 +82,15 @@ class AgentMemMemoryBlock(BaseMemoryBlock[str]):
         default=None, description="Only these memory types."
     )
     min_score: float | None = Field(default=None, description="Score cut-off in [0, 1].")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_arguments(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            count = "the number of recalled items is similarity_top_k"
+            hints = {"top_k": count, "k": count}
+            check_arguments(cls.__name__, data, cls.model_fields, hints=hints)
+        return data
 
     @field_validator("memory", mode="before")
     @classmethod

@@ -74,7 +74,7 @@ class AgentMemRetriever(BaseRetriever):
         >>> m = AgentMemory("./memdata").bind("acme", user_id="u1", session_id="s1")  # doctest: +SKIP
         >>> retriever = AgentMemRetriever(memory=m, similarity_top_k=3)  # doctest: +SKIP
         >>> engine = RetrieverQueryEngine.from_args(retriever, llm=llm)  # doctest: +SKIP
-        >>> retriever.retrieve("which package manager?")[0].node.id_  # doctest: +SKIP
+        >>> retriever.retrieve("which Python package manager do I prefer?")[0].node.id_  # doctest: +SKIP
     """
 
     def __init__(

@@ -32,6 +32,7 @@ MIXINS: dict[str | None, tuple[str, str]] = {
     None: ("AsyncBoundOps", "BoundMemory"),
     "knowledge": ("AsyncKnowledgeOps", "tiers.knowledge.Knowledge"),
     "state": ("AsyncStateOps", "tiers.agent_state.AgentState"),
+    "working": ("AsyncWorkingOps", "tiers.working.WorkingMemory"),
 }
 #: Options values a declaration takes with ``**kwargs`` (they travel as their fields).
 OPTIONS = {t.__name__ for t in OPTION_TYPES}

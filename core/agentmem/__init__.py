@@ -53,7 +53,7 @@ from .results import CloseResult, KnowledgeEntry
 
 if TYPE_CHECKING:
     from .calibration import CalibrationProfile, UncalibratedEmbedderWarning
-    from .embeddings import CachedEmbedder, Embedder, OnnxMiniLMEmbedder
+    from .embeddings import CachedEmbedder, Embedder, ModelFilesWarning, OnnxMiniLMEmbedder
     from .llm import LLM, AnthropicLLM, OfflineLLM
     from .memory import AgentMemory, BoundMemory
     from .rerank import HttpReranker, OnnxCrossEncoderReranker, Reranker
@@ -68,6 +68,7 @@ _ENGINE: dict[str, str] = {
     "UncalibratedEmbedderWarning": ".calibration",
     "CachedEmbedder": ".embeddings",
     "Embedder": ".embeddings",
+    "ModelFilesWarning": ".embeddings",
     "OnnxMiniLMEmbedder": ".embeddings",
     "LLM": ".llm",
     "AnthropicLLM": ".llm",
@@ -124,6 +125,7 @@ __all__ = [
     "MemoryItem",
     "MemoryProtocol",
     "ModelFilesError",
+    "ModelFilesWarning",
     "NotFoundError",
     "OfflineLLM",
     "OnnxCrossEncoderReranker",

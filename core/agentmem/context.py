@@ -47,7 +47,7 @@ from .storage.fingerprint import EmbedderFingerprint
 from .storage.keyword_index import KeywordIndex
 from .storage.postgres import redact
 from .storage.records import RecordStore
-from .storage.records_check import refuse_lost_records
+from .storage.records_check import blank_records_file, refuse_lost_records
 from .storage.vector_check import VectorLoss
 from .storage.vector_index import VectorIndex
 from .telemetry import tracing
@@ -271,9 +271,8 @@ def open_store(
     vectors: VectorIndex | None = None
     try:
         _check_node_home(home, url)
-        had_keywords = (home / KEYWORDS_DIR).is_dir()
         vectors = _vector_index(home, settings, chroma_client, read_only=False)
-        records = _open_records(home, settings, url, vectors, had_keywords=had_keywords)
+        records = _open_records(home, settings, url, vectors)
         index = vectors
 
         def drop() -> None:
@@ -318,13 +317,12 @@ def open_store(
 
 
 def _open_records(
-    home: Path, settings: Settings, url: str | None, vectors: VectorIndex, *, had_keywords: bool
+    home: Path, settings: Settings, url: str | None, vectors: VectorIndex
 ) -> RecordStore:
     """Open (and migrate) the records store, refusing a lost one: missing, or new, beside
-    indexes with entries. On a cluster, check the vector index is this store's, and have a
-    new (or lost) keyword index follow the changes anew."""
-    missing = url is None and not (home / RECORDS_FILE).exists()
-    if missing:  # before the file is created
+    indexes with entries. On a cluster, check the vector index is this store's."""
+    blank = url is None and blank_records_file(home / RECORDS_FILE)
+    if blank:  # before SQLite creates (or writes) the file
         refuse_lost_records(home, vectors)
     records = RecordStore(
         home / RECORDS_FILE,
@@ -333,12 +331,10 @@ def _open_records(
         node_id=None if url is None else node_id(home),
     )
     try:
-        if not missing and not records.archive.holds_history():
+        if not blank and not records.archive.holds_history():
             refuse_lost_records(home, vectors, records)
         if records.shared:
             _check_vector_owner(records, embedded=vectors.owns_client)
-            if not had_keywords:
-                records.index.mark_keywords_pending()
     except BaseException:
         records.close()
         raise
@@ -391,7 +387,7 @@ def _open_read_only(
     _check_node_home(home, url)
     vectors = _vector_index(home, settings, chroma_client, read_only=True)
     try:
-        has_records = url is not None or (home / RECORDS_FILE).is_file()
+        has_records = url is not None or not blank_records_file(home / RECORDS_FILE)
         if not has_records:
             refuse_lost_records(home, vectors)
         if not has_records or not (home / KEYWORDS_DIR).is_dir():
@@ -466,14 +462,26 @@ def _check_vectors(
 
 
 def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> KeywordIndex:
-    """The keyword index; a corrupted one is removed and rebuilt from the records."""
+    """The keyword index; a corrupted one is removed and rebuilt from the records, a lost one
+    (its dir, or its ``meta.json``, deleted: Tantivy starts an empty index there) rebuilt."""
     try:
-        return KeywordIndex(path)
+        index = KeywordIndex(path)
     except StorageError as exc:
         if not path.is_dir():
             raise
         recovered.append(discard_unreadable(path, "keyword index", exc))
-    index = KeywordIndex(path)
+        index = KeywordIndex(path)
+    else:
+        # only an empty index is compared with the records (a count of the rows there)
+        expected = 0 if index.num_docs() else records.index.keyword_indexed_count()
+        if not expected:
+            return index
+        note = (
+            f"keyword index at {path} was lost (empty, while the records say {expected} "
+            "row(s) are in it); every row queued to be indexed again in the background"
+        )
+        log.error(note)
+        recovered.append(note)
     records.index.mark_keywords_pending()  # the indexer re-adds every row
     return index
 
@@ -481,17 +489,14 @@ def _open_keywords(path: Path, records: RecordStore, recovered: list[str]) -> Ke
 def _drop_vectors(vectors: VectorIndex) -> list[str]:
     """Drop every collection; an unreadable embedded store is removed instead. Returns the
     notes of what was removed."""
-    notes: list[str] = []
     try:
-        names = vectors.collections()
+        for name in vectors.collections():
+            vectors.drop(name)
     except StorageError as exc:
         if vectors.path is None or not vectors.owns_client:
             raise
-        notes.append(discard_unreadable(vectors.path, "vector index", exc))
-        names = vectors.collections()
-    for name in names:
-        vectors.drop(name)
-    return notes
+        return [vectors.discard(exc)]
+    return []
 
 
 def records_url(settings: Settings) -> str | None:

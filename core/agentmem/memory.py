@@ -9,7 +9,7 @@ Example:
     >>> with AgentMemory(tmp_path) as mem:  # doctest: +SKIP
     ...     m = mem.bind(tenant_id="acme", user_id="u1", session_id="s1")
     ...     m.remember("I prefer uv over pip", memory_type="preference")
-    ...     m.recall("which package manager?").items[0].content
+    ...     m.recall("which Python package manager do I prefer?").items[0].content
     'I prefer uv over pip'
 """
 
@@ -507,7 +507,7 @@ class AgentMemory:
         Args:
             queries: Labelled candidates to fit on instead (collected with this embedder).
             fitted_on: What ``queries`` are, kept in the profile.
-            folds: Folds of the held-out figures.
+            folds: Folds of the held-out figures (2 or more).
             progress: ``progress(done, total)``: sets of cases collected so far.
 
         Returns:
@@ -516,6 +516,7 @@ class AgentMemory:
             shares of relevant and irrelevant candidates kept by ``min_score``.
 
         Raises:
+            ValidationError: fewer than 2 folds.
             StorageError: the store is open read-only.
 
         Example:
@@ -808,7 +809,7 @@ class BoundMemory:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """The messages to send to a model (pinned, reference summary, window); compacts
         first when the prompt passes ``budget_ratio`` of ``model_window`` or the window holds
         more than ``max_messages``. See

@@ -153,6 +153,11 @@ class RecallResult:
         rerank_used: True when a reranker ordered the items.
         truncated: True when the token budget dropped items or cut the last one.
         token_count: Tokens (cl100k_base) in the returned contents.
+        best_score: When nothing was returned, the score of the best candidate found (on
+            ``min_score``'s scale: calibrated, or the reranker's when it ordered them), to
+            tell "nothing near" from "something just below the threshold". None when items
+            were returned, when nothing was found, or without a calibration profile (scores
+            are then fused ranks, not on that scale).
     """
 
     items: list[RecallHit]
@@ -161,6 +166,7 @@ class RecallResult:
     rerank_used: bool = False
     truncated: bool = False
     token_count: int = 0
+    best_score: float | None = None
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)

@@ -44,9 +44,12 @@ from .results import (
     CompactionResult,
     KnowledgeEntry,
     PromptView,
+    ReferenceSummary,
     SessionDetail,
     StateEntry,
+    TokenCounts,
     UpsertResult,
+    WorkingSnapshot,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -100,6 +103,47 @@ class StateProtocol(Protocol):
     def delete(self, key: str) -> bool: ...
 
     def list(self) -> builtins.list[StateEntry]: ...
+
+
+class WorkingProtocol(Protocol):
+    """``memory.working``: the bound session's working memory (see
+    :class:`agentmem.tiers.working.WorkingMemory`). Its prompt operations are the bound
+    memory's own (``compact``, ``context_messages``, ``prompt_view``)."""
+
+    @property
+    def window(self) -> builtins.list[MemoryItem]: ...
+
+    @property
+    def pinned(self) -> builtins.list[MemoryItem]: ...
+
+    @property
+    def summary(self) -> ReferenceSummary: ...
+
+    @property
+    def tokens(self) -> TokenCounts: ...
+
+    def snapshot(self) -> WorkingSnapshot: ...
+
+    @local
+    def compact(self, *, keep: int | None = None) -> CompactionResult: ...
+
+    @local
+    def context_messages(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> builtins.list[dict[str, Any]]: ...
+
+    @local
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView: ...
 
 
 @runtime_checkable
@@ -191,7 +235,7 @@ class BoundMemoryProtocol(Protocol):
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]: ...
+    ) -> list[dict[str, Any]]: ...
 
     def prompt_view(
         self,
@@ -210,6 +254,9 @@ class BoundMemoryProtocol(Protocol):
     ) -> SessionDetail: ...
 
     def sessions(self) -> list[str]: ...
+
+    @property
+    def working(self) -> WorkingProtocol: ...
 
     @property
     def knowledge(self) -> KnowledgeProtocol: ...
@@ -242,4 +289,5 @@ __all__ = [
     "KnowledgeProtocol",
     "MemoryProtocol",
     "StateProtocol",
+    "WorkingProtocol",
 ]

@@ -161,6 +161,37 @@ class PromptView:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkingSnapshot:
+    """A session's working memory at one moment (``m.working.snapshot()``, embedded or
+    remote).
+
+    Attributes:
+        pinned: Pinned messages (system role or ``metadata["pinned"] is True``), oldest first.
+        window: The other messages still in the window, oldest first.
+        summary: The reference summary of what rolled off.
+        tokens: Token counts of pinned messages, rendered summary and window.
+        compactions: Successful compactions so far.
+        trips: Budget trips so far (compressed mode once > 0).
+        last_error: The last failed compaction's error, cleared by the next success.
+    """
+
+    session_id: str
+    pinned: tuple[MemoryItem, ...]
+    window: tuple[MemoryItem, ...]
+    summary: ReferenceSummary
+    tokens: TokenCounts
+    compactions: int = 0
+    trips: int = 0
+    last_error: str | None = None
+    latest_user_id: str | None = None
+
+    @property
+    def compressed(self) -> bool:
+        """True once a budget trip happened: older content must be reached through recall."""
+        return self.trips > 0
+
+
+@dataclass(frozen=True, slots=True)
 class CloseResult:
     """What :func:`close_session` did.
 
@@ -437,4 +468,5 @@ __all__ = [
     "Stats",
     "TokenCounts",
     "UpsertResult",
+    "WorkingSnapshot",
 ]

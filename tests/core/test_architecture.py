@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
         "results",
         "recall_options",
         "key_identity",
+        "tool_calls",
         "protocols",
     ),
     # the client side of the server: the contract's wire table, the codec and the clients
@@ -215,7 +216,6 @@ LONG_FUNCTIONS = {
     "evaluation.suite.run.run_suite": 88,
     "evaluation.locomo.data.load_locomo": 88,
     "rerank.HttpReranker._parse": 84,
-    "cli.memory_cmd.register": 84,
     "evaluation.derived.report.run_extraction_eval": 81,
 }
 
@@ -349,11 +349,13 @@ def _surfaces() -> dict[str | None, list[type]]:
     from agentmem.memory import BoundMemory
     from agentmem.tiers.agent_state import AgentState
     from agentmem.tiers.knowledge import Knowledge
+    from agentmem.tiers.working import WorkingMemory
 
     return {
         None: [BoundMemory, sync.RemoteBoundMemory, aio.AsyncRemoteBoundMemory],
         "knowledge": [Knowledge, sync.RemoteKnowledge, aio.AsyncRemoteKnowledge],
         "state": [AgentState, sync.RemoteState, aio.AsyncRemoteState],
+        "working": [WorkingMemory, sync.RemoteWorking, aio.AsyncRemoteWorking],
     }
 
 

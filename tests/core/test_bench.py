@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from agentmem.bench import BenchSettings, iter_memories, memory_at, run_bench
 from agentmem.bench import peers as peer_lib
@@ -20,7 +21,7 @@ from agentmem.bench.harness import embedding_rate, make_queries
 from agentmem.bench.peers import PrecomputedEmbedder, peer_status
 from agentmem.bench.report import markdown
 from agentmem.bench.stats import percentile, summarize
-from agentmem.cli import main
+from agentmem.cli import bench_cmd, main
 from agentmem.embeddings import CachedEmbedder
 from agentmem.errors import ValidationError
 from agentmem.recall.profile import BESIDE
@@ -207,8 +208,10 @@ def test_bench_cli_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         main(["bench", "--memories", "ten"])
     assert exc.value.code == 2
-    assert main(["bench", "--memories", "10", "--queries", "0"]) == 2
-    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # refused as the command line is parsed
+        main(["bench", "--memories", "10", "--queries", "0"])
+    assert exc.value.code == 2
+    assert "argument --queries: must be at least 1, got 0" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -229,6 +232,14 @@ def test_bench_with_peers(shared_embedder: CachedEmbedder, tmp_path: Path) -> No
         assert res["ratio_agentmem_over_peer"]["p95"] > 0
         assert res["writes_per_s"] > 0
         assert result.samples[f"{name}_ms"]
+    # the console table shows every peer that ran, as report.md does
+    console = Console(width=160, record=True)
+    console.print(bench_cmd._table([result]))
+    table = console.export_text()
+    report = markdown([result])
+    for name in peer_lib.PEERS:
+        assert f"{name}: Recall@k, p95 ms (corpus)" in table, name
+        assert f"| {name} | " in report, name
 
 
 @pytest.fixture

@@ -7,8 +7,11 @@ each on a new schema. Nodes that share the records share one vector index too: a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -16,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import chromadb
 import pytest
@@ -117,10 +121,94 @@ def test_driver_errors_are_storage_errors(pg_url: str, monkeypatch: pytest.Monke
         assert db.read("SELECT COUNT(*) FROM meta WHERE key = 'k'")[0][0] == 0  # rolled back
     finally:
         db.close()
-    # an open retries a refused connection for CONNECT_WAIT seconds before it fails
+
+
+class _StartingServer:
+    """A loopback stand-in for a Postgres server that is starting up: its first ``refusals``
+    connections get the server's refusal (SQLSTATE 57P03), the others are passed on to the
+    real server at ``target``."""
+
+    def __init__(self, target: tuple[str, int], refusals: int) -> None:
+        self.target = target
+        self.left = refusals
+        self.refused = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed
+                return
+            if self.left > 0:
+                self.left -= 1
+                self._refuse(conn)
+            else:
+                upstream = socket.create_connection(self.target)
+                for a, b in ((conn, upstream), (upstream, conn)):
+                    threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def _refuse(self, conn: socket.socket) -> None:
+        with conn:
+            while True:  # SSL and GSS requests are declined ("N"); then the startup packet
+                length = struct.unpack("!i", _read(conn, 4))[0]
+                code = struct.unpack("!i", _read(conn, 4))[0]
+                _read(conn, length - 8)
+                if code not in (80877103, 80877104):
+                    break
+                conn.sendall(b"N")
+            fields = b"SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0"
+            conn.sendall(b"E" + struct.pack("!i", len(fields) + 4) + fields)
+            self.refused += 1
+
+
+def _read(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := src.recv(65536):
+            dst.sendall(chunk)
+    for s in (src, dst):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+
+
+def test_an_open_fails_at_once_naming_the_cause_but_waits_for_a_server_starting_up(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # nothing listens: one error, naming the host, the port and the cause, and no retries
+    # (the pool retried, logging each failure, until CONNECT_WAIT and then said only that)
     monkeypatch.setattr(postgres, "CONNECT_WAIT", 1.0)
-    with pytest.raises(StorageError, match="cannot open records store"):
-        PostgresDatabase("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+    with pytest.raises(StorageError, match="cannot open records store") as err:
+        PostgresDatabase("postgresql://nobody@127.0.0.1:1/none")
+    assert 'server at "127.0.0.1", port 1 failed: Connection refused' in str(err.value)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+
+    # a server that says it is starting up is waited for
+    monkeypatch.setattr(postgres, "CONNECT_WAIT", 60.0)
+    parts = urlsplit(pg_url)
+    assert parts.hostname is not None and parts.port is not None
+    starting = _StartingServer((parts.hostname, parts.port), refusals=2)
+    try:
+        url = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{starting.port}"))
+        db = PostgresDatabase(url)
+        try:
+            assert db.read("SELECT 1") == [(1,)]
+        finally:
+            db.close()
+    finally:
+        starting.sock.close()
+    assert starting.refused == 2
 
 
 def test_close_ends_the_change_listener_without_waiting_for_its_poll(

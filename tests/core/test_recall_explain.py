@@ -58,7 +58,12 @@ def assert_same(got: RecallResult, expected: RecallResult) -> None:
         [h.score for h in expected.items], abs=1e-5
     )
     assert [h.content for h in got.items] == [h.content for h in expected.items]
-    assert dataclasses.replace(got, items=[]) == dataclasses.replace(expected, items=[])
+    assert (got.best_score is None) == (expected.best_score is None)
+    if expected.best_score is not None:
+        assert got.best_score == pytest.approx(expected.best_score, abs=1e-5)
+    assert dataclasses.replace(got, items=[], best_score=None) == dataclasses.replace(
+        expected, items=[], best_score=None
+    )
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -176,6 +181,19 @@ def test_why_the_others_were_cut(m: BoundMemory) -> None:
     why = explain(m, "dentist insurance card Thursday", kinds="chat_message", token_budget=20)
     assert why.result.truncated
     assert _cut(why, "token_budget") and [c.truncated for c in why.candidates].count(True) <= 1
+
+
+def test_an_empty_recall_says_how_close_its_best_candidate_came(m: BoundMemory) -> None:
+    query = "where does Alice live?"
+    assert m.recall(query).items and m.recall(query).best_score is None  # answered
+    why = explain(m, query, min_score=0.999)
+    assert why.result.total == 0 and not why.result.rerank_used
+    best = max(c.calibrated_score for c in why.candidates)
+    assert 0.3 < best < 0.999
+    got = m.recall(query, min_score=0.999)
+    assert got.items == [] and got.best_score == pytest.approx(best, abs=1e-5)
+    assert why.result.best_score == pytest.approx(best, abs=1e-5)
+    assert m.store.bind("nobody-here", user_id="x").recall(query).best_score is None  # no row
 
 
 def test_a_query_giving_a_code_nothing_says_is_explained(m: BoundMemory) -> None:

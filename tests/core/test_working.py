@@ -317,7 +317,7 @@ def test_working_memory_is_per_session_and_owner(mem: AgentMemory) -> None:
     other_user = mem.bind("acme", user_id="u2", session_id="s1").working.snapshot()
     assert other_user.window == () and other_user.summary.empty
     with pytest.raises(ScopeError):
-        _ = mem.bind("acme", user_id="u1").working
+        mem.bind("acme", user_id="u1").working.snapshot()
 
 
 def test_model_window_override_from_the_environment(

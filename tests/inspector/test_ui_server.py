@@ -134,6 +134,61 @@ def test_a_pinned_key_sees_what_its_user_may_recall(
     assert c.get("/ui/search?q=bees&user=u2").status_code == 403
     search = c.get("/ui/search?q=bees+on+the+roof&min_score=0").text
     assert "Bob keeps bees" not in search and "readonly" in search
+    assert 'id="gate"' not in search  # how many of u2's rows matched is not u1's business
+
+
+def test_a_pinned_key_sees_no_trace_of_other_users_activity(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    mem, _, c = served
+    bearer = {"Authorization": f"Bearer {key(mem, 'acme')}"}  # the app's own, unpinned key
+
+    def op(name: str, identity: dict[str, str], **args: object) -> dict[str, object]:
+        body = {"identity": identity, "args": args}
+        answer = c.post(f"/v1/ops/{name}", json=body, headers=bearer)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, object] = answer.json()["result"]
+        return result
+
+    u1 = {"user_id": "u1", "agent_id": "support", "session_id": "u1-chat"}
+    u2 = {"user_id": "u2", "agent_id": "support", "session_id": "u2-chat"}
+    for text in ("My printer jams on page two", "It is the LaserJet on floor 3"):
+        op("add_message", u1, role="user", content=text)
+    shared = op(
+        "remember",
+        {"agent_id": "support"},
+        content="Printers reset with the red button",
+        scope="agent",
+    )
+    mem.flush()
+    pages = ("/ui", "/ui/tenants/acme", f"/ui/memories/{shared['id']}")
+    viewers = {"u1": key(mem, "acme", user_id="u1"), "bot": key(mem, "acme", agent_id="bot")}
+
+    def look(api_key: str) -> dict[str, str]:
+        out = {}
+        for page in pages:
+            response = c.get(page, headers={"Authorization": f"Bearer {api_key}"})
+            out[page] = response.status_code, response.text
+        return out  # type: ignore[return-value]
+
+    before = {who: look(k) for who, k in viewers.items()}
+    assert before["u1"][f"/ui/memories/{shared['id']}"][0] == 200  # u1 may recall it
+    # u2 writes three messages under the same agent, then recalls the agent's memory
+    for text in ("Where is the scanner?", "The one by the kitchen", "Thanks"):
+        op("add_message", u2, role="user", content=text)
+    found = op("recall", u2, query="how do I reset the printer?", min_score=0.0)
+    assert shared["id"] in [h["id"] for h in found["items"]]  # type: ignore[attr-defined]
+    mem.flush()
+    assert {who: look(k) for who, k in viewers.items()} == before
+    # not blind: u1's own activity shows on the same pages
+    op("add_message", u1, role="user", content="Now it jams on page three")
+    op("recall", u1, query="printer on floor 3", min_score=0.0)
+    mem.flush()
+    after = look(viewers["u1"])
+    assert after["/ui"] != before["u1"]["/ui"]
+    assert after["/ui/tenants/acme"] != before["u1"]["/ui/tenants/acme"]
+    agents = after["/ui/tenants/acme"][1].split('id="agents"')[1].split("</table>")[0]
+    assert re.search(r">support</a></td>\s*<td[^>]*>3</td>", agents), agents
 
 
 def test_a_key_pinned_to_an_agent_reads_that_agents_state_only(

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,7 +17,14 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import BaseTool, tool
 from pydantic import Field
@@ -204,6 +212,40 @@ def test_middleware_records_folds_and_exposes_recall(mem: AgentMemory) -> None:
     agent2.invoke({"messages": [*result["messages"], HumanMessage("Thanks!")]})
     assert len(m.messages()) == len(stored) + 2
     assert_valid_prompt(model2.prompts[0], "Thanks!")
+
+
+def test_context_messages_of_an_agent_turn_keep_its_tool_calls(mem: AgentMemory) -> None:
+    """The session an agent turn recorded, as ``context_messages`` gives it to a model: the
+    assistant's tool call is there (not an empty assistant turn before an orphan result),
+    and LangChain reads the dicts back into the same call."""
+    m = mem.bind("acme", user_id="u1", agent_id="support", session_id="s1")
+    call = tool_call("remember_fact", {"content": "The user's favourite editor is Helix"}, "c1")
+    agent = create_agent(
+        scripted(call, AIMessage("Noted: Helix.")),
+        tools=create_memory_tools(m, include=["remember_fact"]),
+        middleware=[AgentMemMiddleware(m)],
+    )
+    agent.invoke({"messages": [HumanMessage("Remember: I edit code in Helix.")]})
+
+    context = m.context_messages()
+    assert [msg["role"] for msg in context] == ["user", "assistant", "tool", "assistant"]
+    assert context[1]["tool_calls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {
+                "name": "remember_fact",
+                "arguments": json.dumps({"content": "The user's favourite editor is Helix"}),
+            },
+        }
+    ]
+    assert context[2]["tool_call_id"] == "c1"
+    restored = convert_to_messages(context)
+    assert isinstance(restored[1], AIMessage)
+    assert [(c["name"], c["args"], c["id"]) for c in restored[1].tool_calls] == [
+        (call.tool_calls[0]["name"], call.tool_calls[0]["args"], "c1")
+    ]
+    assert_valid_prompt(restored, "Remember: I edit code in Helix.")
 
 
 @pytest.mark.parametrize("window", [20, 2])

@@ -96,7 +96,7 @@ def test_tool_messages_become_tool_outputs(bound: BoundMemory) -> None:
     assert bound.read_tool_output(tool_item.source_ref) == '{"status": "shipped", "eta": "Friday"}'
     # the tool-call-only AI message is stored as itself: no text, its calls in the metadata
     assert items[2].content == ""
-    assert items[2].metadata["lc_tool_calls"][0]["name"] == "lookup_order"
+    assert items[2].metadata["tool_calls"][0]["name"] == "lookup_order"  # the core's form
 
 
 def test_add_messages_is_one_core_call_per_run(bound: BoundMemory) -> None:

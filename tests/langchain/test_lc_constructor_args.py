@@ -71,3 +71,48 @@ def test_adapters_refuse_an_asyncio_memory(tmp_path: Any) -> None:
             build(bound)
     with pytest.raises(TypeError, match=r"^AgentMemStore expects an AgentMemory.*coroutines"):
         AgentMemStore(client, tenant_id="acme")  # type: ignore[arg-type]
+
+
+#: Every LangChain adapter built with one argument it does not know (``top_k``, which is
+#: the core's name, not the adapters').
+WITH_UNKNOWN: dict[str, Callable[[AgentMemory, BoundMemory], object]] = {
+    "AgentMemRetriever": lambda mem, m: AgentMemRetriever(memory=m, top_k=1),
+    "AgentMemChatMessageHistory": lambda mem, m: AgentMemChatMessageHistory(memory=m, top_k=1),  # type: ignore[call-arg]
+    "AgentMemMiddleware": lambda mem, m: AgentMemMiddleware(m, top_k=1),  # type: ignore[call-arg]
+    "AgentMemStore": lambda mem, m: AgentMemStore(mem, tenant_id="acme", top_k=1),  # type: ignore[call-arg]
+    "create_memory_tools": lambda mem, m: create_memory_tools(m, top_k=1),  # type: ignore[call-arg]
+    **{
+        cls.__name__: (lambda mem, m, cls=cls: cls(memory=m, top_k=1))
+        for cls in TOOL_CLASSES.values()
+    },
+}
+
+
+@pytest.mark.parametrize("owner", sorted(WITH_UNKNOWN))
+def test_unknown_arguments_are_refused_naming_them(
+    owner: str, mem: AgentMemory, bound: BoundMemory
+) -> None:
+    with pytest.raises(TypeError, match=r"unexpected keyword argument.*top_k"):
+        WITH_UNKNOWN[owner](mem, bound)
+
+
+def test_the_retriever_says_which_field_to_use(bound: BoundMemory) -> None:
+    with pytest.raises(TypeError) as top_k:
+        AgentMemRetriever(memory=bound, top_k=1)
+    assert str(top_k.value).startswith(
+        "AgentMemRetriever got unexpected keyword arguments ['top_k']; the number of "
+        "documents is k (the core's top_k) (accepted: "
+    )
+    with pytest.raises(TypeError) as search_kwargs:
+        AgentMemRetriever(
+            memory=bound, search_kwargs={"k": 2, "score_threshold": 0.5, "fetch_k": 20}
+        )
+    assert (
+        "['search_kwargs']; search_kwargs is VectorStoreRetriever's: set the fields instead "
+        "(k=2, min_score=0.5); ['fetch_k'] have no counterpart"
+    ) in str(search_kwargs.value)
+    with pytest.raises(TypeError, match=r"\['search_type'\]; search_type is VectorStore"):
+        AgentMemRetriever(memory=bound, search_type="mmr")
+    # its own fields and BaseRetriever's are accepted
+    retriever = AgentMemRetriever(memory=bound, k=2, min_score=0.4, tags=["support"])
+    assert (retriever.k, retriever.min_score, retriever.tags) == (2, 0.4, ["support"])

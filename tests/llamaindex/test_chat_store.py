@@ -130,6 +130,47 @@ def test_tool_call_blocks_round_trip(store: AgentMemChatStore) -> None:
     assert back[3].content == "18C, sunny"
 
 
+def test_context_messages_pair_the_tool_calls_the_store_wrote(store: AgentMemChatStore) -> None:
+    """The session's prompt (``context_messages``) carries the assistant's tool calls in the
+    OpenAI format and each result's call id, whichever surface wrote them; and a result the
+    core stored reads back with its call id where LlamaIndex's LLMs look for it."""
+    call = ToolCallBlock(tool_call_id="c1", tool_name="weather", tool_kwargs={"city": "Porto"})
+    store.set_messages(
+        "porto",
+        [
+            ChatMessage(role=MessageRole.USER, content="Weather in Porto?"),
+            ChatMessage(role=MessageRole.ASSISTANT, blocks=[call]),
+            ChatMessage(
+                role=MessageRole.TOOL,
+                content="18C, sunny",
+                additional_kwargs={"tool_call_id": "c1"},
+            ),
+        ],
+    )
+    session = store.session("porto")
+    context = session.context_messages()
+    assert context[1]["tool_calls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "weather", "arguments": '{"city": "Porto"}'},
+        }
+    ]
+    assert context[2] == {"role": "tool", "content": "18C, sunny", "tool_call_id": "c1"}
+
+    session.add_message(
+        "assistant",
+        "",
+        metadata={"tool_calls": [{"id": "c2", "name": "forecast", "arguments": {"days": 2}}]},
+    )
+    session.add_tool_output("c2", "rain on Sunday", tool_name="forecast")
+    back = store.get_messages("porto")
+    assert back[3].blocks == [
+        ToolCallBlock(tool_call_id="c2", tool_name="forecast", tool_kwargs={"days": 2})
+    ]
+    assert back[4].additional_kwargs == {"tool_call_id": "c2"}
+
+
 def test_long_messages_come_back_whole(store: AgentMemChatStore) -> None:
     text = "lorem ipsum " * 3000  # > 16 KiB: agentmem caps the recallable copy
 

@@ -62,3 +62,20 @@ def test_adapters_refuse_an_asyncio_memory() -> None:
             build(bound)
     with pytest.raises(TypeError, match=r"^AgentMemChatStore expects an AgentMemory.*coroutines"):
         AgentMemChatStore(object.__new__(AsyncClient), tenant_id="acme")
+
+
+def test_unknown_arguments_are_refused_naming_them(mem: AgentMemory, bound: BoundMemory) -> None:
+    with pytest.raises(TypeError) as block:
+        AgentMemMemoryBlock(memory=bound, top_k=3)
+    assert str(block.value).startswith(
+        "AgentMemMemoryBlock got unexpected keyword arguments ['top_k']; the number of "
+        "recalled items is similarity_top_k (accepted: "
+    )
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'top_k'"):
+        AgentMemChatStore(mem, "acme", top_k=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'top_k'"):
+        AgentMemRetriever(memory=bound, top_k=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'top_k'"):
+        create_memory_tools(bound, top_k=3)  # type: ignore[call-arg]
+    # their own fields and the base class's are accepted
+    assert AgentMemMemoryBlock(memory=bound, similarity_top_k=3, priority=0).priority == 0

@@ -6,7 +6,6 @@ The subprocess end-to-end tests live in ``test_mcp_server.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -19,7 +18,6 @@ from mcp.types import CallToolResult
 from agentmem import AgentMemory, BoundMemory
 from agentmem.cli import build_parser, main
 from agentmem.cli._common import resolve_identity
-from agentmem.cli.mcp_cmd import merge_identity_flags
 from agentmem.tools import ALL_TOOLS
 from agentmem.tools.mcp import (
     IDENTITY_ARGUMENTS,
@@ -161,7 +159,7 @@ def test_flags_after_mcp_override_global_flags_and_env(monkeypatch: pytest.Monke
     parser = build_parser()
 
     args = parser.parse_args(["--tenant", "g", "--user", "gu", "mcp", "--tenant", "t"])
-    ident = resolve_identity(merge_identity_flags(args))
+    ident = resolve_identity(args)
 
     assert (ident.tenant_id, ident.user_id, ident.agent_id, ident.session_id) == (
         "t",
@@ -169,10 +167,8 @@ def test_flags_after_mcp_override_global_flags_and_env(monkeypatch: pytest.Monke
         None,
         "env-session",
     )
-    only_env = resolve_identity(merge_identity_flags(parser.parse_args(["mcp"])))
+    only_env = resolve_identity(parser.parse_args(["mcp"]))
     assert only_env.tenant_id == "env-tenant"
-    assert merge_identity_flags(args) is not args  # the parsed namespace is left alone
-    assert isinstance(args, argparse.Namespace) and args.tenant == "g"
 
 
 def test_missing_mcp_extra_is_a_clear_error(

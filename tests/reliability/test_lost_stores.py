@@ -8,6 +8,15 @@
   the background indexer embeds them again and paraphrase recall works as before. Opened
   read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
   A Chroma database marked by another records store is refused before a vector goes in.
+- **Keyword index lost** (``keywords/`` deleted, or its ``meta.json``: Tantivy then starts an
+  empty index there), on SQLite and on Postgres: the next open finds it empty while the
+  records say rows are in it, queues every row for it again, says so in ``recovered``, and
+  recall answers ``degraded=True`` while the backlog is larger than it scores on the spot.
+- **Vector index corrupt** (a page of ``chroma/chroma.sqlite3`` zeroed, on which Chroma's Rust
+  core panics with pyo3's ``PanicException``, a ``BaseException``): every command still runs;
+  the store opens degraded (keyword answers, ``degraded=True``, new rows' vectors queued, a
+  ``flush`` that does not wait for them), doctor says the index is corrupt, and ``reindex``
+  removes it and builds it anew from the records.
 - **Records store missing or new** (a SQLite file, or the Postgres database under a node's
   home) beside indexes that hold entries: the open is refused
   with :class:`~agentmem.RecordsMissingError` naming the file and the way out, nothing is
@@ -24,11 +33,19 @@ from typing import Any
 
 import pytest
 
-from agentmem import AgentMemory, ConfigError, MemoryConfig, RecordsMissingError, Settings
+from agentmem import (
+    AgentMemory,
+    ConfigError,
+    MemoryConfig,
+    RecordsMissingError,
+    Settings,
+    StorageError,
+)
 from agentmem.cli import _common, main
 from agentmem.maintenance.doctor import diagnose
+from agentmem.maintenance.health import health
 from agentmem.storage.records import RecordStore
-from agentmem.storage.vector_index import collection_name
+from agentmem.storage.vector_index import VectorIndex, collection_name
 
 IDENT = {"tenant_id": "acme", "user_id": "u1", "session_id": "s1"}
 ALLERGY = "The user is allergic to peanuts"
@@ -156,6 +173,92 @@ def test_chroma_database_of_another_store_is_refused(
     assert first.vectors.count(_user_collection()) == len(FACTS)
 
 
+KEYWORD_LOSSES = {
+    "keywords dir deleted": lambda home: shutil.rmtree(home / "keywords"),
+    "meta.json deleted": lambda home: (home / "keywords" / "meta.json").unlink(),
+}
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("how", list(KEYWORD_LOSSES))
+def test_lost_keyword_index_is_found_at_open_and_rebuilt(make_memory, how: str) -> None:
+    mem, ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    KEYWORD_LOSSES[how](home)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    (note,) = mem.recovered
+    assert "keyword index" in note and "was lost" in note and f"say {len(ids)} row(s)" in note
+    assert mem.stats().keyword_pending == len(ids)
+    assert mem.bind(**IDENT).recall("peanuts").degraded is True  # 13 pending, 8 scanned
+    assert any("keyword index" in p for p in diagnose(mem.context).problems)
+
+    mem.flush()
+    assert mem.keywords.num_docs() == len(ids)
+    found = mem.bind(**IDENT).recall("peanuts")
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    mem.close()
+    again = make_memory(path=home, background=False)
+    assert again.recovered == []
+    assert diagnose(again.context).ok
+
+
+def _zero_page(db: Path, page: int) -> None:
+    """Overwrite page ``page`` (from 0) of an SQLite file with zeros, as a bad sector or a
+    torn write leaves it."""
+    size = int.from_bytes(db.read_bytes()[16:18], "big")  # the page size, in the header
+    with open(db, "r+b") as f:
+        f.seek(page * (65536 if size == 1 else size))
+        f.write(bytes(size))
+
+
+def test_corrupt_vector_index_opens_degraded_and_reindex_rebuilds_it(make_memory, cli) -> None:
+    mem, ids = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    _zero_page(home / "chroma" / "chroma.sqlite3", 1)
+    index = VectorIndex(home / "chroma")
+    try:
+        with pytest.raises(StorageError, match="is corrupt") as err:
+            index.collections()
+        causes = []
+        cause: BaseException | None = err.value
+        while cause is not None:
+            causes.append(type(cause).__name__)
+            cause = cause.__cause__
+        assert "PanicException" in causes  # what Chroma does with such a file
+    finally:
+        index.close()
+
+    status, out = cli(home, "doctor")
+    assert status != 0 and "is corrupt" in out and "agentmem reindex" in out
+    status, out = cli(home, "--tenant", "acme", "--user", "u1", "recall", "peanuts")
+    assert status == 0 and "allergic to peanuts" in out and "degraded=True" in out
+    status, out = cli(home, "--tenant", "acme", "--user", "u1", "remember", "Cat: Miso")
+    assert status == 0, out  # stored; its vector waits for reindex (the indexer running)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN)
+    m = mem.bind(**IDENT)
+    found = m.recall("peanuts")
+    assert found.items[0].content == ALLERGY and found.degraded is True
+    m.remember("The user's dog is called Biscuit")
+    assert mem.flush() is False  # not waiting for an index only reindex makes writable
+    assert mem.stats().vector_pending == 2
+    report = diagnose(mem.context)
+    assert not report.ok and any("is corrupt" in p for p in report.problems)
+    assert any("is corrupt" in p for p in health(mem.context).problems)
+    mem.close()
+
+    status, out = cli(home, "reindex")
+    assert status == 0, out
+    mem = make_memory(path=home, background=False)
+    found = mem.bind(**IDENT).recall(PARAPHRASE)
+    assert found.items[0].content == ALLERGY and found.degraded is False
+    assert mem.stats().live == len(ids) + 2 and mem.stats().vector_pending == 0
+    assert diagnose(mem.context).ok
+
+
 # -- the records store ---------------------------------------------------------------------
 def _fresh_records(home: Path) -> None:
     """What an open (or `agentmem keys`) made of a deleted records file: a new, empty one."""
@@ -176,7 +279,16 @@ def cli(monkeypatch: pytest.MonkeyPatch, shared_embedder: Any, capsys: pytest.Ca
     return run
 
 
-@pytest.mark.parametrize("state", ["missing", "new"])
+def _files(home: Path) -> dict[Path, tuple[int, int]]:
+    """(mtime, size) of every file under ``home`` but the lock."""
+    return {
+        p.relative_to(home): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in home.rglob("*")
+        if p.is_file() and p.name != "LOCK"
+    }
+
+
+@pytest.mark.parametrize("state", ["missing", "empty", "new"])
 def test_lost_records_store_is_refused_and_nothing_changes(
     make_memory, cli, shared_embedder, state: str
 ) -> None:
@@ -185,26 +297,28 @@ def test_lost_records_store_is_refused_and_nothing_changes(
     mem.close()
     if state == "missing":
         (home / "records.sqlite3").unlink()
+    elif state == "empty":  # truncated to 0 bytes: SQLite would make a new store of it
+        (home / "records.sqlite3").write_bytes(b"")
     else:
         _fresh_records(home)
-    before = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    before = _files(home)
 
     for read_only in (False, True):
         with pytest.raises(RecordsMissingError) as err:
             AgentMemory(home, embedder=shared_embedder, read_only=read_only)
         message = str(err.value)
         assert str(home / "records.sqlite3") in message or "holds no record" in message
+        assert {"missing": "is missing", "empty": "is empty", "new": "holds no record"}[
+            state
+        ] in message
         assert "keyword index" in message and "vector index" in message
         assert "from a backup" in message and "move keywords/ and chroma/ out of" in message
         assert err.value.context["path"] == str(home)
     for command in ("doctor", "reindex"):
         status, out = cli(home, command)
         assert status != 0 and "from a backup" in out and "run `agentmem reindex`" not in out
-    after = {p.relative_to(home): p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
-    assert {k: v for k, v in after.items() if k.name != "LOCK"} == {
-        k: v for k, v in before.items() if k.name != "LOCK"
-    }
-    assert (home / "records.sqlite3").exists() is (state == "new")
+    assert _files(home) == before  # nothing created (no -wal, no -shm), grown or touched
+    assert (home / "records.sqlite3").exists() is (state != "missing")
 
 
 def test_new_and_fully_erased_stores_still_open(make_memory, shared_embedder) -> None:

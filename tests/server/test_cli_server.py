@@ -247,3 +247,15 @@ def test_import_restores_an_export_into_a_running_server(
     user_key = server.create_key(tenant)
     assert main(["--url", server.url, "--api-key", user_key, "import", str(export)]) == 1
     assert "admin" in capsys.readouterr().err
+
+
+def test_remote_import_counts_the_lines_of_the_file(
+    server: ServerProcess, tenant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [json.dumps({"role": "user", "content": f"note {n}"}) for n in range(5)]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")  # a final newline ends the last line
+    remote = ["--url", server.url, "--api-key", server.create_key(tenant, admin=True)]
+    assert main([*remote, "--user", "u1", "--session", "s1", "import", str(path)]) == 0
+    progress = [x for x in capsys.readouterr().err.splitlines() if x.startswith("importing")]
+    assert progress[-1] == "importing: 5/5 lines"

@@ -35,11 +35,23 @@ from agentmem import (
     ScopeError,
     ValidationError,
 )
-from agentmem.client import AsyncRemoteBoundMemory, RemoteBoundMemory
+from agentmem.client import (
+    AsyncRemoteBoundMemory,
+    AsyncRemoteWorking,
+    RemoteBoundMemory,
+    RemoteWorking,
+)
 from agentmem.tiers.agent_state import StateEntry
 from agentmem.tiers.knowledge import KnowledgeEntry, UpsertResult
 from agentmem.tiers.sessions import SessionDetail
-from agentmem.tiers.working import CompactionResult, ReferenceSummary
+from agentmem.tiers.working import (
+    CompactionResult,
+    PromptView,
+    ReferenceSummary,
+    TokenCounts,
+    WorkingMemory,
+    WorkingSnapshot,
+)
 
 
 def _post(server: ServerProcess, path: str, key: str | None, body: object) -> httpx.Response:
@@ -259,6 +271,7 @@ def test_bad_json_and_arguments_are_422_naming_the_field(
         ({"args": {"query": "tea", "bogus": 1}}, "bogus"),
         ({"args": {"query": "tea", "top_k": "five"}}, "top_k"),
         ({"args": {}}, "query"),
+        ({"identity": {"user_id": "u1"}}, "args"),  # no args at all: args is what is missing
         ({"identity": {"user_id": 7}, "args": {"query": "tea"}}, "user_id"),
         ({"args": {"query": "tea"}, "extra": True}, "extra"),
     ]
@@ -267,6 +280,7 @@ def test_bad_json_and_arguments_are_422_naming_the_field(
         assert response.status_code == 422, (body, response.text)
         error = response.json()["error"]
         assert (error["type"], error["field"]) == ("ValidationError", field), body
+        assert error["message"].startswith(f"{field}: "), error
     assert _post(server, "/v1/ops/no_such_op", key, {"args": {}}).status_code == 404
 
 
@@ -374,6 +388,73 @@ def test_async_and_sync_remote_memories_have_the_same_methods() -> None:
         "agent_id",
         "session_id",
     }
+
+
+def test_a_remote_bound_memory_has_every_public_name_of_the_embedded_one() -> None:
+    def names(cls: type) -> set[str]:
+        return {n for n in dir(cls) if not n.startswith("_")}
+
+    # `store` is the embedded AgentMemory a memory was bound from; a remote one has `client`
+    assert names(BoundMemory) - names(RemoteBoundMemory) == {"store"}
+    assert names(BoundMemory) - names(AsyncRemoteBoundMemory) == {"store"}
+    # the store's tier settings are the server's; asyncio reads the rest from a snapshot
+    assert names(WorkingMemory) - names(RemoteWorking) == {"config"}
+    assert names(WorkingMemory) - names(AsyncRemoteWorking) == {
+        "config",
+        "pinned",
+        "summary",
+        "tokens",
+        "window",
+    }
+
+
+def test_the_working_memory_is_served_too(server: ServerProcess, tenant: str) -> None:
+    key = server.create_key(tenant)
+    with agentmem.connect(server.url, api_key=key) as client:
+        m = client.bind(user_id="u1", agent_id="bot", session_id="s1")
+        m.add_message("system", "You are a travel agent.")
+        m.add_message("user", "I live in Berlin.")
+        m.add_message("assistant", "Noted.")
+        question = m.add_message("user", "Find me a hotel in Lisbon")
+        m.add_message(
+            "assistant",
+            "",
+            metadata={"tool_calls": [{"id": "c1", "name": "hotels", "arguments": {"n": 3}}]},
+        )
+        m.add_tool_output("c1", "3 hotels found", tool_name="hotels")
+
+        snap = m.working.snapshot()
+        assert isinstance(snap, WorkingSnapshot) and snap.session_id == "s1"
+        assert [i.content for i in snap.pinned] == ["You are a travel agent."]
+        assert [i.id for i in snap.window] == [i.id for i in m.messages()][1:]
+        assert snap.latest_user_id == question.id and not snap.compressed
+        assert isinstance(snap.tokens, TokenCounts) and snap.tokens.total > 0
+        assert [i.id for i in m.working.window] == [i.id for i in snap.window]
+        assert [i.id for i in m.working.pinned] == [i.id for i in snap.pinned]
+        assert m.working.summary.empty and m.working.tokens == snap.tokens
+
+        folded = m.working.compact(keep=2)
+        assert isinstance(folded, CompactionResult) and len(folded.rolled_off) == 2
+        assert not m.working.summary.empty
+        view = m.working.prompt_view()
+        assert isinstance(view, PromptView)
+        assert [i.id for i in view.window] == [i.id for i in m.working.window]
+        context = m.working.context_messages()
+        assert [c["role"] for c in context] == ["system", "system", "user", "assistant", "tool"]
+        assert context[3]["tool_calls"][0]["function"]["name"] == "hotels"
+        assert context == m.context_messages()
+
+        with pytest.raises(ScopeError):
+            client.bind(user_id="u1").working.snapshot()  # no session bound
+        window = [i.id for i in m.working.window]
+
+    async def scenario() -> None:
+        async with agentmem.connect_async(server.url, api_key=key) as aclient:
+            remote = aclient.bind(user_id="u1", agent_id="bot", session_id="s1")
+            assert [i.id for i in (await remote.working.snapshot()).window] == window
+            assert (await remote.working.compact(keep=0)).ok
+
+    asyncio.run(scenario())
 
 
 def test_flush_and_whoami(connect_as: ConnectAs, tenant: str) -> None:

@@ -150,10 +150,12 @@ def test_client_all_is_pinned() -> None:
         "AsyncRemoteBoundMemory",
         "AsyncRemoteKnowledge",
         "AsyncRemoteState",
+        "AsyncRemoteWorking",
         "Client",
         "RemoteBoundMemory",
         "RemoteKnowledge",
         "RemoteState",
+        "RemoteWorking",
         "connect",
         "connect_async",
     ]

@@ -11,7 +11,9 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..errors import AgentMemError
 from ._common import CliError, add_storage_flags
@@ -64,18 +66,60 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(sub)
-    for command in sub.choices.values():
-        # accepted after the command too (`agentmem stats --json`); SUPPRESS keeps a flag
-        # given before the command from being reset by the sub-parser's default
-        options = command._option_string_actions
-        if "--json" not in options:
-            command.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
-        if "--verbose" not in options:
-            command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-        for flag in ("--embedder", "--embedder-name"):
-            if flag not in options:
-                command.add_argument(flag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    global_flags = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    for command, summary in _subparsers(parser):
+        _accept_global_flags(command, global_flags)
+        if not command.description and summary:  # `agentmem stats --help` says what it does
+            command.description = summary[0].upper() + summary[1:].rstrip(".") + "."
     return parser
+
+
+#: The title of the global flags in a command's help.
+GLOBAL_FLAGS_TITLE = "global options"
+
+
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+    """Every command's parser, nested ones (``knowledge upsert``) included, with its
+    one-line help."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, command in action.choices.items():
+                yield command, helps.get(name)
+                yield from _subparsers(command)
+
+
+def _accept_global_flags(
+    command: argparse.ArgumentParser, global_flags: list[argparse.Action]
+) -> None:
+    """Let ``command`` take the global flags too (``agentmem export --tenant acme``), except
+    those it defines itself (``keys create --tenant`` is the key's tenant). Their default is
+    SUPPRESS, so a flag given before the command is not reset by the command's parser."""
+    accepted: list[str] = []
+    for flag in global_flags:
+        strings = [s for s in flag.option_strings if s not in command._option_string_actions]
+        if not strings:
+            continue
+        accepted.append("/".join(strings))
+        # listed once in the group's text below: each in full would repeat `agentmem --help`
+        kwargs: dict[str, Any] = {
+            "dest": flag.dest,
+            "default": argparse.SUPPRESS,
+            "help": argparse.SUPPRESS,
+        }
+        if isinstance(flag, argparse._StoreTrueAction):
+            kwargs["action"] = "store_true"
+        else:
+            kwargs.update(type=flag.type, choices=flag.choices)
+        command.add_argument(*strings, **kwargs)
+    if accepted:
+        # wrapped here: a command with a raw formatter (import) shows it as it is
+        text = f"{', '.join(accepted)}: as before the command (see `agentmem --help`); given "
+        command.add_argument_group(
+            GLOBAL_FLAGS_TITLE, textwrap.fill(text + "after it, they win.", break_on_hyphens=False)
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

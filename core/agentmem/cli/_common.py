@@ -44,7 +44,9 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -320,6 +322,8 @@ def open_memory(
     path = home or home_of(args)
     where = path if path is not None else default_home()
     must_exist = beside_writer or not create
+    if where.exists() and not where.is_dir():
+        raise CliError(f"data dir {where} is a file, not a directory (see --home)")
     if must_exist and not kwargs["settings"].records_url and not where.exists():
         # on a mistyped --home, a reading command would create an empty store and report
         # on it ("0 result(s)", an empty export) as if all were well
@@ -484,6 +488,42 @@ class _ProgressLines:
         seconds = round((total - done) * (now - since) / (done - at_first))
         minutes, seconds = divmod(seconds, 60)
         return f", about {minutes}m{seconds:02d}s left" if minutes else f", about {seconds}s left"
+
+
+#: A reStructuredText role (``:class:`~agentmem.models.MemoryItem```).
+_ROLE = re.compile(r":[a-z]+:`(~?)([^`]+)`")
+
+
+def plain(text: str, width: int = 79) -> str:
+    """reStructuredText (a docstring shown as help) as plain text for a terminal: a role as
+    the name it refers to (the last part after ``~``), literals and bold without their
+    marks, each run of lines of one indentation filled again to ``width`` (a heading, the
+    line above a row of dashes, as it is)."""
+    text = _ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text)
+    lines = text.replace("``", "").replace("**", "").split("\n")
+    # runs of (indent, words); None for a line kept as it is (blank, heading, underline)
+    runs: list[tuple[str | None, list[str]]] = []
+    for n, line in enumerate(lines):
+        heading = any(x.strip() and set(x.strip()) == {"-"} for x in lines[n : n + 2])
+        indent = line[: len(line) - len(line.lstrip())]
+        if heading or not line.strip():
+            runs.append((None, [line]))
+        elif runs and runs[-1][0] == indent:
+            runs[-1][1].append(line.strip())
+        else:
+            runs.append((indent, [line.strip()]))
+    return "\n".join(
+        words[0]
+        if indent is None
+        else textwrap.fill(
+            " ".join(words),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+        for indent, words in runs
+    )
 
 
 def markup(text: str) -> str:

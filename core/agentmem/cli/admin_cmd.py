@@ -12,7 +12,16 @@ from ._common import EXIT_OK, Output, command, markup, open_memory
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("stats", help="record counts, index backlog and disk use")
+    p = sub.add_parser(
+        "stats",
+        help="record counts, index backlog and disk use",
+        description="Count the data dir's rows (live, superseded, deleted; live by kind), "
+        "the rows the keyword and vector indexes have not caught up with (and those whose "
+        "embedding failed), the embedder the vectors were made with and the disk use of each "
+        "store; every tenant. Works beside a running writer. With --url: the key's tenant "
+        "(an admin key), or the whole store and the server's background jobs (an operator "
+        "key).",
+    )
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser(

@@ -19,7 +19,8 @@ from rich.table import Table
 
 from ..bench import BenchResult, BenchSettings, run_bench
 from ..recall.profile import BESIDE
-from ._common import EXIT_OK, CliError, Output, command, shared_embedder
+from ._args import whole
+from ._common import EXIT_OK, Output, command, shared_embedder
 
 
 def _sizes(raw: str) -> list[int]:
@@ -41,7 +42,8 @@ def register(sub: Any) -> None:
             "fresh store and measure write acknowledgement latency, embedding and import "
             "throughput, recall latency p50/p95/p99, the query-embedding floor, peak RSS, "
             "index sizes and Recall@10; with --peers, the same corpus and queries through "
-            "LangChain and LlamaIndex hybrid retrievers. Figures are printed, never asserted."
+            "LangChain's and LlamaIndex's hybrid retrievers, mem0 and LangGraph's store. "
+            "Figures are printed, never asserted."
         ),
     )
     p.add_argument(
@@ -52,29 +54,30 @@ def register(sub: Any) -> None:
         help="corpus size(s), e.g. 10000 or 10000,100000 (default 10000)",
     )
     p.add_argument(
-        "--queries", type=int, default=200, metavar="Q", help="recall queries (default 200)"
+        "--queries", type=whole(1), default=200, metavar="Q", help="recall queries (default 200)"
     )
     p.add_argument(
         "--peers",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="also run the LangChain / LlamaIndex peers when installed (default: yes)",
+        help="also run the peers (LangChain, LlamaIndex, mem0, LangGraph) when installed "
+        "(default: yes)",
     )
     p.add_argument(
         "--peer-memories",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="M",
         help="corpus size for the peer comparison (default min(N, 20000))",
     )
     p.add_argument(
         "--ack-samples",
-        type=int,
+        type=whole(0),
         default=500,
         metavar="A",
         help="single writes timed for the acknowledgement latency (default 500)",
     )
-    p.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
+    p.add_argument("--seed", type=whole(0), default=0, help="corpus seed (default 0)")
     p.add_argument(
         "--workdir", type=Path, default=None, help="where the data dirs go (default: a temp dir)"
     )
@@ -148,7 +151,8 @@ def _table(results: list[BenchResult]) -> Table:
             f"{s['index_bytes'][k] / mb:,.1f}" for k in ("records", "keywords", "chroma")
         ),
     )
-    for name in ("langchain", "llamaindex"):
+    peers = [n for r in results for n in r.summary.get("peers", {}).get("systems", {})]
+    for name in dict.fromkeys(n for n in peers if n != "agentmem"):  # every peer that ran
         row(
             f"{name}: Recall@k, p95 ms (corpus)",
             lambda s, name=name: "{:.3f}, {:.2f} ({:,})".format(
@@ -197,12 +201,6 @@ def _profile_table(results: list[BenchResult]) -> Table:
 @command
 def run(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    if args.queries < 1:
-        raise CliError("--queries must be a positive integer")
-    if args.peer_memories is not None and args.peer_memories < 1:
-        raise CliError("--peer-memories must be a positive integer")
-    if args.ack_samples < 0:
-        raise CliError("--ack-samples must not be negative")
     embedder = shared_embedder(args)
     results: list[BenchResult] = []
     for n in args.memories:

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from ..calibration.fit import CalibrationReport, Figures
 from ..evaluation import calibration_data  # noqa: F401 (registers the labelled data it fits on)
+from ._args import whole
 from ._common import EXIT_OK, Output, command, markup, open_memory
 
 
@@ -33,7 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "empty, calibration error, relevant and irrelevant candidates kept at min_score "
         "0.3), in-sample and held out.",
     )
-    p.add_argument("--folds", type=int, default=5, help="folds of the held-out figures")
+    p.add_argument(
+        "--folds", type=whole(2), default=5, help="folds of the held-out figures (2 or more)"
+    )
     p.set_defaults(func=cmd_calibrate)
 
 

@@ -28,6 +28,7 @@ from ..client import Client
 from ..embeddings import Embedder
 from ..llm import LLM, AnthropicLLM, OfflineLLM, default_llm
 from ..memory import AgentMemory
+from ._args import TOP_K, whole
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "answer", help="a grounded answer from recalled memories (empty if nothing relevant)"
     )
     p.add_argument("question", help="the question ('-' reads stdin)")
-    p.add_argument("-k", "--top-k", type=int, default=5, help="memories to recall (1..20)")
+    p.add_argument("-k", "--top-k", type=TOP_K, default=5, help="memories to recall (1..20)")
     llm_flag(p)
     p.set_defaults(func=cmd_answer)
 
@@ -87,7 +88,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "judge",
         help="run the supersession judge over memories not yet judged (all tenants)",
     )
-    p.add_argument("--limit", type=int, default=None, help="judge at most this many")
+    p.add_argument("--limit", type=whole(1), default=None, help="judge at most this many")
     llm_flag(p)
     p.set_defaults(func=cmd_judge)
 

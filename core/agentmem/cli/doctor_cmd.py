@@ -22,6 +22,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "doctor",
         help="check both indexes against the records (exit 1 on drift; fix with reindex)",
+        description="Compare the records with the keyword and vector indexes and report "
+        "drift per tenant and partition: rows missing from an index, index entries of rows "
+        "that are gone, unreadable indexes, embeddings that failed, leftovers of erased "
+        "identities and files no store uses; also the default embedder's model files. Exits "
+        "1 when anything is wrong; `agentmem reindex` heals every kind of drift. Works "
+        "beside a running writer. With --url: the key's tenant (an admin key), or the whole "
+        "store (an operator key).",
     )
     p.set_defaults(func=cmd_doctor)
 

@@ -36,6 +36,7 @@ from ..evaluation.golden import (
     run_golden,
     write_report,
 )
+from ._args import whole
 from ._common import EXIT_FAILED, EXIT_OK, CliError, Output, command, shared_embedder
 from .eval_locomo import add_locomo_arguments, run_locomo_cli
 from .eval_suite import add_suite_arguments, run_suite_cli
@@ -109,7 +110,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-misses",
         metavar="N",
-        type=int,
+        type=whole(0),
         default=None,
         help="show at most N rows of the misses table (default: all)",
     )

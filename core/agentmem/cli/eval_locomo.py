@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..evaluation.locomo import ALL_MODES, log_to_mlflow, run_locomo
 from ..evaluation.tracking import MlflowError
+from ._args import whole
 from ._common import Output, shared_embedder
 
 
@@ -20,7 +21,7 @@ def add_locomo_arguments(parser: Any) -> None:
     group.add_argument(
         "--limit-questions",
         metavar="N",
-        type=int,
+        type=whole(1),
         default=None,
         help="score at most N questions (file order); for quick runs",
     )

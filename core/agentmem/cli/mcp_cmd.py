@@ -22,14 +22,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from ..distribution import pip_install
 from ..errors import ValidationError
 from ..tools.specs import ALL_TOOLS, Include, tool_names
-from ._common import EXIT_FAILED, IDENTITY_ENV, CliError, bind, command, open_memory
-
-_LABELS = {"tenant": "tenant id", "user": "user id", "agent": "agent id", "session": "session id"}
+from ._common import EXIT_FAILED, CliError, bind, command, open_memory
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,25 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the tools to serve: all (default), core (recall, remember_fact, "
         "read_tool_output, and the agent-state tools with --agent) or comma-separated names",
     )
-    for name, label in _LABELS.items():
-        parser.add_argument(
-            f"--{name}",
-            dest=f"mcp_{name}",
-            default=None,
-            metavar=name.upper(),
-            help=f"{label} (overrides the global --{name} and ${IDENTITY_ENV[name]})",
-        )
     parser.set_defaults(func=run)
-
-
-def merge_identity_flags(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with ``--tenant`` etc. given after ``mcp`` taking precedence over the globals."""
-    merged = argparse.Namespace(**vars(args))
-    for name in _LABELS:
-        value: Any = getattr(args, f"mcp_{name}", None)
-        if value is not None:
-            setattr(merged, name, value)
-    return merged
 
 
 def parse_tools(value: str) -> Include:
@@ -108,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
 
     from ..tools.mcp import serve_stdio
 
-    args = merge_identity_flags(args)
     with open_memory(args) as store:
         anyio.run(serve_stdio, bind(store, args), include)
     return 0

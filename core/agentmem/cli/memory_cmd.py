@@ -13,8 +13,17 @@ from .. import validation
 from ..client import Client
 from ..config import MemoryConfig
 from ..memory import AgentMemory
-from ..models import KINDS, MEMORY_TYPES, RECALL_SCOPES, REMEMBER_SCOPES, ROLES, RecallResult
+from ..models import (
+    KINDS,
+    MEMORY_TYPES,
+    RECALL_SCOPES,
+    REMEMBER_SCOPES,
+    ROLES,
+    TIERS,
+    RecallResult,
+)
 from ..scopes import default_memory_scope
+from ._args import FRACTION, SECONDS, TOP_K, whole
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -31,6 +40,12 @@ from ._common import (
     resolve_identity,
     short,
 )
+
+#: How far below the threshold the best match may score for recall to suggest the
+#: ``--min-score`` that would return it: a calibrated score reads as a chance of being
+#: relevant, so 0.05 under the bar is a near miss, while an unrelated query's best match
+#: scores far lower (0.11 for "favourite colour" against one stretching routine).
+NEAR_MISS = 0.05
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,42 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "if --agent (every user of the agent), else session; tenant (every user of the "
         "tenant) only when given",
     )
-    p.add_argument("--importance", type=float, default=None, help="0..1")
+    p.add_argument("--importance", type=FRACTION, default=None, help="0..1")
     p.add_argument("--topic-key", default=None, help="a later memory with this key supersedes")
     p.add_argument("--metadata", default=None, help="JSON object")
     p.set_defaults(func=cmd_remember)
 
-    p = sub.add_parser(
-        "recall",
-        help="hybrid (keyword + vector) search of what this identity may see",
-        description="Recall memories for a query within the bound identity's scopes.",
-    )
-    p.add_argument("query")
-    p.add_argument("-k", "--top-k", type=int, default=5, help="at most this many (1..20)")
-    p.add_argument("--kind", action="append", choices=KINDS, help="restrict to a kind (repeat)")
-    p.add_argument(
-        "--memory-type", "--type", dest="memory_type", action="append", choices=MEMORY_TYPES
-    )
-    p.add_argument("--scope", default="any", choices=RECALL_SCOPES)
-    p.add_argument("--min-score", type=float, default=None, help="0..1 (default 0.3)")
-    p.add_argument("--token-budget", type=int, default=None, help="default 1000")
-    p.add_argument(
-        "--filter",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        help="equality filter on stored metadata (VALUE parsed as JSON if it can be)",
-    )
-    p.add_argument("--include-superseded", action="store_true")
-    p.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="wait up to this long for the indexes to catch up first (not needed: recall "
-        "reads what they have not indexed yet; default 0)",
-    )
-    p.set_defaults(func=cmd_recall)
+    _register_recall(sub)
 
     p = sub.add_parser(
         "add-message",
@@ -117,6 +102,68 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(func=cmd_forget)
+
+
+def _register_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``recall``: its flags are the Python API's recall options."""
+    p = sub.add_parser(
+        "recall",
+        help="hybrid (keyword + vector) search of what this identity may see",
+        description="Recall memories for a query within the bound identity's scopes.",
+    )
+    p.add_argument("query")
+    p.add_argument("-k", "--top-k", type=TOP_K, default=5, help="at most this many (1..20)")
+    p.add_argument("--kind", action="append", choices=KINDS, help="restrict to a kind (repeat)")
+    p.add_argument(
+        "--memory-type", "--type", dest="memory_type", action="append", choices=MEMORY_TYPES
+    )
+    p.add_argument("--scope", default="any", choices=RECALL_SCOPES)
+    p.add_argument("--min-score", type=FRACTION, default=None, help="0..1 (default 0.3)")
+    p.add_argument("--token-budget", type=whole(1), default=None, help="default 1000")
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="equality filter on stored metadata (VALUE parsed as JSON if it can be)",
+    )
+    p.add_argument("--include-superseded", action="store_true")
+    p.add_argument(
+        "--no-rerank",
+        dest="rerank",
+        action="store_false",
+        help="leave out the configured reranker (rerank=False)",
+    )
+    p.add_argument(
+        "--tiers",
+        action="append",
+        choices=TIERS,
+        default=None,
+        metavar="TIER",
+        help=f"only rows of this tier (repeat; one of {', '.join(TIERS)}); default: messages, "
+        "memories, documents, knowledge and session summaries, not session chunks",
+    )
+    p.add_argument(
+        "--target-agent",
+        default=None,
+        metavar="AGENT",
+        help="read this agent's closed sessions (--scope history) and knowledge (--scope "
+        "knowledge) instead; needs --agent and no --user",
+    )
+    p.add_argument(
+        "--wait",
+        type=SECONDS,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for the indexes to catch up first (not needed: recall "
+        "reads what they have not indexed yet; default 0)",
+    )
+    p.epilog = (
+        "When nothing reaches the threshold, the best match's score is said on stderr; "
+        f"a --min-score that would return it is suggested only when it is within {NEAR_MISS} "
+        "of the threshold (further below, the query has no answer here)."
+    )
+    p.set_defaults(func=cmd_recall)
 
 
 @command
@@ -210,8 +257,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
         m = bind(mem, args)
         if args.wait > 0:
             mem.flush(timeout=args.wait)
-        # Load the model and the vector store first, so the latency shown is the recall's.
-        m.recall("warm-up", top_k=1)
+        if isinstance(mem, AgentMemory):
+            # load the model first, so the latency shown is the recall's (an embedding, not
+            # a recall: no access count, no recall observed; a server has its model loaded)
+            mem.embedder.embed_query("agentmem warm-up")
         started = time.perf_counter()
         result = m.recall(
             args.query,
@@ -219,13 +268,17 @@ def cmd_recall(args: argparse.Namespace) -> int:
             kinds=args.kind,
             memory_types=args.memory_type,
             scope=args.scope,
+            rerank=args.rerank,
             min_score=args.min_score,
             token_budget=args.token_budget,
             filters=filters,
             include_superseded=args.include_superseded,
+            tiers=args.tiers,
+            target_agent=args.target_agent,
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        below = _below_threshold(m, args, filters, result, _min_score(mem))
+        threshold = _min_score(mem) if args.min_score is None else args.min_score
+    below = below_threshold(result, threshold)
     if out.json:
         out.result(
             {
@@ -236,6 +289,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
                 "rerank_used": result.rerank_used,
                 "truncated": result.truncated,
                 "token_count": result.token_count,
+                "best_score": result.best_score,
                 "latency_ms": round(latency_ms, 2),
                 "below_threshold": below,
             }
@@ -276,30 +330,18 @@ def _min_score(store: AgentMemory | Client) -> float:
     return store.config.min_score if isinstance(store, AgentMemory) else MemoryConfig().min_score
 
 
-def _below_threshold(
-    m: Any, args: argparse.Namespace, filters: Any, result: RecallResult, default: float
-) -> str | None:
-    """When nothing passed ``min_score`` but something was found below it, say so."""
-    threshold = default if args.min_score is None else args.min_score
-    if result.items or threshold <= 0:
+def below_threshold(result: RecallResult, threshold: float) -> str | None:
+    """When nothing passed ``threshold`` but recall found something below it, say how far
+    below (its ``best_score``, from the same recall: asking again would count as a recall);
+    a lower ``--min-score`` is suggested only for a near miss (within :data:`NEAR_MISS`):
+    far below, the best match is no answer, and lowering the bar would return noise."""
+    best = result.best_score
+    if result.items or best is None or best >= threshold:
         return None
-    best = m.recall(
-        args.query,
-        top_k=1,
-        kinds=args.kind,
-        memory_types=args.memory_type,
-        scope=args.scope,
-        min_score=0.0,
-        filters=filters,
-        include_superseded=args.include_superseded,
-    )
-    if not best.items:
-        return None
-    score = best.items[0].score
-    return (
-        f"best match {score:.2f} is below min_score {threshold:.2f}; try --min-score "
-        f"{max(int(score * 100) / 100, 0.0):.2f}"
-    )
+    said = f"best match {best:.2f} is below min_score {threshold:.2f}"
+    if threshold - best > NEAR_MISS:
+        return f"{said}: nothing stored is close to this query"
+    return f"{said}; try --min-score {int(best * 100) / 100:.2f}"
 
 
 @command

@@ -29,7 +29,6 @@ with a message saying so.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from ._common import (
     URL_ENV,
     CliError,
     Output,
+    bind,
     command,
     markup,
     remote_client,
@@ -55,7 +55,7 @@ from ._common import (
 from .admin_cmd import stats_table
 from .doctor_cmd import render as render_doctor
 from .erase_cmd import describe_receipt, erase_identity
-from .mcp_cmd import merge_identity_flags, tools_of
+from .mcp_cmd import tools_of
 from .transfer_cmd import write_export
 
 
@@ -166,12 +166,8 @@ def remote_export(args: argparse.Namespace) -> int:
 @command
 def remote_mcp(args: argparse.Namespace) -> int:
     include = tools_of(args)
-    merged = merge_identity_flags(args)
-    env = {"tenant": "AGENTMEM_TENANT", "user": "AGENTMEM_USER", "agent": "AGENTMEM_AGENT"}
-    ids = {n: getattr(merged, n, None) or os.environ.get(v) or None for n, v in env.items()}
-    session = getattr(merged, "session", None) or os.environ.get("AGENTMEM_SESSION") or None
     with _client(args) as client:
-        bound = client.bind(ids["tenant"], ids["user"], ids["agent"], session)
+        bound = bind(client, args)
         # the MCP tools call the bound memory's operations, which a remote one has too
         anyio.run(serve_stdio, bound, include)
     return EXIT_OK

@@ -19,6 +19,7 @@ import argparse
 from typing import Any
 
 from ..tiers.knowledge import KnowledgeEntry
+from ._args import FRACTION, SECONDS, TOP_K, number, whole
 from ._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--summary-timeout",
-        type=float,
+        type=SECONDS,
         default=None,
         help="seconds for the summary (default $AGENTMEM_SUMMARY_TIMEOUT or 30; 0 skips it)",
     )
@@ -59,20 +60,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "working", help="show the working memory of a session (window, summary, tokens)"
     )
     p.add_argument("--compact", action="store_true", help="compact the window first")
-    p.add_argument("--keep", type=int, default=None, help="messages --compact keeps (default 4)")
+    p.add_argument(
+        "--keep", type=whole(0), default=None, help="messages --compact keeps (default 4)"
+    )
     p.add_argument(
         "--context",
         action="store_true",
         help="print the messages context_messages() would send to a model",
     )
-    p.add_argument("--model-window", type=int, default=None, help="model window in tokens")
-    p.add_argument("--budget-ratio", type=float, default=0.8, help="compaction trip (0.8)")
+    p.add_argument("--model-window", type=whole(1), default=None, help="model window in tokens")
+    p.add_argument(
+        "--budget-ratio",
+        type=number(0.0, 1.0, above=True),
+        default=0.8,
+        help="compaction trip (0.8)",
+    )
     p.set_defaults(func=cmd_working)
 
-    p = sub.add_parser("session-detail", help="the full events of a session (any tier)")
+    p = sub.add_parser(
+        "session-detail",
+        help="the full events of a session (any tier)",
+        description="The full events and summary of a session of the bound conversation, "
+        "any tier; with --target-agent, one of that agent's closed sessions.",
+    )
     p.add_argument("session_id")
+    p.add_argument(
+        "--target-agent",
+        default=None,
+        metavar="AGENT",
+        help="read a closed session of this agent instead (needs --agent and no --user)",
+    )
     p.set_defaults(func=cmd_session_detail)
 
+    _register_knowledge(sub)
+
+
+def _register_knowledge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``knowledge`` and its actions."""
     p = sub.add_parser("knowledge", help="the agent's knowledge base (upsert/get/delete/list)")
     ks = p.add_subparsers(dest="knowledge_command", metavar="ACTION", required=True)
     q = ks.add_parser(
@@ -83,7 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.add_argument("content", help="the entry ('-' reads stdin)")
     q.add_argument("--key", default=None, help="dedup key: replaces this agent's entry with it")
     q.add_argument("--type", dest="memory_type", default="note", help="memory type (note)")
-    q.add_argument("--importance", type=float, default=None)
+    q.add_argument("--importance", type=FRACTION, default=None, help="0..1")
     q.add_argument("--metadata", default=None, help="JSON object")
     q.set_defaults(func=cmd_knowledge_upsert)
     q = ks.add_parser("get", help="the entry under a key")
@@ -99,7 +123,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.set_defaults(func=cmd_knowledge_list)
     q = ks.add_parser("search", help="recall over the knowledge of every agent of the tenant")
     q.add_argument("query")
-    q.add_argument("-k", "--top-k", type=int, default=5)
+    q.add_argument("-k", "--top-k", type=TOP_K, default=5, help="1..20")
     q.set_defaults(func=cmd_knowledge_search)
 
 
@@ -197,7 +221,7 @@ def _brief(item: Any) -> dict[str, Any]:
 def cmd_session_detail(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     with open_store(args, create=False, background=False) as mem:
-        detail = bind(mem, args).session_detail(args.session_id)
+        detail = bind(mem, args).session_detail(args.session_id, target_agent=args.target_agent)
     out.result(detail)
     out.print(
         f"session {markup(detail.session_id)}: {detail.tier or 'open'}, {len(detail.events)} events"

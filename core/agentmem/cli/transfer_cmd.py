@@ -22,6 +22,7 @@ from ..client import Client
 from ..maintenance import transfer
 from ..memory import AgentMemory
 from ..models import KINDS, Identity
+from ._args import whole
 from ._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -34,13 +35,14 @@ from ._common import (
     markup,
     open_memory,
     open_store,
+    plain,
     resolve_identity,
 )
 
 
 def _format_help() -> str:
     doc = transfer.__doc__ or ""
-    return doc[doc.index("Two kinds of line") :]
+    return plain(doc[doc.index("Two kinds of line") :])
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,7 +56,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="JSONL file ('-' reads stdin)")
-    p.add_argument("--batch-size", type=int, default=500, help="records per write (default 500)")
+    p.add_argument(
+        "--batch-size", type=whole(1), default=500, help="records per write (default 500)"
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
@@ -76,9 +80,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _split_lines(text: str) -> list[str]:
+    """The lines of a file (a final newline ends the last line: it starts no other)."""
     # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
     # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
 
 
 def _read_lines(path: str) -> list[str]:
@@ -206,8 +211,6 @@ def _import_remote(
 @command
 def cmd_import(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    if args.batch_size < 1:
-        raise CliError("--batch-size: must be a positive integer")
     lines = _read_lines(args.file)
     started = time.perf_counter()
     with _interruptible(out) as stop, open_store(args) as store:

@@ -16,9 +16,15 @@ this package loads the models, the contract, the wire codec and the errors, neve
 
 from __future__ import annotations
 
-from .aio import AsyncClient, AsyncRemoteBoundMemory, AsyncRemoteKnowledge, AsyncRemoteState
+from .aio import (
+    AsyncClient,
+    AsyncRemoteBoundMemory,
+    AsyncRemoteKnowledge,
+    AsyncRemoteState,
+    AsyncRemoteWorking,
+)
 from .connect import AsyncConnection, connect, connect_async
-from .sync import Client, RemoteBoundMemory, RemoteKnowledge, RemoteState
+from .sync import Client, RemoteBoundMemory, RemoteKnowledge, RemoteState, RemoteWorking
 
 __all__ = [
     "AsyncClient",
@@ -26,10 +32,12 @@ __all__ = [
     "AsyncRemoteBoundMemory",
     "AsyncRemoteKnowledge",
     "AsyncRemoteState",
+    "AsyncRemoteWorking",
     "Client",
     "RemoteBoundMemory",
     "RemoteKnowledge",
     "RemoteState",
+    "RemoteWorking",
     "connect",
     "connect_async",
 ]

@@ -20,6 +20,7 @@ from ..results import (
     SessionDetail,
     StateEntry,
     UpsertResult,
+    WorkingSnapshot,
 )
 
 
@@ -97,6 +98,18 @@ class AsyncStateOps:
     async def list(self) -> builtins.list[StateEntry]:
         """See :meth:`agentmem.tiers.agent_state.AgentState.list`."""
         result: builtins.list[StateEntry] = await self._call("state.list", {})
+        return result
+
+
+class AsyncWorkingOps:
+    """The operations of :class:`~agentmem.protocols.WorkingProtocol`, each one request."""
+
+    async def _call(self, op: str, args: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def snapshot(self) -> WorkingSnapshot:
+        """See :meth:`agentmem.tiers.working.WorkingMemory.snapshot`."""
+        result: WorkingSnapshot = await self._call("working.snapshot", {})
         return result
 
 
@@ -239,9 +252,9 @@ class AsyncBoundOps:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """See :meth:`agentmem.BoundMemory.context_messages`."""
-        result: list[dict[str, str]] = await self._call(
+        result: list[dict[str, Any]] = await self._call(
             "context_messages",
             {
                 "model_window": model_window,

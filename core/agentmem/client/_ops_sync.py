@@ -21,6 +21,7 @@ from ..results import (
     SessionDetail,
     StateEntry,
     UpsertResult,
+    WorkingSnapshot,
 )
 
 
@@ -98,6 +99,18 @@ class StateOps:
     def list(self) -> builtins.list[StateEntry]:
         """See :meth:`agentmem.tiers.agent_state.AgentState.list`."""
         result: builtins.list[StateEntry] = self._call("state.list", {})
+        return result
+
+
+class WorkingOps:
+    """The operations of :class:`~agentmem.protocols.WorkingProtocol`, each one request."""
+
+    def _call(self, op: str, args: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def snapshot(self) -> WorkingSnapshot:
+        """See :meth:`agentmem.tiers.working.WorkingMemory.snapshot`."""
+        result: WorkingSnapshot = self._call("working.snapshot", {})
         return result
 
 
@@ -240,9 +253,9 @@ class BoundOps:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """See :meth:`agentmem.BoundMemory.context_messages`."""
-        result: list[dict[str, str]] = self._call(
+        result: list[dict[str, Any]] = self._call(
             "context_messages",
             {
                 "model_window": model_window,

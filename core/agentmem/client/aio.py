@@ -8,7 +8,7 @@ Example:
     >>> async with agentmem.connect_async(url, api_key=key) as client:  # doctest: +SKIP
     ...     m = client.bind(user_id="u1", session_id="s1")
     ...     await m.remember("I prefer uv over pip", memory_type="preference")
-    ...     (await m.recall("which package manager?")).items[0].content
+    ...     (await m.recall("which Python package manager do I prefer?")).items[0].content
     'I prefer uv over pip'
 """
 
@@ -28,13 +28,22 @@ import httpx
 import orjson
 
 from ..errors import RemoteError
-from ..models import ErasureReceipt, Identity, RecallResult
+from ..models import ErasureReceipt, Identity, MemoryItem, RecallResult
 from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
-from ..results import ApiKey, DoctorReport, ImportCounts, Stats
+from ..results import (
+    ApiKey,
+    CompactionResult,
+    DoctorReport,
+    ImportCounts,
+    PromptView,
+    ReferenceSummary,
+    Stats,
+    TokenCounts,
+)
 from ..wire.codec import decode
 from ..wire.ops import PREFIX
 from . import _wire as shared
-from ._ops_aio import AsyncBoundOps, AsyncKnowledgeOps, AsyncStateOps
+from ._ops_aio import AsyncBoundOps, AsyncKnowledgeOps, AsyncStateOps, AsyncWorkingOps
 from ._transport import plain_http_transport
 
 
@@ -272,6 +281,72 @@ class AsyncRemoteState(AsyncStateOps):
         return await self._bound._call(op, args)
 
 
+class AsyncRemoteWorking(AsyncWorkingOps):
+    """``memory.working`` of a remote bound memory: the session's working memory on the
+    server (see :class:`agentmem.tiers.working.WorkingMemory`); ``await working.snapshot()``
+    reads the window, summary and token counts together. (asyncio: a property cannot await, so
+    ``window``, ``pinned``, ``summary`` and ``tokens`` are the snapshot's fields here.)"""
+
+    def __init__(self, bound: AsyncRemoteBoundMemory) -> None:
+        self._bound = bound
+
+    async def _call(self, op: str, args: Mapping[str, Any]) -> Any:
+        return await self._bound._call(op, args)
+
+    if True:  # ASYNC: a property cannot await
+        pass
+    else:
+
+        @property
+        def window(self) -> list[MemoryItem]:
+            """Messages in the window (not pinned, not rolled off), oldest first."""
+            return list(self.snapshot().window)
+
+        @property
+        def pinned(self) -> list[MemoryItem]:
+            """Pinned messages (system role or ``metadata["pinned"]``), oldest first."""
+            return list(self.snapshot().pinned)
+
+        @property
+        def summary(self) -> ReferenceSummary:
+            """The reference summary of what rolled off."""
+            return self.snapshot().summary
+
+        @property
+        def tokens(self) -> TokenCounts:
+            """Token counts of pinned messages, summary and window."""
+            return self.snapshot().tokens
+
+    async def compact(self, *, keep: int | None = None) -> CompactionResult:
+        """Fold the window into the reference summary (the bound memory's ``compact``)."""
+        return await self._bound.compact(keep=keep)
+
+    async def context_messages(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The messages to send to a model (the bound memory's ``context_messages``)."""
+        return await self._bound.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+    async def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What a prompt of the session holds, as stored rows (the bound memory's
+        ``prompt_view``)."""
+        return await self._bound.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+
 class AsyncRemoteBoundMemory(AsyncBoundOps):
     """One identity's memory on a server: every operation of :class:`~agentmem.BoundMemory`
     (awaited), returning the same types. Obtain it with :meth:`AsyncClient.bind`.
@@ -321,6 +396,12 @@ class AsyncRemoteBoundMemory(AsyncBoundOps):
         return await self._client.call(op, self._identity, args)
 
     @property
+    def working(self) -> AsyncRemoteWorking:
+        """This session's working memory on the server (see
+        :attr:`agentmem.BoundMemory.working`)."""
+        return AsyncRemoteWorking(self)
+
+    @property
     def knowledge(self) -> AsyncRemoteKnowledge:
         """Agent-managed knowledge (see :attr:`agentmem.BoundMemory.knowledge`)."""
         return AsyncRemoteKnowledge(self)
@@ -331,4 +412,10 @@ class AsyncRemoteBoundMemory(AsyncBoundOps):
         return AsyncRemoteState(self)
 
 
-__all__ = ["AsyncClient", "AsyncRemoteBoundMemory", "AsyncRemoteKnowledge", "AsyncRemoteState"]
+__all__ = [
+    "AsyncClient",
+    "AsyncRemoteBoundMemory",
+    "AsyncRemoteKnowledge",
+    "AsyncRemoteState",
+    "AsyncRemoteWorking",
+]

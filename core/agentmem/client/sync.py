@@ -9,7 +9,7 @@ Example:
     >>> with agentmem.connect(url, api_key=key) as client:  # doctest: +SKIP
     ...     m = client.bind(user_id="u1", session_id="s1")
     ...     m.remember("I prefer uv over pip", memory_type="preference")
-    ...     (m.recall("which package manager?")).items[0].content
+    ...     (m.recall("which Python package manager do I prefer?")).items[0].content
     'I prefer uv over pip'
 """
 
@@ -24,13 +24,22 @@ import httpx
 import orjson
 
 from ..errors import RemoteError
-from ..models import ErasureReceipt, Identity, RecallResult
+from ..models import ErasureReceipt, Identity, MemoryItem, RecallResult
 from ..recall_options import RecallKwargs, RecallOptions, knowledge_options
-from ..results import ApiKey, DoctorReport, ImportCounts, Stats
+from ..results import (
+    ApiKey,
+    CompactionResult,
+    DoctorReport,
+    ImportCounts,
+    PromptView,
+    ReferenceSummary,
+    Stats,
+    TokenCounts,
+)
 from ..wire.codec import decode
 from ..wire.ops import PREFIX
 from . import _wire as shared
-from ._ops_sync import BoundOps, KnowledgeOps, StateOps
+from ._ops_sync import BoundOps, KnowledgeOps, StateOps, WorkingOps
 from ._transport import plain_http_transport
 
 
@@ -252,6 +261,67 @@ class RemoteState(StateOps):
         return self._bound._call(op, args)
 
 
+class RemoteWorking(WorkingOps):
+    """``memory.working`` of a remote bound memory: the session's working memory on the
+    server (see :class:`agentmem.tiers.working.WorkingMemory`); ``working.snapshot()``
+    reads the window, summary and token counts together."""
+
+    def __init__(self, bound: RemoteBoundMemory) -> None:
+        self._bound = bound
+
+    def _call(self, op: str, args: Mapping[str, Any]) -> Any:
+        return self._bound._call(op, args)
+
+    @property
+    def window(self) -> list[MemoryItem]:
+        """Messages in the window (not pinned, not rolled off), oldest first."""
+        return list(self.snapshot().window)
+
+    @property
+    def pinned(self) -> list[MemoryItem]:
+        """Pinned messages (system role or ``metadata["pinned"]``), oldest first."""
+        return list(self.snapshot().pinned)
+
+    @property
+    def summary(self) -> ReferenceSummary:
+        """The reference summary of what rolled off."""
+        return self.snapshot().summary
+
+    @property
+    def tokens(self) -> TokenCounts:
+        """Token counts of pinned messages, summary and window."""
+        return self.snapshot().tokens
+
+    def compact(self, *, keep: int | None = None) -> CompactionResult:
+        """Fold the window into the reference summary (the bound memory's ``compact``)."""
+        return self._bound.compact(keep=keep)
+
+    def context_messages(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The messages to send to a model (the bound memory's ``context_messages``)."""
+        return self._bound.context_messages(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+    def prompt_view(
+        self,
+        *,
+        model_window: int | None = None,
+        budget_ratio: float = 0.8,
+        max_messages: int | None = None,
+    ) -> PromptView:
+        """What a prompt of the session holds, as stored rows (the bound memory's
+        ``prompt_view``)."""
+        return self._bound.prompt_view(
+            model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
+        )
+
+
 class RemoteBoundMemory(BoundOps):
     """One identity's memory on a server: every operation of :class:`~agentmem.BoundMemory`
     , returning the same types. Obtain it with :meth:`Client.bind`.
@@ -298,6 +368,12 @@ class RemoteBoundMemory(BoundOps):
         return self._client.call(op, self._identity, args)
 
     @property
+    def working(self) -> RemoteWorking:
+        """This session's working memory on the server (see
+        :attr:`agentmem.BoundMemory.working`)."""
+        return RemoteWorking(self)
+
+    @property
     def knowledge(self) -> RemoteKnowledge:
         """Agent-managed knowledge (see :attr:`agentmem.BoundMemory.knowledge`)."""
         return RemoteKnowledge(self)
@@ -308,4 +384,4 @@ class RemoteBoundMemory(BoundOps):
         return RemoteState(self)
 
 
-__all__ = ["Client", "RemoteBoundMemory", "RemoteKnowledge", "RemoteState"]
+__all__ = ["Client", "RemoteBoundMemory", "RemoteKnowledge", "RemoteState", "RemoteWorking"]

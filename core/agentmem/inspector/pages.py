@@ -110,7 +110,12 @@ class Pages:
         state = None
         if store_wide or viewer.admin:
             state = health(ctx, tenant_id=None if store_wide else viewer.tenant_id)
-        observed = ctx.recalls.recent(tenant_id=None if store_wide else viewer.tenant_id)
+        # a pinned key sees its own identity's recalls, not when its tenant's others recall
+        observed = ctx.recalls.recent(
+            tenant_id=None if store_wide else viewer.tenant_id,
+            user_id=viewer.user_id,
+            agent_id=viewer.agent_id,
+        )
         jobs = self.ui.jobs() if self.ui.jobs is not None and store_wide else None
         return self.ui.page(
             request,

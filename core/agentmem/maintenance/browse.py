@@ -93,6 +93,11 @@ class Viewer:
         """The owner of the data dir: every tenant, every row."""
         return cls(tenant_id=None, operator=True, admin=writable, writable=writable)
 
+    @property
+    def pinned(self) -> bool:
+        """Pinned to a user or an agent: sees that identity's rows, not its tenant's."""
+        return self.user_id is not None or self.agent_id is not None
+
     def reaches(self, tenant_id: str) -> bool:
         return self.tenant_id is None or self.tenant_id == tenant_id
 
@@ -159,7 +164,7 @@ def may_read(viewer: Viewer, row: Row) -> bool:
     pinned identity could read (anonymized rows never)."""
     if row.item.anonymized_at is not None or not viewer.reaches(row.item.tenant_id):
         return False
-    if viewer.user_id is None and viewer.agent_id is None:
+    if not viewer.pinned:
         return True
     return scope_rules.visible_row(identity_for(viewer, row), row) is not None
 
@@ -200,9 +205,15 @@ class TenantOverview:
 
 
 def tenants(ctx: StoreContext, viewer: Viewer) -> list[Span]:
-    """Every tenant with rows for an operator; the viewer's own tenant otherwise."""
+    """Every tenant with rows for an operator; the viewer's own tenant otherwise (for a
+    pinned key, always, counting only its own rows: whether and when others wrote is not
+    its business)."""
     ctx.check_open()
-    found = ctx.records.browse.tenants()
+    browse = ctx.records.browse
+    if viewer.pinned and viewer.tenant_id is not None:
+        groups = browse.groups(viewer.tenant_id, user_id=viewer.user_id, agent_id=viewer.agent_id)
+        return [_sum(viewer.tenant_id, [g.span for g in groups])]
+    found = browse.tenants()
     if viewer.operator:
         return found
     return [t for t in found if t.key == viewer.tenant_id]
@@ -225,10 +236,12 @@ def overview(ctx: StoreContext, viewer: Viewer, tenant_id: str) -> TenantOvervie
     tiers = _tiers(browse.groups(tenant, user_id=user, agent_id=agent))
     if states:
         tiers.append(TierSpan("agent state", _sum(None, states), {}, page="state"))
+    # a pinned key's counts and times are of its own rows: another user's writes under an
+    # agent the key shares must not show up in that agent's count or last write
     return TenantOverview(
         tenant_id=tenant,
-        users=[u for u in browse.owners(tenant, "user_id") if user in (None, u.key)],
-        agents=[a for a in browse.owners(tenant, "agent_id") if agent in (None, a.key)],
+        users=browse.owners(tenant, "user_id", user_id=user, agent_id=agent),
+        agents=browse.owners(tenant, "agent_id", user_id=user, agent_id=agent),
         tiers=tiers,
         sessions=sessions,
     )
@@ -349,7 +362,9 @@ class RowDetail:
 
     Attributes:
         state: ``live``, ``superseded``, ``deleted`` or ``forgotten``.
-        access_count: Recalls that returned it (the stored count plus those not flushed yet).
+        access_count: Recalls that returned it (the stored count plus those not flushed yet);
+            None for a pinned viewer when the row is shared beyond its pins (a tenant's,
+            an agent's or another user's row), whose count is others' recalls too.
         sources: The messages it was derived from (an extracted memory, a chunk, a summary).
         derived: The rows made from it.
         replaced: The rows it superseded.
@@ -362,7 +377,7 @@ class RowDetail:
     partition: str
     tier: str | None
     state: str
-    access_count: int
+    access_count: int | None
     sources: list[MemoryItem] = field(default_factory=list)
     derived: list[MemoryItem] = field(default_factory=list)
     replaced: list[Supersession] = field(default_factory=list)
@@ -397,7 +412,7 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
         partition=row.partition,
         tier=row.tier,
         state=_state(row),
-        access_count=item.access_count + ctx.access.pending().get(item.id, 0),
+        access_count=_access_count(ctx, viewer, item),
         sources=[s.item for s in sources],
         derived=[d.item for d in derived],
         replaced=replaced,
@@ -405,6 +420,14 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
         history=history,
         audit=records.browse.audit(tenant, [item.id]),
     )
+
+
+def _access_count(ctx: StoreContext, viewer: Viewer, item: MemoryItem) -> int | None:
+    """How often recall returned ``item``, unless the viewer is pinned and the row is not
+    its own (every user's recalls count there: the count would show their activity)."""
+    if viewer.user_id not in (None, item.user_id) or viewer.agent_id not in (None, item.agent_id):
+        return None
+    return item.access_count + ctx.access.pending().get(item.id, 0)
 
 
 def _state(row: Row) -> str:

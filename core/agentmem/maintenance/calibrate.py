@@ -18,6 +18,7 @@ from ..calibration.fit import CalibrationReport, Labelled, fit_profile
 from ..calibration.profile import EmbedderIdentity
 from ..context import StoreContext
 from ..distribution import installed_version
+from ..errors import ValidationError
 
 
 def calibrate(
@@ -35,13 +36,16 @@ def calibrate(
         queries: Labelled candidates collected with this store's embedder; default the
             labelled data shipped with agentmem (:func:`agentmem.calibration.source.shipped`).
         fitted_on: What ``queries`` are (kept in the profile).
-        folds: Folds of the held-out figures.
+        folds: Folds of the held-out figures (2 or more).
         progress: ``progress(done, total)``: sets of the shipped cases collected so far.
 
     Raises:
+        ValidationError: fewer than 2 folds (refused before minutes of collecting cases).
         ValueError: no case has a relevant candidate.
         StorageError: the store is open read-only.
     """
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ValidationError("folds", f"must be a whole number of at least 2, got {folds!r}")
     ctx.check_open()
     started = time.perf_counter()
     labelled = (

@@ -48,6 +48,8 @@ def health(ctx: StoreContext, *, tenant_id: str | None = None) -> Health:
     problems: list[str] = []
     if ctx.indexer.unavailable is not None:
         problems.append(f"the embedder cannot embed: {ctx.indexer.unavailable}")
+    if ctx.vectors.guard.corrupt is not None:
+        problems.append(ctx.vectors.guard.corrupt)
     if ctx.engine.vectors_lost:
         problems.append("the vector index lost vectors the records say it holds")
     if counts.vector_failed:

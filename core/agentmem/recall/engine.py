@@ -181,6 +181,7 @@ class RecallEngine:
         ranked, rerank_used = self.rerank(req, ranked, visible)
         if prof is not None:
             prof.lap("rerank")
+        best = best_score([c.score for c in ranked], scoring, rerank_used)
         ranked = self.select(req, ranked, visible, rerank_used, scoring)
         hits, token_count, truncated = budget(ranked, visible, req.token_budget)
         if prof is not None:
@@ -197,6 +198,7 @@ class RecallEngine:
             rerank_used=rerank_used,
             truncated=truncated,
             token_count=token_count,
+            best_score=None if hits else best,
         )
         log.info(
             json.dumps(
@@ -777,6 +779,14 @@ def _vector_where(
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def best_score(scores: Sequence[float], scoring: Scoring, rerank_used: bool) -> float | None:
+    """The best of the candidates' ``scores`` before the cut-offs (before :meth:`select`
+    evens them out), when they are on ``min_score``'s scale: calibrated, or the reranker's."""
+    if not scores or not (scoring.calibrated or rerank_used):
+        return None
+    return max(scores)
 
 
 def budget(

@@ -39,7 +39,7 @@ from ..models import (
 )
 from ..storage.rows import Brief
 from . import ranking
-from .engine import RecallEngine, budget
+from .engine import RecallEngine, best_score, budget
 from .ranking import Candidate, Scoring, kept
 from .request import RecallRequest, recall_request
 
@@ -71,6 +71,7 @@ class _Run:
     token_count: int
     truncated: bool
     degraded: bool
+    best: float | None = None
     refused: set[str] = field(default_factory=set)
 
     def result(self) -> RecallResult:
@@ -81,6 +82,7 @@ class _Run:
             rerank_used=self.rerank_used,
             truncated=self.truncated,
             token_count=self.token_count,
+            best_score=None if self.hits else self.best,
         )
 
 
@@ -137,6 +139,7 @@ def _run(engine: RecallEngine, identity: Identity, req: RecallRequest, scoring: 
         token_count,
         truncated,
         engine.degraded(notes),
+        best_score(list(scores.values()), scoring, rerank_used),
         refused,
     )
 

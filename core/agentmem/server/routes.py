@@ -40,6 +40,7 @@ from ..errors import AgentMemError, ValidationError
 from ..memory import AgentMemory, BoundMemory
 from ..tiers.agent_state import AgentState
 from ..tiers.knowledge import Knowledge
+from ..tiers.working import WorkingMemory
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
 from .responses import error_response, json_response
@@ -51,6 +52,7 @@ IMPLEMENTATIONS: dict[str | None, type] = {
     None: BoundMemory,
     "knowledge": Knowledge,
     "state": AgentState,
+    "working": WorkingMemory,
 }
 
 
@@ -215,7 +217,7 @@ def validation_error(errors: Sequence[Mapping[str, Any]]) -> ValidationError:
         return ValidationError("body", "invalid request")
     err = errors[0]
     loc = [str(p) for p in err.get("loc", ()) if p != "body"]
-    if loc[:1] in (["args"], ["identity"]):
+    if loc[:1] in (["args"], ["identity"]) and len(loc) > 1:  # name the argument itself
         loc = loc[1:]
     # a union's failed member is named in the location (kinds.list[str]); keep the field
     field = loc[0] if loc else "body"

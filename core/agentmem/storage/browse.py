@@ -96,16 +96,23 @@ class BrowseReads:
         )
         return [_span(*r) for r in rows]
 
-    def owners(self, tenant_id: str, column: str) -> list[Span]:
+    def owners(
+        self,
+        tenant_id: str,
+        column: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[Span]:
         """The users (``column="user_id"``) or agents (``"agent_id"``) of a tenant's live
-        rows."""
+        rows (of one user and/or agent: the counts and times of those rows only)."""
         if column not in ("user_id", "agent_id"):
             raise ValueError(f"not an owner column: {column!r}")
+        where, params = _owned(tenant_id, user_id, agent_id)
         rows = self._db.read(
             f"SELECT {column}, COUNT(*), MIN(event_time), MAX(event_time) FROM memories "
-            f"WHERE tenant_id = ? AND {column} IS NOT NULL AND {LIVE} "
-            f"GROUP BY {column} ORDER BY {column}",
-            (tenant_id,),
+            f"WHERE {where} AND {column} IS NOT NULL GROUP BY {column} ORDER BY {column}",
+            params,
         )
         return [_span(*r) for r in rows]
 

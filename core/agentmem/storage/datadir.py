@@ -47,6 +47,8 @@ class DataDirLock:
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        if home.exists() and not home.is_dir():  # mkdir would say "File exists"
+            raise StorageError(f"data dir {home} is a file, not a directory", path=str(home))
         try:
             home.mkdir(parents=True, exist_ok=True)
             probe = home / f".write-probe-{os.getpid()}"

@@ -475,6 +475,10 @@ class IndexQueue:
                 f"WHERE vec_pending != {VEC_SKIP}"
             )
 
+    def keyword_indexed_count(self) -> int:
+        """Live rows the records say this node's keyword index holds (lost if it is empty)."""
+        return _count(self._db, f"NOT ({self._kw_stale()}) AND {LIVE}")
+
     def mark_keywords_pending(self) -> None:
         """Flag every row for the keyword index (a rebuilt keyword index)."""
         if self.follows_changes:
@@ -501,11 +505,7 @@ class IndexQueue:
     def pending_counts(self, tenant_id: str | None = None) -> tuple[int, int, int]:
         """(keyword pending, vector pending, vector failed), of ``tenant_id`` or of all."""
         where, params = _of_tenant(tenant_id)
-        kw = int(
-            self._db.read(f"SELECT COUNT(*) FROM memories WHERE {self._kw_stale()}{where}", params)[
-                0
-            ][0]
-        )
+        kw = _count(self._db, f"{self._kw_stale()}{where}", params)
         rows = self._db.read(
             f"SELECT vec_pending, COUNT(*) FROM memories INDEXED BY memories_vec_todo "
             f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} GROUP BY vec_pending",
@@ -578,6 +578,11 @@ class IndexQueue:
     def _unclaim(self) -> str:
         """Clears a row's embedding claim (Postgres; SQLite has one embedding process)."""
         return ", vec_claim_node = NULL, vec_claim_until = NULL" if self.follows_changes else ""
+
+
+def _count(db: Database, where: str, params: Sequence[str] = ()) -> int:
+    """Rows of ``memories`` matching the condition ``where``."""
+    return int(db.read(f"SELECT COUNT(*) FROM memories WHERE {where}", params)[0][0])
 
 
 def _of_tenant(tenant_id: str | None) -> tuple[str, tuple[str, ...]]:

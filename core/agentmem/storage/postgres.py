@@ -31,6 +31,7 @@ import hashlib
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -51,9 +52,16 @@ MIGRATE_LOCK = 0x61676D02
 CLUSTER_LOCK = "cluster"
 #: The channel the change trigger notifies.
 CHANNEL = "agentmem_changes"
-#: Seconds an open keeps retrying the first connection (the database may still be starting,
-#: as when a cluster comes up together) before it fails; also a pool's wait for a connection.
+#: Seconds an open keeps retrying a server that answers it is still starting up (as when a
+#: cluster comes up together) before it fails; also a pool's wait for a connection.
 CONNECT_WAIT = 30.0
+#: Seconds one connection attempt may take (libpq's ``connect_timeout``, unless the URL sets
+#: its own): an unreachable host fails within it instead of the system's TCP timeout.
+CONNECT_TIMEOUT = 5
+#: What a server says while it cannot take connections yet (SQLSTATE 57P03), the one refusal
+#: an open waits out; any other (nothing listening, no such host, bad password, no such
+#: database) fails the open at once.
+_STARTING = ("the database system is starting up", "not yet accepting connections")
 #: Seconds the change listener waits for a notification before it checks whether the store
 #: is closing (a close also wakes it at once, through a notification of its own).
 LISTEN_POLL = 0.5
@@ -161,26 +169,34 @@ class PostgresDatabase(Database):
         #: at once (else a close takes up to a poll interval).
         self._stop_channel = f"agentmem_stop_{uuid.uuid4().hex}"
         kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor}
+        try:
+            if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(url):
+                kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"records_url {redact(url)} is not a connection URL: {exc}", path=redact(url)
+            ) from exc
 
         def read_only_session(conn: Any) -> None:
             # set per connection, not as a connection option: that would replace the
             # URL's own ``options`` (a search_path, say)
             conn.execute("SET default_transaction_read_only = on")
 
+        # one connection of its own first: the pool would retry any failure in the
+        # background, logging each, and say only that it timed out after CONNECT_WAIT
+        where = self._connect_once(url, kwargs)
+        self._pool = psycopg_pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs=kwargs,
+            configure=read_only_session if read_only else None,
+            open=False,
+            timeout=CONNECT_WAIT,
+        )
         try:
-            self._pool = psycopg_pool.ConnectionPool(
-                url,
-                min_size=1,
-                max_size=pool_size,
-                kwargs=kwargs,
-                configure=read_only_session if read_only else None,
-                open=False,
-                timeout=CONNECT_WAIT,
-            )
             self._pool.open(wait=True, timeout=CONNECT_WAIT)
-            with self._pool.connection() as conn:
-                where = conn.execute("SELECT current_database(), current_schema()").fetchone()
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg_pool.PoolTimeout as exc:
             self._pool.close()
             raise StorageError(
                 f"cannot open records store at {redact(url)}: {exc}", path=redact(url)
@@ -188,6 +204,31 @@ class PostgresDatabase(Database):
         #: What the write keys' lock numbers are made unique in (database and schema).
         self._namespace = f"{where[0]}.{where[1]}"
         self._cluster_lock = self.lock_id(CLUSTER_LOCK)
+
+    def _connect_once(self, url: str, kwargs: dict[str, Any]) -> tuple[str, str]:
+        """Connect to ``url`` once (waiting out a server still starting up, for at most
+        :data:`CONNECT_WAIT` seconds); returns the database and schema connected to.
+
+        Raises:
+            StorageError: the connection failed, with libpq's reason (which names the host
+                and port, and says whether the connection was refused, timed out, or the
+                server refused the user or the database).
+        """
+        psycopg = self._psycopg
+        deadline = time.monotonic() + CONNECT_WAIT
+        while True:
+            try:
+                with psycopg.connect(url, **kwargs) as conn:
+                    where = conn.execute("SELECT current_database(), current_schema()").fetchone()
+                return str(where[0]), str(where[1])
+            except psycopg.Error as exc:
+                reason = " ".join(str(exc).split())  # libpq's text spans lines
+                if any(s in reason for s in _STARTING) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                raise StorageError(
+                    f"cannot open records store at {redact(url)}: {reason}", path=redact(url)
+                ) from exc
 
     @property
     def closed(self) -> bool:

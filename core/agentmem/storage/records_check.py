@@ -25,6 +25,19 @@ from .records import RecordStore
 from .vector_index import VectorIndex
 
 
+def blank_records_file(path: Path) -> bool:
+    """The SQLite records file is missing, or empty (0 bytes, no WAL beside it: a
+    truncation, or a create that never wrote): SQLite would make a new store of it, so it is
+    checked (:func:`refuse_lost_records`) before SQLite opens it and writes a byte."""
+    try:
+        if path.stat().st_size > 0:
+            return False
+    except FileNotFoundError:
+        return True
+    wal = path.with_name(path.name + "-wal")
+    return not wal.exists() or wal.stat().st_size == 0
+
+
 def refuse_lost_records(
     home: Path, vectors: VectorIndex, records: RecordStore | None = None
 ) -> None:
@@ -36,7 +49,7 @@ def refuse_lost_records(
             to them; a Chroma server is not asked: one marked by another records store is
             refused before the first vector goes in, see :mod:`.vector_check`).
         records: The open records store, which holds nothing (None: the SQLite file is
-            missing).
+            missing or empty, :func:`blank_records_file`).
 
     Raises:
         RecordsMissingError: the keyword index or the embedded vector index holds entries
@@ -65,7 +78,8 @@ def refuse_lost_records(
     if not held:
         return
     if records is None:
-        problem = f"the records store {home / RECORDS_FILE} is missing"
+        path = home / RECORDS_FILE
+        problem = f"the records store {path} is {'empty' if path.exists() else 'missing'}"
         restore = f"Restore {RECORDS_FILE} into {home} from a backup"
     else:
         problem = f"the records store {records.location} holds no record (it is new)"
@@ -85,4 +99,4 @@ def refuse_lost_records(
     )
 
 
-__all__ = ["refuse_lost_records"]
+__all__ = ["blank_records_file", "refuse_lost_records"]

@@ -31,9 +31,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, StorageError
 from .records import RecordStore
-from .vector_index import VectorIndex, collection_name
+from .vector_index import MARKER_COLLECTION, VectorIndex, collection_gone, collection_name
 
 #: ``meta`` key of the records store's id, which the vector index's marker repeats.
 STORE_ID_KEY = "store_id"
@@ -85,7 +85,7 @@ def verify(records: RecordStore, vectors: VectorIndex, *, repair: bool) -> Vecto
     if not expected:
         return None  # nothing to lose; the index is marked before its first vectors
     store_id = records.meta.get(STORE_ID_KEY)
-    marker = vectors.store_marker()
+    marker = _store_marker(vectors)
     if marker is not None and store_id is not None and marker != store_id:
         raise _foreign(records, vectors, marker, store_id)
     whole = marker is None and store_id is not None
@@ -112,12 +112,40 @@ def mark(records: RecordStore, vectors: VectorIndex) -> None:
 
     Raises:
         ConfigError: it is marked as another store's.
+        StorageError: it cannot be written.
     """
     records.meta.set(STORE_ID_KEY, uuid.uuid4().hex, replace=False)
     store_id = records.meta.get(STORE_ID_KEY) or ""
-    marked = vectors.mark_store(store_id)
+    try:
+        col = vectors.client.get_or_create_collection(
+            MARKER_COLLECTION, metadata={"store_id": store_id}, embedding_function=None
+        )
+    except StorageError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"cannot mark vector index at {vectors.location}: {exc}") from exc
+    marked = str((col.metadata or {}).get("store_id", ""))
     if marked != store_id:
         raise _foreign(records, vectors, marked, store_id)
+
+
+def _store_marker(vectors: VectorIndex) -> str | None:
+    """The id of the records store whose vectors ``vectors`` holds (written by :func:`mark`),
+    or None: a new (or lost and recreated) vector store.
+
+    Raises:
+        StorageError: the index cannot be read.
+    """
+    try:
+        col = vectors.client.get_collection(MARKER_COLLECTION, embedding_function=None)
+    except StorageError:
+        raise
+    except Exception as exc:
+        if collection_gone(exc):
+            return None
+        raise StorageError(f"vector index at {vectors.location} unreadable: {exc}") from exc
+    value = (col.metadata or {}).get("store_id")
+    return None if value is None else str(value)
 
 
 def _foreign(records: RecordStore, vectors: VectorIndex, marker: str, ours: str) -> ConfigError:

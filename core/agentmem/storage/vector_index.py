@@ -31,8 +31,9 @@ import numpy as np
 
 from ..config import ChromaAddress
 from ..errors import StorageError
+from .chroma_guard import CorruptionGuard
 from .database import read_only_uri
-from .datadir import writable
+from .datadir import discard_unreadable, writable
 from .exact_vectors import MAX_VECTORS, ExactVectors, Snapshot, where_matches
 
 _PREFIX = "am_"
@@ -59,10 +60,14 @@ def _client_error(exc: Exception) -> bool:
     return type(exc).__module__.startswith("chromadb")
 
 
-def _gone(exc: Exception) -> bool:
+def collection_gone(exc: Exception) -> bool:
     """The collection behind a cached handle no longer exists (dropped, maybe recreated,
     by another process sharing a Chroma server, or by an operator)."""
     return _client_error(exc) and "does not exist" in str(exc).lower()
+
+
+#: A get of the vectors and their metadata.
+_WITH_METADATA = ["embeddings", "metadatas"]
 
 
 def _get_whole(col: Any, collection: str, **request: Any) -> Any:
@@ -121,8 +126,10 @@ class VectorIndex:
         #: Opened beside the writing process: never rewrites files (no scrub at close).
         self.read_only = read_only
         self.server = server
-        self._client = client
         self._owns_client = client is None and server is None
+        #: Every Chroma call goes through it: a corrupt store raises ``StorageError``.
+        self.guard = CorruptionGuard(self.location, sticky=self._owns_client)
+        self._client: Any = None if client is None else self.guard.wrap(client)
         self._collections: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._lock = threading.Lock()
@@ -162,7 +169,7 @@ class VectorIndex:
             if self._client is None and self.server is not None:
                 from .chroma_server import http_client
 
-                self._client = http_client(self.server)
+                self._client = self.guard.wrap(http_client(self.server))
             if self._client is None:
                 import chromadb
                 from chromadb.config import Settings
@@ -177,15 +184,19 @@ class VectorIndex:
                         self.path.mkdir(parents=True, exist_ok=True)
                     if self._opened_at is None:
                         self._opened_at = time.time()
-                    self._client = chromadb.PersistentClient(path=str(where), settings=settings)
+                    with self.guard.watch():
+                        opened = chromadb.PersistentClient(path=str(where), settings=settings)
+                    self._client = self.guard.wrap(opened)
                 except Exception as exc:
                     # A failed open leaves Chroma half set up for this path: the next attempt
                     # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
                     # and the one after starts clean. Trying again at once keeps every open
                     # of this index a fresh one, whichever thread made the failed attempt.
-                    with contextlib.suppress(Exception):
-                        self._client = chromadb.PersistentClient(
-                            path=str(self._view or self.path), settings=settings
+                    with contextlib.suppress(Exception), self.guard.watch():
+                        self._client = self.guard.wrap(
+                            chromadb.PersistentClient(
+                                path=str(self._view or self.path), settings=settings
+                            )
                         )
                     if self._client is None:
                         raise StorageError(
@@ -234,7 +245,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if attempt == 1 and _gone(exc):
+                if attempt == 1 and collection_gone(exc):
                     continue  # dropped and perhaps recreated behind this handle's back
                 raise StorageError(f"vector upsert into {collection} failed: {exc}") from exc
         self.exact.upserted(collection, ids, embeddings, metadatas)
@@ -251,7 +262,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if attempt == 1 and _gone(exc):
+                if attempt == 1 and collection_gone(exc):
                     continue
                 raise StorageError(f"vector delete from {collection} failed: {exc}") from exc
         self.exact.deleted(collection, ids)
@@ -307,7 +318,7 @@ class VectorIndex:
                 break
             except Exception as exc:
                 self._collections.pop(collection, None)
-                if _gone(exc):
+                if collection_gone(exc):
                     if attempt == 1:
                         continue
                     return []
@@ -372,13 +383,8 @@ class VectorIndex:
         ids: list[str] = []
         pages: list[np.ndarray] = []
         metadatas: list[Any] = []
-        for start in range(0, len(listed), 1000):
-            got = _get_whole(
-                col,
-                collection,
-                ids=listed[start : start + 1000],
-                include=["embeddings", "metadatas"],
-            )
+        for page in (listed[start : start + 1000] for start in range(0, len(listed), 1000)):
+            got = _get_whole(col, collection, ids=page, include=_WITH_METADATA)
             if len(got["ids"]):
                 pages.append(np.asarray(got["embeddings"], dtype=np.float32))
             ids.extend(got["ids"])
@@ -393,11 +399,9 @@ class VectorIndex:
             return {}
         try:
             got = _get_whole(col, collection, ids=list(ids), include=["embeddings"])
-        except StorageError:
-            raise
         except Exception as exc:
             self._collections.pop(collection, None)
-            if _gone(exc):
+            if collection_gone(exc):
                 return {}
             raise StorageError(f"vector read from {collection} failed: {exc}") from exc
         return {
@@ -434,8 +438,6 @@ class VectorIndex:
                 continue
             try:
                 got = _get_whole(col, name, limit=1, include=["embeddings"])
-            except StorageError:
-                raise
             except Exception as exc:
                 self._collections.pop(name, None)
                 raise StorageError(f"vector index collection {name} unreadable: {exc}") from exc
@@ -445,34 +447,13 @@ class VectorIndex:
         return None
 
     def collections(self) -> list[str]:
-        return [c.name for c in self.client.list_collections() if c.name.startswith(_PREFIX)]
-
-    def store_marker(self) -> str | None:
-        """The id of the records store whose vectors this index holds (written by
-        :meth:`mark_store`), or None: a new (or lost and recreated) vector store."""
         try:
-            col = self.client.get_collection(MARKER_COLLECTION, embedding_function=None)
+            listed = self.client.list_collections()
         except StorageError:
             raise
         except Exception as exc:
-            if _gone(exc):
-                return None
             raise StorageError(f"vector index at {self.location} unreadable: {exc}") from exc
-        value = (col.metadata or {}).get("store_id")
-        return None if value is None else str(value)
-
-    def mark_store(self, store_id: str) -> str:
-        """Mark this index as holding the vectors of records store ``store_id``; returns the
-        id it is marked with (another one when it was marked before)."""
-        try:
-            col = self.client.get_or_create_collection(
-                MARKER_COLLECTION, metadata={"store_id": store_id}, embedding_function=None
-            )
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise StorageError(f"cannot mark vector index at {self.location}: {exc}") from exc
-        return str((col.metadata or {}).get("store_id", ""))
+        return [c.name for c in listed if c.name.startswith(_PREFIX)]
 
     def drop(self, collection: str) -> None:
         self.exact.forget(collection)
@@ -507,13 +488,7 @@ class VectorIndex:
             offset = 0
             total = 0
             while True:
-                got = _get_whole(
-                    col,
-                    collection,
-                    include=["embeddings", "metadatas"],
-                    limit=5000,
-                    offset=offset,
-                )
+                got = _get_whole(col, collection, include=_WITH_METADATA, limit=5000, offset=offset)
                 batch = got["ids"]
                 total += len(batch)
                 for i, id_ in enumerate(batch):
@@ -537,6 +512,26 @@ class VectorIndex:
             )
         return total - len(ids)
 
+    def _let_go(self) -> None:
+        """Close the embedded client and forget what was read through it; the next use
+        opens the store anew (the caller holds ``_lock``)."""
+        self.exact.forget()
+        self._collections.clear()
+        self._missing.clear()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
+
+    def discard(self, reason: BaseException) -> str:
+        """Remove the embedded store, found unreadable (``reindex`` builds it anew from the
+        records; the next use starts an empty one); returns the note of it."""
+        assert self._owns_client and self.path is not None
+        with self._lock:
+            self._let_go()
+            self.guard.corrupt = None
+            return discard_unreadable(self.path, "vector index", reason)
+
     def compact_files(self) -> list[str]:
         """Remove what the embedded store keeps of deleted vectors; returns what was done.
 
@@ -552,13 +547,7 @@ class VectorIndex:
             return []
         done: list[str] = []
         with self._lock:
-            self.exact.forget()
-            self._collections.clear()
-            self._missing.clear()
-            if self._client is not None:
-                with contextlib.suppress(Exception):
-                    self._client.close()
-                self._client = None
+            self._let_go()
             db = self.path / CHROMA_DB_FILE
             if not db.is_file():
                 return done
@@ -641,6 +630,7 @@ class VectorIndex:
             self._fanout = None
         self._collections.clear()
         self._missing.clear()
+        self.guard.corrupt = None  # (read from its files anew on next use)
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()

@@ -103,11 +103,21 @@ class RecallObservations:
                 log.error("a recall listener failed: %s", type(exc).__name__)
 
     def recent(
-        self, *, tenant_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        limit: int | None = None,
     ) -> list[RecallObservation]:
-        """The kept recalls (of ``tenant_id`` only, when given), oldest first; the last
-        ``limit`` of them."""
-        kept = [o for o in list(self._ring) if tenant_id is None or o.tenant_id == tenant_id]
+        """The kept recalls (of ``tenant_id``, ``user_id`` and ``agent_id`` only, those
+        given), oldest first; the last ``limit`` of them."""
+        wanted = {"tenant_id": tenant_id, "user_id": user_id, "agent_id": agent_id}
+        kept = [
+            o
+            for o in list(self._ring)
+            if all(v is None or getattr(o, k) == v for k, v in wanted.items())
+        ]
         return kept if limit is None else kept[-limit:] if limit > 0 else []
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:

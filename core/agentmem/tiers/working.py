@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import scopes as scope_rules
-from .. import validation
+from .. import tool_calls, validation
 from ..config import TierConfig
 from ..context import StoreContext
 from ..errors import StorageError, ValidationError
@@ -58,6 +58,7 @@ from ..results import PromptView as PromptView
 from ..results import ReferenceFact as ReferenceFact
 from ..results import ReferenceSummary as ReferenceSummary
 from ..results import TokenCounts as TokenCounts
+from ..results import WorkingSnapshot as WorkingSnapshot
 from ..tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -155,36 +156,6 @@ def _strings(value: Any, name: str) -> list[str]:
 
 # -- value objects ----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class WorkingSnapshot:
-    """A session's working memory at one moment (``m.working.snapshot()``).
-
-    Attributes:
-        pinned: Pinned messages (system role or ``metadata["pinned"] is True``), oldest first.
-        window: The other messages still in the window, oldest first.
-        summary: The reference summary of what rolled off.
-        tokens: Token counts of pinned messages, rendered summary and window.
-        compactions: Successful compactions so far.
-        trips: Budget trips so far (compressed mode once > 0).
-        last_error: The last failed compaction's error, cleared by the next success.
-    """
-
-    session_id: str
-    pinned: tuple[MemoryItem, ...]
-    window: tuple[MemoryItem, ...]
-    summary: ReferenceSummary
-    tokens: TokenCounts
-    compactions: int = 0
-    trips: int = 0
-    last_error: str | None = None
-    latest_user_id: str | None = None
-
-    @property
-    def compressed(self) -> bool:
-        """True once a budget trip happened: older content must be reached through recall."""
-        return self.trips > 0
-
-
-@dataclass(frozen=True, slots=True)
 class _State:
     summary: ReferenceSummary
     boundary: int = 0
@@ -201,7 +172,10 @@ def is_pinned(item: MemoryItem) -> bool:
 
 
 def message_tokens(item: MemoryItem) -> int:
-    return count_tokens(item.content) + MESSAGE_OVERHEAD_TOKENS
+    """What ``item`` costs in a prompt: its content, its tool calls, the overhead."""
+    calls = tool_calls.stored_tool_calls(item.metadata) if _role(item) == "assistant" else ()
+    extra = count_tokens(json.dumps(tool_calls.openai_tool_calls(calls))) if calls else 0
+    return count_tokens(item.content) + extra + MESSAGE_OVERHEAD_TOKENS
 
 
 # -- the manager ------------------------------------------------------------------------------
@@ -217,10 +191,19 @@ class WorkingMemory:
     """
 
     def __init__(self, ctx: StoreContext, identity: Identity) -> None:
+        self._ctx = ctx
+        self._identity = identity
+
+    @property
+    def _key(self) -> tuple[str, str, str]:
+        """(tenant, partition, session) of the working state. A memory bound without a
+        session has none: its first read or write raises ScopeError (as ``state`` does
+        without an agent), not the property, which ``isinstance`` checks of the protocols
+        read."""
+        identity = self._identity
         scope_rules.require(identity, "session")
         assert identity.session_id is not None
-        self._ctx = ctx
-        self._key = (
+        return (
             identity.tenant_id,
             scope_rules.home_partition(identity, "session"),
             identity.session_id,
@@ -228,6 +211,8 @@ class WorkingMemory:
 
     @property
     def config(self) -> TierConfig:
+        """The store's tier settings (an embedded memory's only: a remote one's are the
+        server's, which it does not send)."""
         return self._ctx.settings.tiers
 
     # -- reads ---------------------------------------------------------------------------------
@@ -257,7 +242,7 @@ class WorkingMemory:
         summary_tokens = 0 if state.summary.empty else count_tokens(state.summary.render()) + 4
         latest = next((item.id for seq, item in window if seq == latest_user), None)
         return WorkingSnapshot(
-            session_id=self._key[2] or "",
+            session_id=self._key[2],
             pinned=tuple(item for _, item in pinned),
             window=tuple(item for _, item in window),
             summary=state.summary,
@@ -304,21 +289,29 @@ class WorkingMemory:
         return pinned, window, latest
 
     # -- compaction ----------------------------------------------------------------------------
-    def compact(self, *, keep: int | None = None, reason: str = "manual") -> CompactionResult:
+    def compact(self, *, keep: int | None = None) -> CompactionResult:
         """Fold the window into the reference summary, keeping the last ``keep`` messages
         (default ``working_tail``, 4) and the latest user message.
         """
-        self._ctx.check_open()
         if keep is None:
-            tail = self.config.working_tail
-        elif isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            return self._compact(self.config.working_tail, "manual")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValidationError("keep", f"must be a non-negative integer; got {keep!r}")
-        else:
-            tail = keep
+        return self._compact(keep, "manual")
+
+    def _compact(self, tail: int, reason: str) -> CompactionResult:
+        """:meth:`compact` keeping ``tail`` messages, for ``reason`` (``manual``, ``budget``,
+        ``window_full``)."""
+        self._ctx.check_open()
         state = self._load()
         _, window, latest_user = self._rows(state)
         candidates = window[: len(window) - tail] if tail else window
-        roll = [(seq, item) for seq, item in candidates if seq != latest_user]
+        rolling = {seq for seq, _ in candidates if seq != latest_user}
+        for group in tool_exchanges([item for _, item in window]):
+            seqs = {window[i][0] for i in group}
+            if not seqs <= rolling:  # a tool call stays with its results, or rolls with them
+                rolling -= seqs
+        roll = [(seq, item) for seq, item in window if seq in rolling]
         if not roll:
             return CompactionResult(
                 ok=True, reason=reason, window=len(window), summary=state.summary
@@ -389,9 +382,11 @@ class WorkingMemory:
         model_window: int | None = None,
         budget_ratio: float = 0.8,
         max_messages: int | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> list[dict[str, Any]]:
         """The messages to send to a model: pinned messages, the reference summary (a system
         message) and the window, compacting first when the budget or the window size trips.
+        Compaction and trimming keep an assistant message that calls tools together with the
+        results of those calls (both in the prompt, or both folded away).
 
         Args:
             model_window: The model's context window in tokens (default from
@@ -402,8 +397,12 @@ class WorkingMemory:
                 (default ``working_max_messages`` of the tier config, 50).
 
         Returns:
-            ``{"role", "content"}`` dicts (tool results also carry ``tool_call_id`` when it
-            was stored), in prompt order.
+            ``{"role", "content"}`` dicts in prompt order, in the OpenAI chat format: an
+            assistant message that called tools (``metadata["tool_calls"]``, see
+            :mod:`agentmem.tool_calls`) also carries ``tool_calls``, ``[{"id", "type":
+            "function", "function": {"name", "arguments"}}]`` with the arguments as JSON
+            text, and a tool result ``tool_call_id`` when it was stored. LangChain's
+            ``convert_to_messages`` turns them into its messages as they are.
         """
         view = self.prompt_view(
             model_window=model_window, budget_ratio=budget_ratio, max_messages=max_messages
@@ -437,9 +436,9 @@ class WorkingMemory:
         snap = self.snapshot()
         result: CompactionResult | None = None
         if snap.tokens.total > budget:
-            result = self.compact(keep=cfg.working_tail, reason="budget")
+            result = self._compact(cfg.working_tail, "budget")
         elif len(snap.window) > limit:
-            result = self.compact(keep=max(limit // 2, cfg.working_tail), reason="window_full")
+            result = self._compact(max(limit // 2, cfg.working_tail), "window_full")
         if result is not None and result.rolled_off:
             snap = self.snapshot()
         return self._view(snap, budget, result)
@@ -456,17 +455,18 @@ class WorkingMemory:
         used = snap.tokens.pinned + (0 if snap.summary.empty else snap.tokens.summary)
         window = list(snap.window)
         sizes = [message_tokens(item) for item in window]
-        # over budget even now (a failed compaction, or a huge tail): trim the view only
+        # over budget even now (a failed compaction, or a huge tail): trim the view only,
+        # oldest first, a tool call together with its results
         total = used + sum(sizes)
-        n = 0
-        while total > budget and n < len(window):
-            if window[n].id == snap.latest_user_id:
-                n += 1
+        trimmed: set[int] = set()
+        for group in tool_exchanges(window):
+            if total <= budget:
+                break
+            if any(window[i].id == snap.latest_user_id for i in group):
                 continue
-            total -= sizes[n]
-            sizes[n] = -1
-            n += 1
-        shown = [item for item, size in zip(window, sizes, strict=True) if size >= 0]
+            trimmed.update(group)
+            total -= sum(sizes[i] for i in group)
+        shown = [item for i, item in enumerate(window) if i not in trimmed]
         if len(shown) < len(window):
             log.warning(
                 "working memory over budget after compaction: %d oldest messages left out "
@@ -547,11 +547,38 @@ def rebuild_reference(
     )
 
 
-def _message(item: MemoryItem) -> dict[str, str]:
-    role = item.role or ("tool" if item.kind == "tool_output" else "user")
-    out = {"role": role, "content": item.content}
-    call_id = (item.metadata or {}).get("tool_call_id")
-    if role == "tool" and isinstance(call_id, str):
+def tool_exchanges(window: Sequence[MemoryItem]) -> list[list[int]]:
+    """``window``'s positions in groups that a prompt shows or leaves out together, oldest
+    first: an assistant message that calls tools with the results of those calls (a chat API
+    rejects a tool result without its call, and a call without its results), every other
+    message alone."""
+    groups: list[list[int]] = []
+    caller: dict[str, list[int]] = {}
+    for n, item in enumerate(window):
+        call_id = tool_calls.result_call_id(item.metadata) if _role(item) == "tool" else None
+        if call_id is not None and call_id in caller:
+            caller.pop(call_id).append(n)  # one result per call: a second one stands alone
+            continue
+        group = [n]
+        groups.append(group)
+        if _role(item) == "assistant":
+            for call in tool_calls.stored_tool_calls(item.metadata):
+                if call.id is not None:
+                    caller[call.id] = group
+    return groups
+
+
+def _role(item: MemoryItem) -> str:
+    return item.role or ("tool" if item.kind == "tool_output" else "user")
+
+
+def _message(item: MemoryItem) -> dict[str, Any]:
+    role = _role(item)
+    out: dict[str, Any] = {"role": role, "content": item.content}
+    if role == "assistant" and (calls := tool_calls.stored_tool_calls(item.metadata)):
+        out["tool_calls"] = tool_calls.openai_tool_calls(calls)
+    call_id = tool_calls.result_call_id(item.metadata)
+    if role == "tool" and call_id is not None:
         out["tool_call_id"] = call_id
     return out
 

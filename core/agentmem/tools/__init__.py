@@ -8,7 +8,7 @@ module                 owns
 ``specs``              each tool's name, description, model and handler; the ``core``/``all`` sets
 ``calls``              validating a call, rejecting identity arguments, the error message
 ``render``             every text shown to a model (the advisory ``<memory>`` block, JSON, errors)
-``memory_shape``       the check that the tools are given a bound memory
+``memory_shape``       checks of what tools and adapters get: a bound memory, known arguments
 ``toolbox``            ``MemoryToolbox``: the selected tools of one memory, called by name
 ``mcp``                the MCP SDK glue (``build_server``, ``serve_stdio``)
 =====================  ======================================================================

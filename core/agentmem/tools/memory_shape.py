@@ -1,4 +1,4 @@
-"""Checking that the tools are given a bound memory.
+"""Checking what the tools and adapters are built with: a bound memory, known arguments.
 
 The tool handlers call only the public methods of
 :class:`~agentmem.protocols.BoundMemoryProtocol`, so they work on :class:`agentmem.BoundMemory`
@@ -8,6 +8,8 @@ and on the remote bound memory of :func:`agentmem.connect` alike.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..protocols import BoundMemoryProtocol, MemoryProtocol
 
@@ -58,10 +60,35 @@ def check_store(memory: object, caller: str, *, why: str) -> MemoryProtocol:
     raise TypeError(f"{caller} expects an AgentMemory ({why}), got {type(memory).__name__}{hint}")
 
 
+def check_arguments(
+    caller: str,
+    given: Iterable[str],
+    fields: Mapping[str, Any],
+    *,
+    hints: Mapping[str, str] | None = None,
+) -> None:
+    """Raise a TypeError naming the arguments of ``given`` that are not ``fields`` (a
+    pydantic model's ``model_fields``: their names and aliases), with the ``hints`` said for
+    them. Pydantic models ignore unknown arguments by default, so a misspelt or foreign
+    setting (``top_k=`` for ``k=``) would be dropped without a word.
+    """
+    accepted = set(fields) | {
+        alias for f in fields.values() if isinstance(alias := getattr(f, "alias", None), str)
+    }
+    unknown = sorted(set(given) - accepted)
+    if not unknown:
+        return
+    advice = "".join(f"; {hints[name]}" for name in unknown if hints and name in hints)
+    raise TypeError(
+        f"{caller} got unexpected keyword arguments {unknown}{advice} "
+        f"(accepted: {', '.join(sorted(accepted))})"
+    )
+
+
 def _is_async(cls: type) -> bool:
     """Whether ``cls`` is an asyncio memory or client (its recall, or its flush, is a
     coroutine function)."""
     return any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in ("recall", "flush"))
 
 
-__all__ = ["check_memory", "check_store"]
+__all__ = ["check_arguments", "check_memory", "check_store"]

@@ -2,11 +2,12 @@
 
 The table is read from the contract, :mod:`agentmem.protocols`: every method declared on
 :class:`~agentmem.protocols.BoundMemoryProtocol` is an operation named after it
-(``recall``), and every method of its ``knowledge`` and ``state`` parts one prefixed with the
-part (``knowledge.upsert``, ``state.get``); a method marked ``@local`` is not. Arguments and
-result type are those declared, so the wire cannot drift from the Python API. A parameter
-typed with an options value (``recall(query, options: RecallOptions | None, **kwargs)``)
-travels as its fields, one argument each, as the keywords always did.
+(``recall``), and every method of its ``knowledge``, ``state`` and ``working`` parts one
+prefixed with the part (``knowledge.upsert``, ``state.get``, ``working.snapshot``); a method
+marked ``@local`` is not. Arguments and result type are those declared, so the wire cannot
+drift from the Python API. A parameter typed with an options value (``recall(query,
+options: RecallOptions | None, **kwargs)``) travels as its fields, one argument each, as the
+keywords always did.
 
 Example:
     >>> OPS["recall"].returns.__name__
@@ -27,7 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocols import BoundMemoryProtocol, KnowledgeProtocol, StateProtocol, is_local
+from ..protocols import (
+    BoundMemoryProtocol,
+    KnowledgeProtocol,
+    StateProtocol,
+    WorkingProtocol,
+    is_local,
+)
 from ..recall_options import RecallOptions
 
 #: Values that travel as their fields, one argument each (see the module docstring).
@@ -37,6 +44,7 @@ PARTS: dict[str | None, type] = {
     None: BoundMemoryProtocol,
     "knowledge": KnowledgeProtocol,
     "state": StateProtocol,
+    "working": WorkingProtocol,
 }
 
 PREFIX = "/v1/ops/"
@@ -48,7 +56,7 @@ class Op:
 
     Attributes:
         name: Its wire name (``recall``, ``knowledge.upsert``).
-        part: ``None`` for a BoundMemory method, else ``knowledge`` or ``state``.
+        part: ``None`` for a BoundMemory method, else ``knowledge``, ``state`` or ``working``.
         method: The method's name on that object.
         function: The unbound method (its signature and hints define the wire format).
     """

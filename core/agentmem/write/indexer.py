@@ -236,10 +236,14 @@ class Indexer:
                 log.warning("%s still running %s s after stop", worker.name, timeout)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Block until no row is pending; True if caught up within ``timeout`` seconds."""
+        """Block until no row is pending; True if caught up within ``timeout`` seconds.
+
+        A vector index found corrupt (:mod:`~agentmem.storage.chroma_guard`) is not waited
+        for: only ``reindex`` makes it writable again, so its rows stay queued (False).
+        """
         if not self.running:
             self.run_once(drain=True)
-            return True
+            return self.vectors.guard.corrupt is None or self.records.index.pending_counts()[1] == 0
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.notify()
@@ -248,6 +252,8 @@ class Indexer:
                 kw, vec, _ = self.records.index.pending_counts()
                 if kw == 0 and vec == 0:
                     return True
+                if kw == 0 and self.vectors.guard.corrupt is not None:
+                    return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
 
@@ -575,6 +581,8 @@ class Indexer:
     def _vector_pass(
         self, *, retry_failed: bool = False, stop: threading.Event | None = None
     ) -> bool:
+        if self.vectors.guard.corrupt is not None:
+            return False  # the rows stay queued: `reindex` builds the index anew, then embeds
         pending = self.records.index.pending_vector(self.batch_size, retry_failed=retry_failed)
         if not pending:
             return False

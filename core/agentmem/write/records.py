@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import scopes as scope_rules
-from .. import validation
+from .. import tool_calls, validation
 from ..chunking import cap_utf8
 from ..config import CHAT_COPY_MAX_BYTES
 from ..errors import ValidationError
@@ -99,7 +99,8 @@ def message_record(
     """A chat message (``tool`` role: a tool output) of the bound session.
 
     The content may be empty when the metadata says what the message is (an assistant turn
-    that only calls tools): such a row is kept in the transcript but never recalled. The
+    that only calls tools, its calls under ``metadata["tool_calls"]``: see
+    :mod:`agentmem.tool_calls`): such a row is kept in the transcript but never recalled. The
     recallable copy is capped at :data:`~agentmem.config.CHAT_COPY_MAX_BYTES`; a longer
     message is kept whole as a payload under ``msg_<id>`` (its ``source_ref``).
     """
@@ -107,6 +108,10 @@ def message_record(
     role = validation.choice(role, "role", ROLES)
     text = validation.text(content, "content", allow_empty=True)
     meta = validation.metadata(metadata)
+    if tool_calls.TOOL_CALLS_KEY in meta:  # the calls a prompt pairs its tool results with
+        if role != "assistant":
+            raise ValidationError("metadata.tool_calls", "only an assistant message calls tools")
+        tool_calls.validate(meta[tool_calls.TOOL_CALLS_KEY])  # stored as given
     if not text and not meta:
         raise ValidationError(
             "content",
