@@ -107,6 +107,7 @@ class Query:
     dias: list[list[str]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     unknown_code: bool = False
+    asks: tuple[bool, ...] = ()
 
 
 #: A query with the weights it is scored with: calibration, ranking (the shipped ordering and
@@ -155,6 +156,7 @@ def _query(q: LabelledQuery) -> Query:
         dias=[list(units) for units in q.units],
         evidence=list(q.evidence),
         unknown_code=q.unknown_code,
+        asks=q.asks,
     )
 
 
@@ -234,6 +236,7 @@ def returned(
         top_k=top_k,
         budget=budget,
         unknown_code=q.unknown_code,
+        asks=q.asks,
     )
 
 

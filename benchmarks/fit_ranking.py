@@ -79,7 +79,7 @@ def returned(q: LabelledQuery, weights: fit.Weights, cut: str = "defaults") -> l
     def at(min_score: float) -> list[int]:
         return fit.returned(
             q.features, q.kinds, q.tokens, weights, min_score=min_score, top_k=10,
-            unknown_code=q.unknown_code,
+            unknown_code=q.unknown_code, asks=q.asks,
         )  # fmt: skip
 
     if cut == "none":

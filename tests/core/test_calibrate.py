@@ -70,6 +70,7 @@ class _Case:
     units: tuple[tuple[str, ...], ...]
     tokens: np.ndarray
     unknown_code: bool = False
+    asks: tuple[bool, ...] = ()
 
 
 def _synthetic(n: int, seed: int) -> list[_Case]:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _lagging_chroma import LaggingClient
 
 from agentmem import AgentMemory, MemoryConfig
 from agentmem.errors import StorageError
@@ -148,6 +150,91 @@ def test_unreadable_vectors_leave_the_context_ungated_not_the_row_unindexed(
     assert mem.flush(timeout=30)
     assert note not in _found_by_keywords(mem, "finance slides")
     assert note in _found_by_keywords(mem, "plumber")
+
+
+def _fail_requeue(ids: Any, *, vectors: bool) -> None:
+    raise StorageError("requeue failed: database is locked")
+
+
+def test_messages_left_ungated_stay_queued_through_a_failed_requeue(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = make_memory(background=False)
+    _session(mem)
+    assert mem.flush(timeout=30)
+
+    def fail(collection: str, ids: Any) -> Any:
+        raise StorageError("vector read failed: disk gone")
+
+    monkeypatch.setattr(mem.vectors, "vectors", fail)
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    note = m.add_message("user", "Unrelated: the plumber comes at noon.").id
+    assert mem.flush(timeout=30)
+    assert note in _found_by_keywords(mem, "finance slides")  # ungated
+    monkeypatch.undo()
+    monkeypatch.setattr(mem.records.index, "requeue", _fail_requeue)
+    with pytest.raises(StorageError, match="requeue failed"):
+        mem.indexer._keyword_pass()
+    monkeypatch.undo()
+    assert mem.flush(timeout=30)
+    assert note not in _found_by_keywords(mem, "finance slides")
+
+
+def test_a_message_embedded_during_the_keyword_pass_is_gated_after_a_failed_requeue(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the race above, but queueing it again after the pass fails once: the keyword
+    pass has marked it done, so the indexer keeps it to queue again later."""
+    mem = make_memory(background=False)
+    ids = _session(mem)
+    indexer = mem.indexer
+    indexer.embed_first_rows = 0
+    stored_vectors = indexer._stored_vectors
+    calls = 0
+
+    def embed_meanwhile(rows: Any, gating: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        found = stored_vectors(rows, gating)
+        if calls == 1:
+            assert indexer._vector_pass()  # embeds all three and requeues the cat message
+            monkeypatch.setattr(mem.records.index, "requeue", _fail_requeue)
+        return found
+
+    monkeypatch.setattr(indexer, "_stored_vectors", embed_meanwhile)
+    with pytest.raises(StorageError, match="requeue failed"):
+        indexer.run_once()
+    monkeypatch.undo()
+    assert ids[CAT] in _found_by_keywords(mem, "quarterly budget")  # provisional context
+    assert mem.flush(timeout=30)
+    assert ids[CAT] not in _found_by_keywords(mem, "quarterly budget")
+
+
+def test_vectors_read_back_without_embeddings_leave_the_context_ungated_until_whole(
+    make_memory: MakeMemory, tmp_path: Path
+) -> None:
+    """Chroma answers a read racing the first vectors of a collection with the ids and no
+    embeddings (the client here does so on demand): the keyword pass goes on with the
+    context ungated and queues the message again, gated once the vectors read whole."""
+    client = LaggingClient(tmp_path / "vectors")
+    mem = make_memory(background=False, chroma_client=client)
+    ids = _session(mem)
+    assert mem.flush(timeout=30)
+    client.lagging = 1_000_000  # every read with embeddings short, until set back
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    note = m.add_message("user", "Unrelated: the plumber comes at noon.").id
+    assert mem.indexer._keyword_pass()  # embeds the note first, then reads vectors short
+    assert client.short_reads > 0
+    assert note in _found_by_keywords(mem, "plumber")
+    assert note in _found_by_keywords(mem, "finance slides")  # ungated, for now
+    assert mem.records.index.pending_counts()[:2] == (0, 0)
+    client.lagging = 0
+    mem.indexer._retry_ungated()
+    assert mem.records.index.pending_counts()[0] == 1  # the note, queued again
+    assert mem.flush(timeout=30)
+    assert note not in _found_by_keywords(mem, "finance slides")
+    assert note in _found_by_keywords(mem, "plumber")
+    assert ids[CAT] not in _found_by_keywords(mem, "finance slides")
 
 
 def test_the_keyword_rewrite_applies_the_threshold(make_memory: MakeMemory) -> None:

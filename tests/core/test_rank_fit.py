@@ -39,6 +39,7 @@ class Case:
     units: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
     tokens: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     unknown_code: bool = False
+    asks: tuple[bool, ...] = ()
 
 
 def _case(

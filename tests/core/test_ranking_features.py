@@ -16,6 +16,7 @@ from agentmem.recall.ranking import (
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
 from agentmem.recall.text import (
+    asks,
     codes,
     compound_identifiers,
     identifier_terms,
@@ -413,3 +414,12 @@ def test_labels_and_tool_fields_are_no_speakers_for_ranking(make_memory: Any) ->
     feats = _candidates((mem, bound), "any update from the courier on the parcel?")
     assert feats["Update: the parcel is with the courier."][SPEAKER] == 0.0
     assert feats["Courier: parcel delivered to the front door"][SPEAKER] == 0.0
+
+
+def test_a_message_asks_when_it_ends_with_a_question_mark() -> None:
+    assert asks("Which activities sound fun for the coast weekend?")
+    assert asks('She said "are you coming?"  ') and asks("(is it free?)")
+    assert asks("週末は何をしますか？")
+    assert not asks("I run 10 km on Sunday mornings.")
+    assert not asks("Is it free? Yes, on Sundays.")  # asked and answered
+    assert not asks("") and not asks("?!")

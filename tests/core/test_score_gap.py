@@ -87,6 +87,41 @@ def test_floors_keep_what_scores_a_share_of_a_best_that_passed_min_score() -> No
     ]
 
 
+def test_a_question_asked_in_the_conversation_does_not_set_the_gap() -> None:
+    """A turn asking a question with the query's words scores high without answering: the
+    fact below it that answers stays. A turn that answers still sets the bar."""
+    scores = [0.73, 0.32, 0.05]
+    chat = [True, False, False]
+    # the best turn asks: the bar is the best of the others (the answering fact itself)
+    assert kept_indices(scores, chat, 0.3, gap=0.3, asks=[True, False, False]) == [0, 1]
+    # the same turn answering: the fact 0.41 below it is a neighbour
+    assert kept_indices(scores, chat, 0.3, gap=0.3, asks=[False, False, False]) == [0]
+    assert kept_indices(scores, chat, 0.3, gap=0.3) == [0]
+    # a fact far below the best answer goes, however high a question scores
+    asks = [True, False, False]
+    assert kept_indices([0.9, 0.8, 0.45], chat, 0.3, gap=0.3, asks=asks) == [0, 1]
+    # only questions: nothing to measure from but themselves, min_score alone cuts turns
+    assert kept_indices([0.9, 0.31], [True, True], 0.3, gap=0.3, asks=[True, True]) == [0, 1]
+
+
+def test_recall_keeps_the_fact_below_a_question_with_the_query_words(make_memory: Any) -> None:
+    """End to end: the question turn outscores the fact by more than the gap, yet both
+    are returned; without the question the fact is the best item."""
+    mem = make_memory(background=False)
+    m = mem.bind("t", user_id="u", session_id="s1")
+    m.add_message("user", "Which activities sound fun for the coast weekend?")
+    m.remember("I run 10 km on Sunday mornings.", memory_type="fact")
+    mem.flush()
+    query = "What exercise do I do at the weekend?"
+    scores = {h.content: h.score for h in m.recall(query, min_score=0.0, top_k=10).items}
+    fact, turn = (
+        scores["I run 10 km on Sunday mornings."],
+        scores["Which activities sound fun for the coast weekend?"],
+    )
+    assert fact >= 0.3 and turn - fact > SCORE_GAP  # the old bar would have cut the fact
+    assert "I run 10 km on Sunday mornings." in [h.content for h in m.recall(query).items]
+
+
 def test_floors_apply_to_the_default_min_score_only() -> None:
     """A min_score the caller gives is a promise about every item (a retriever's threshold);
     the floors relax only the store's default."""

@@ -288,6 +288,7 @@ def test_the_report_has_a_table_per_metric_and_the_worst_family(
         assert np.allclose(a.features, b.features, atol=1e-6) and a.units == b.units
         assert np.array_equal(a.labels, b.labels) and a.kinds == b.kinds
         assert a.unknown_code == b.unknown_code
+        assert a.asks == b.asks and len(a.asks) == len(a.kinds)
 
 
 def test_a_candidates_file_of_other_features_is_refused(

@@ -116,6 +116,8 @@ class Labelled(Protocol):
     def tokens(self) -> npt.NDArray[np.int64]: ...
     @property
     def unknown_code(self) -> bool: ...
+    @property
+    def asks(self) -> tuple[bool, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -316,11 +318,12 @@ def returned(
     top_k: int = TOP_K,
     budget: int = BUDGET,
     unknown_code: bool = False,
+    asks: Sequence[bool] = (),
 ) -> list[int]:
     """Indices of the candidates recall returns, in order: ranked, ``min_score``, the floors
-    and the score gap (``ranking.kept_indices``), ``top_k``, token budget
-    (``unknown_code``: the query gives a code no candidate says, which
-    ``ranking.kept`` answers with nothing)."""
+    and the score gap (``ranking.kept_indices``; ``asks``: which candidates are chat messages
+    asking a question, none when empty), ``top_k``, token budget (``unknown_code``: the query
+    gives a code no candidate says, which ``ranking.kept`` answers with nothing)."""
     if not len(features) or (min_score > 0 and unknown_code):
         return []
     s = scores(features, weights.cal, weights.bias)
@@ -332,6 +335,7 @@ def returned(
         gap=weights.gap,
         chat_floor=weights.chat_floor,
         item_floor=weights.item_floor,
+        asks=[bool(asks[i]) for i in order] if len(asks) else None,
     )
     keep = [int(order[n]) for n in positions]
     out: list[int] = []
@@ -384,7 +388,7 @@ def figures(items: Sequence[tuple[Labelled, Weights]]) -> Figures:
     all_s: list[Array] = []
     all_y: list[Array] = []
     for q, w in items:
-        idx = returned(q.features, q.kinds, q.tokens, w, unknown_code=q.unknown_code)
+        idx = returned(q.features, q.kinds, q.tokens, w, unknown_code=q.unknown_code, asks=q.asks)
         if len(q.labels):
             all_s.append(scores(q.features, w.cal, w.bias))
             all_y.append(q.labels)

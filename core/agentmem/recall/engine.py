@@ -51,6 +51,7 @@ from .request import RecallRequest
 from .text import (
     Code,
     TextScorer,
+    asks,
     codes,
     compound_identifiers,
     identifier_terms,
@@ -607,6 +608,7 @@ class RecallEngine:
             text = scorer.evidence(row)
             if row.kind == "chat_message":
                 c.terms = text.terms
+                c.asks = asks(row.content)
             c.coverage = text.coverage
             c.id_miss = text.id_miss
             if text.id_miss == 1.0:

@@ -56,7 +56,7 @@ constants of this module.
    candidate reaches ``min_score``; then the items at or above ``min_score`` or above a
    share of the best score (``chat_floor`` for chat messages, ``item_floor`` for the rest),
    a self-contained item (anything but a chat message) within the profile's ``score_gap``
-   of the best too. A query giving a code (``OPS-4478``) that no candidate says gets
+   of the best candidate that is not a question asked in the conversation too. A query giving a code (``OPS-4478``) that no candidate says gets
    nothing. The scores of the items kept are made non-increasing down the list, so
    higher is better everywhere.
 
@@ -204,6 +204,8 @@ class Candidate:
     says_code: bool | None = None
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None
+    #: A chat message asking a question (:func:`agentmem.recall.text.asks`).
+    asks: bool = False
     prev_coverage: float = 0.0
     prev_cos: float = 0.0
     id_miss: float = 0.0
@@ -287,6 +289,7 @@ def kept_indices(
     gap: float | None = None,
     chat_floor: float | None = None,
     item_floor: float | None = None,
+    asks: Sequence[bool] | None = None,
 ) -> list[int]:
     """Positions (in the given order) of the calibrated candidates recall returns.
 
@@ -295,9 +298,13 @@ def kept_indices(
 
     - a **self-contained** item (a fact, preference, tool output or document chunk, which says
       its whole piece) scoring at least ``min_score`` (or ``item_floor`` times the
-      best score, when lower) and within ``gap`` of the best: when one answers the question
-      clearly, another of the same topic scoring far below it is a neighbour (the user's
-      other card, the office's opening hours next to its holiday), not a second answer;
+      best score, when lower) and within ``gap`` of the best candidate that does not ask
+      (``asks``: a chat message asking a question): when one answers the question clearly,
+      another of the same topic scoring far below it is a neighbour (the user's other card,
+      the office's opening hours next to its holiday), not a second answer. A question asked
+      in the conversation ("which activities sound fun for the coast weekend?") shares the
+      query's words without answering it: it does not push out the fact that does ("I run
+      10 km on Sunday mornings");
     - a **chat message** scoring at least ``min_score`` (or ``chat_floor`` times the
       best score, when lower): the answer to a question about a conversation is spread over
       several turns, each scoring well below the best one, and a remark that recalls an
@@ -321,7 +328,10 @@ def kept_indices(
         return min_score if ratio is None else min(min_score, ratio * best)
 
     chat_min = floor(chat_floor)
-    item_min = floor(item_floor) if gap is None else max(floor(item_floor), best - gap)
+    item_min = floor(item_floor)
+    if gap is not None:
+        answers = [s for n, s in enumerate(scores) if asks is None or not asks[n]]
+        item_min = max(item_min, max(answers, default=best) - gap)
     kept = [
         i
         for i, (score, is_chat) in enumerate(zip(scores, chat, strict=True))
@@ -376,6 +386,7 @@ def kept(
         gap=gap,
         chat_floor=scoring.chat_floor if floors else None,
         item_floor=scoring.item_floor if floors else None,
+        asks=[c.asks for c in ranked],
     )
     return [ranked[i] for i in positions]
 

@@ -222,6 +222,16 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _WORD = re.compile(r"[^\W_]+")
 
 
+#: What may follow a question mark at the end of a message: closing quotes and brackets.
+_CLOSING = "\"')]}»”’」』"
+
+
+def asks(text: str) -> bool:
+    """Whether a message asks a question: it ends with a question mark (``?``, or the
+    full-width ``？`` of Chinese and Japanese), closing quotes and brackets aside."""
+    return text.rstrip().rstrip(_CLOSING).endswith(("?", "？"))
+
+
 def words(text: str) -> list[str]:
     """The words of ``text`` as the keyword tokenizer cuts it, as written."""
     return _WORD.findall(text)

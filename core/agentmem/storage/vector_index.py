@@ -65,6 +65,30 @@ def _gone(exc: Exception) -> bool:
     return _client_error(exc) and "does not exist" in str(exc).lower()
 
 
+def _get_whole(col: Any, collection: str, **request: Any) -> Any:
+    """``col.get(**request)`` with one entry per id in each field it includes.
+
+    Chroma (1.5, embedded or server) loads a get's embeddings only if its read of the
+    collection shows a dimension, which the first vectors written to it record; a get that
+    reads the collection before those vectors are stored, and their records after, answers
+    with their ids and no embeddings, nothing saying which ids lack one. By then the
+    dimension is recorded, so the same get again comes back whole (8 times of 8 that a read
+    of 20 ids raced the first upsert into a new collection and came back short, measured);
+    a read still short is refused (``StorageError``) rather than paired up wrong.
+    """
+    include = request.get("include", ())
+    for _ in range(2):
+        got = col.get(**request)
+        n = len(got["ids"])
+        short = [(f, k) for f in include if (k := len(got[f] if got[f] is not None else ())) != n]
+        if not short:
+            return got
+    field, k = short[0]
+    raise StorageError(
+        f"vector read from {collection} inconsistent: {n} ids came back with {k} {field}"
+    )
+
+
 class VectorIndex:
     """Chroma-backed vector index.
 
@@ -349,7 +373,12 @@ class VectorIndex:
         pages: list[np.ndarray] = []
         metadatas: list[Any] = []
         for start in range(0, len(listed), 1000):
-            got = col.get(ids=listed[start : start + 1000], include=["embeddings", "metadatas"])
+            got = _get_whole(
+                col,
+                collection,
+                ids=listed[start : start + 1000],
+                include=["embeddings", "metadatas"],
+            )
             if len(got["ids"]):
                 pages.append(np.asarray(got["embeddings"], dtype=np.float32))
             ids.extend(got["ids"])
@@ -363,7 +392,9 @@ class VectorIndex:
         if col is None:
             return {}
         try:
-            got = col.get(ids=list(ids), include=["embeddings"])
+            got = _get_whole(col, collection, ids=list(ids), include=["embeddings"])
+        except StorageError:
+            raise
         except Exception as exc:
             self._collections.pop(collection, None)
             if _gone(exc):
@@ -402,7 +433,9 @@ class VectorIndex:
             if col is None:
                 continue
             try:
-                got = col.get(limit=1, include=["embeddings"])
+                got = _get_whole(col, name, limit=1, include=["embeddings"])
+            except StorageError:
+                raise
             except Exception as exc:
                 self._collections.pop(name, None)
                 raise StorageError(f"vector index collection {name} unreadable: {exc}") from exc
@@ -474,7 +507,13 @@ class VectorIndex:
             offset = 0
             total = 0
             while True:
-                got = col.get(include=["embeddings", "metadatas"], limit=5000, offset=offset)
+                got = _get_whole(
+                    col,
+                    collection,
+                    include=["embeddings", "metadatas"],
+                    limit=5000,
+                    offset=offset,
+                )
                 batch = got["ids"]
                 total += len(batch)
                 for i, id_ in enumerate(batch):

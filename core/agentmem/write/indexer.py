@@ -174,7 +174,8 @@ class Indexer:
         #: (on SQLite; on Postgres the other nodes follow the requeue).
         self._writing: set[str] = set()
         #: Chat messages written with their context ungated because the vector index could
-        #: not be read (id -> tenant, partition): queued again once it can.
+        #: not be read, or whose requeue to gate it failed (id -> tenant, partition): queued
+        #: again once it can be read.
         self._ungated: dict[str, tuple[str, str]] = {}
         self._ungated_lock = threading.Lock()
         self.vector_context = vector_context
@@ -446,10 +447,14 @@ class Indexer:
                 out.update(self.vectors.vectors(name, list(ids)))
         except AgentMemError as exc:
             log.warning("turn context left ungated, vectors unreadable: %s", exc)
-            with self._ungated_lock:
-                self._ungated.update((r.item.id, (r.item.tenant_id, r.partition)) for r in gating)
+            self._queue_later(gating)
             return {}
         return out
+
+    def _queue_later(self, rows: Iterable[Row]) -> None:
+        """Have :meth:`_retry_ungated` queue ``rows`` for the keyword index again."""
+        with self._ungated_lock:
+            self._ungated.update((r.item.id, (r.item.tenant_id, r.partition)) for r in rows)
 
     def _retry_ungated(self) -> None:
         """Queue again the messages whose context was left ungated (:meth:`_stored_vectors`)
@@ -466,10 +471,11 @@ class Indexer:
                 self.vectors.vectors(name, ids[:1])
         except AgentMemError:
             return
+        # forgotten only once queued: a failed requeue leaves them here for the next pass
+        self.records.index.requeue(list(ungated), vectors=False)
         with self._ungated_lock:
             for id_ in ungated:
                 self._ungated.pop(id_, None)
-        self.records.index.requeue(list(ungated), vectors=False)
 
     def _apply_keyword(self, pending: Sequence[tuple[int, Row, bool]]) -> None:
         """Write (seq, row, live) to the keyword index: add live rows, delete the others."""
@@ -505,7 +511,12 @@ class Indexer:
             # embedded while this pass ran: the embedder's requeue was cleared just now
             embedded = self._stored_vectors(provisional, provisional)
             if embedded:
-                self.records.index.requeue(list(embedded), vectors=False)
+                try:
+                    self.records.index.requeue(list(embedded), vectors=False)
+                except AgentMemError:
+                    # marked done above: nothing else would queue them again
+                    self._queue_later(r for r in provisional if r.item.id in embedded)
+                    raise
 
     def _preceding(self, rows: Sequence[Row], n: int) -> dict[str, list[Row]]:
         """The ``n`` messages before each chat message of ``rows`` in its session.

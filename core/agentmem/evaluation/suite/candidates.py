@@ -74,6 +74,9 @@ class LabelledQuery:
         tokens: ``(n,)`` each candidate's content tokens (to simulate the token budget).
         unknown_code: The query gives a code none of its candidates says
             (:func:`agentmem.recall.ranking.unknown_code`: recall returns nothing).
+        asks: Whether each candidate is a chat message asking a question
+            (:func:`agentmem.recall.text.asks`; the score gap is not measured from one).
+            Empty in files written before it was recorded: no candidate asks.
     """
 
     family: str
@@ -90,6 +93,7 @@ class LabelledQuery:
     units: tuple[tuple[str, ...], ...]
     tokens: IntArray
     unknown_code: bool = False
+    asks: tuple[bool, ...] = ()
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -120,6 +124,7 @@ class LabelledQuery:
             "units": [list(u) for u in self.units],
             "tokens": [int(v) for v in self.tokens],
             "unknown_code": self.unknown_code,
+            "asks": [int(a) for a in self.asks],
         }
 
     @classmethod
@@ -141,6 +146,7 @@ class LabelledQuery:
             units=tuple(tuple(u) for u in data["units"]),
             tokens=np.asarray(data["tokens"], dtype=np.int64),
             unknown_code=bool(data.get("unknown_code", False)),
+            asks=tuple(bool(a) for a in data.get("asks", ())),
         )
 
 
@@ -180,6 +186,7 @@ def collect_case(mem: AgentMemory, family: WrittenFamily, case: SuiteCase) -> La
             dtype=np.int64,
         ),
         unknown_code=unknown_code(ranked),
+        asks=tuple(c.asks for c in ranked),
     )
 
 
