@@ -264,8 +264,8 @@ class OnnxMiniLMEmbedder:
     Texts are tokenised with the model's WordPiece ``tokenizer.json`` and truncated to
     ``max_length`` word pieces (256, what sentence-transformers uses for this model). To
     keep padding small, texts are sorted by token count, cut into batches of at most
-    ``batch_size`` whose longest is about twice their shortest at most, and each batch is
-    padded only to its longest member; the output is returned in input order. Vectors are
+    ``batch_size`` whose longest is at most twice their shortest, and each batch is padded
+    only to its longest member; the output is returned in input order. Vectors are
     the attention-masked mean of ``last_hidden_state``, L2-normalised.
 
     The constructor does no I/O. The model is checked and loaded on first use, once, under a
@@ -288,7 +288,7 @@ class OnnxMiniLMEmbedder:
         model_name: Identifier reported by :attr:`model_name`. Defaults to
             ``"all-MiniLM-L6-v2-int8"`` for the packaged model and ``"all-MiniLM-L6-v2"``
             for a ``model_dir``.
-        batch_size: Texts per onnxruntime call.
+        batch_size: Most texts per onnxruntime call.
         max_length: Truncation length in word pieces, special tokens included.
         intra_op_threads: onnxruntime intra-op threads; ``None`` means ``os.cpu_count()``.
         spin_threads: Let onnxruntime's threads busy-wait for work between calls. A bare
@@ -360,7 +360,7 @@ class OnnxMiniLMEmbedder:
 
     @property
     def batch_size(self) -> int:
-        """Texts per onnxruntime call."""
+        """Most texts per onnxruntime call."""
         return self._batch_size
 
     def model_files(self) -> tuple[Path, Path]:
