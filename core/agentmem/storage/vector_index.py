@@ -65,6 +65,10 @@ def _gone(exc: Exception) -> bool:
     return _client_error(exc) and "does not exist" in str(exc).lower()
 
 
+#: A get of the vectors and their metadata.
+_WITH_METADATA = ["embeddings", "metadatas"]
+
+
 def _get_whole(col: Any, collection: str, **request: Any) -> Any:
     """``col.get(**request)`` with one entry per id in each field it includes.
 
@@ -372,13 +376,8 @@ class VectorIndex:
         ids: list[str] = []
         pages: list[np.ndarray] = []
         metadatas: list[Any] = []
-        for start in range(0, len(listed), 1000):
-            got = _get_whole(
-                col,
-                collection,
-                ids=listed[start : start + 1000],
-                include=["embeddings", "metadatas"],
-            )
+        for page in (listed[start : start + 1000] for start in range(0, len(listed), 1000)):
+            got = _get_whole(col, collection, ids=page, include=_WITH_METADATA)
             if len(got["ids"]):
                 pages.append(np.asarray(got["embeddings"], dtype=np.float32))
             ids.extend(got["ids"])
@@ -393,8 +392,6 @@ class VectorIndex:
             return {}
         try:
             got = _get_whole(col, collection, ids=list(ids), include=["embeddings"])
-        except StorageError:
-            raise
         except Exception as exc:
             self._collections.pop(collection, None)
             if _gone(exc):
@@ -434,8 +431,6 @@ class VectorIndex:
                 continue
             try:
                 got = _get_whole(col, name, limit=1, include=["embeddings"])
-            except StorageError:
-                raise
             except Exception as exc:
                 self._collections.pop(name, None)
                 raise StorageError(f"vector index collection {name} unreadable: {exc}") from exc
@@ -507,13 +502,7 @@ class VectorIndex:
             offset = 0
             total = 0
             while True:
-                got = _get_whole(
-                    col,
-                    collection,
-                    include=["embeddings", "metadatas"],
-                    limit=5000,
-                    offset=offset,
-                )
+                got = _get_whole(col, collection, include=_WITH_METADATA, limit=5000, offset=offset)
                 batch = got["ids"]
                 total += len(batch)
                 for i, id_ in enumerate(batch):
