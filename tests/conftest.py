@@ -49,8 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     Every store under test commits, and syncs to disk, on every write: on the 2-core machine
     this was measured on, Chroma's upsert took 24 ms on disk and 2.4 ms in RAM, and
-    store-heavy test files ran 40% faster. No test checks what reaches a disk: the crash tests kill processes, and a killed
-    process's writes are in the page cache either way.
+    store-heavy test files ran 40% faster. No test checks what reaches a disk: the crash
+    tests kill processes, and a killed process's writes are in the page cache either way.
     """
     if "TMPDIR" in os.environ or config.option.basetemp:
         return  # the caller chose
