@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 
 import pytest
-from conftest import ConnectAs
+from _agentmem_server import ConnectAs
 
 from agentmem.errors import AuthError
 
