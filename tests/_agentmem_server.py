@@ -17,8 +17,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentmem.client import Client
 
 from agentmem.server.keys import create_key, revoke_key
 from agentmem.storage.datadir import RECORDS_FILE
@@ -162,3 +166,8 @@ class ServerProcess:
             revoke_key(records, key.split("_")[1])
         finally:
             records.close()
+
+
+#: The ``connect_as`` fixture of tests/server: ``connect_as(tenant, user_id=..., agent_id=...)``
+#: gives a connected client with a new key of those pins.
+ConnectAs = Callable[..., "Client"]

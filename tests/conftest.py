@@ -11,6 +11,8 @@
   where the binaries are missing); ``records_url``: None (SQLite in the data dir) or, in
   modules marked ``both_backends``, also a fresh Postgres schema, so ``make_memory`` opens
   every memory of those tests on each backend in turn.
+- Temporary dirs (``tmp_path`` and every other) on a RAM disk when the machine has one with
+  room and no ``TMPDIR`` or ``--basetemp`` says otherwise (see :func:`pytest_configure`).
 - An autouse fixture that removes ``AGENTMEM_*`` and ``OTEL_*`` variables from the
   environment, points ``AGENTMEM_HOME`` at a temporary directory and fixes the console width
   rich renders to (``COLUMNS``, also for subprocesses), so no test depends on (or writes to)
@@ -20,6 +22,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +37,29 @@ from agentmem import AgentMemory
 from agentmem.config import ChromaAddress
 from agentmem.embeddings import CachedEmbedder, default_embedder
 from agentmem.storage.chroma_server import http_client
+
+#: A RAM disk, and the room it must have free to hold the suite's temporary dirs (a passed test's
+#: ``tmp_path`` is removed when it ends: ``tmp_path_retention_policy`` in pyproject.toml).
+RAM_DISK = Path("/dev/shm")
+RAM_DISK_ROOM = 4 * 2**30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the temporary dirs on :data:`RAM_DISK` when it has room.
+
+    Every store under test commits, and syncs to disk, on every write: on the 2-core machine
+    this was measured on, Chroma's upsert took 24 ms on disk and 2.4 ms in RAM, and
+    store-heavy test files ran 40% faster. No test checks what reaches a disk: the crash
+    tests kill processes, and a killed process's writes are in the page cache either way.
+    """
+    if "TMPDIR" in os.environ or config.option.basetemp:
+        return  # the caller chose
+    try:
+        roomy = os.access(RAM_DISK, os.W_OK) and shutil.disk_usage(RAM_DISK).free >= RAM_DISK_ROOM
+    except OSError:
+        return
+    if roomy:
+        tempfile.tempdir = str(RAM_DISK)
 
 
 @pytest.fixture(scope="session")

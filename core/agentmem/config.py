@@ -168,8 +168,7 @@ class MemoryConfig:
     0.812 with 0, 0.815 at 0.2, 0.811 at 0.3 (0.814 choosing the threshold on two
     conversations and scoring the third); the synthetic bench's Recall@10 at 100k memories,
     whose sessions are unrelated statements, is 0.957 with 0 (before the name-phrase
-    search) and 0.997 at 0.2. A bulk import's requeued entries stay in the BM25 statistics
-    for a while, which moves LoCoMo by up to 0.004 from run to run."""
+    search) and 0.997 at 0.2."""
     vector_context: int = 0
     """Preceding chat messages embedded as context of each chat message."""
     embed_batch_size: int = 256

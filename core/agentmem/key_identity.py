@@ -63,4 +63,33 @@ def _pinned(key_id: str, field: str, pinned: str | None, asked: str | None) -> s
     return pinned
 
 
-__all__ = ["resolve_identity"]
+def reaches_agent_state(pinned_user: str | None) -> bool:
+    """Whether a key pinned to ``pinned_user`` (None: to no user) may read and write agent
+    state (``state.get/set/delete/list``, the agent-state tools, the inspector's state).
+
+    An agent's state is one set of values shared by every user the agent serves: a value
+    set while serving one user is read while serving the next, and its time moves with
+    each. A key that may act for one user only would read the others' activity there (and
+    write into theirs), so it may not; a key pinned to the agent alone, or to nothing, may.
+    """
+    return pinned_user is None
+
+
+def require_agent_state(pinned_user: str | None, *, key_id: str) -> None:
+    """Raise unless the key ``key_id``, pinned to ``pinned_user``, may reach agent state
+    (:func:`reaches_agent_state`).
+
+    Raises:
+        AuthError: the key is pinned to a user (``reason="forbidden"``).
+    """
+    if not reaches_agent_state(pinned_user):
+        raise AuthError(
+            f"this API key is pinned to user_id={pinned_user!r}; agent state is shared by "
+            "every user of the agent, so a key pinned to a user cannot read or write it "
+            "(use a key pinned to the agent, or one not pinned)",
+            reason="forbidden",
+            key_id=key_id,
+        )
+
+
+__all__ = ["reaches_agent_state", "require_agent_state", "resolve_identity"]

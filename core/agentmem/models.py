@@ -69,6 +69,13 @@ class MemoryItem:
         >>> item = m.add_message("user", "I prefer tea")  # doctest: +SKIP
         >>> item.kind
         'chat_message'
+
+    Attributes:
+        user_id: The user it belongs to, or who wrote it; None to a key pinned to another
+            user (:func:`agentmem.scopes.as_seen_by`), and ``agent_id`` likewise.
+        access_count: Recalls that returned it (flushed in batches); 0, with
+            ``last_accessed`` None, when a key pinned to a user or agent reads a row others
+            recall too (:func:`agentmem.scopes.recalled_only_by`): their recalls move it.
     """
 
     id: str

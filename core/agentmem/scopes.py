@@ -34,10 +34,12 @@ conversations (``conv:a:<agent>``, no user) that carry a tier, and knowledge of 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ScopeError
-from .models import Identity
+from .models import Identity, MemoryItem
 from .storage.rows import Row
 
 KNOWLEDGE_PARTITION = "knowledge"
@@ -325,6 +327,46 @@ def readable(identity: Identity, row: Row | None) -> bool:
         and row.item.anonymized_at is None
         and visible_row(identity, row) is not None
     )
+
+
+def recalled_only_by(item: MemoryItem, user_id: str | None, agent_id: str | None) -> bool:
+    """Whether only identities within the pins ``user_id`` and/or ``agent_id`` (those given;
+    neither: anyone) recall ``item``, so that how often and when recall returned it (its
+    access count and last access) are their own activity.
+
+    A user's own facts and conversation are recalled for that user only, with any agent;
+    an agent's own facts for that agent only, with any user. Other rows are recalled for
+    others too: a tenant's rows and knowledge for everyone, an agent's facts for its other
+    users (those a pinned user wrote as well), a user's rows for their other agents, and
+    for a key pinned to both a user and an agent, any row (the user talks to other agents,
+    the agent to other users). An agent's own conversation (no user) counts as shared: other
+    agents recall its chunks and summaries (``target_agent``), and a :class:`MemoryItem`
+    does not tell those from its messages.
+    """
+    if user_id is None and agent_id is None:
+        return True
+    if user_id is not None and agent_id is not None:
+        return False
+    if user_id is not None:
+        return item.user_id == user_id and item.scope in ("user", "session")
+    return item.agent_id == agent_id and item.scope == "agent"
+
+
+def as_seen_by(item: MemoryItem, user_id: str | None, agent_id: str | None) -> MemoryItem:
+    """``item`` as a key pinned to ``user_id`` and/or ``agent_id`` (those given) is shown it:
+    without what would tell it what other users or agents of its tenant do. That is the
+    access count and last access of a row others recall too (:func:`recalled_only_by`:
+    0 and None), and the id of another user (for a user's key) or another agent (for an
+    agent's key; knowledge aside, whose owner is part of it) who wrote a row shared with
+    the key (None). ``item`` itself when nothing is hidden."""
+    hidden: dict[str, Any] = {}
+    if not recalled_only_by(item, user_id, agent_id) and (item.access_count or item.last_accessed):
+        hidden.update(access_count=0, last_accessed=None)
+    if user_id is not None and item.user_id not in (None, user_id):
+        hidden["user_id"] = None
+    if agent_id is not None and item.agent_id not in (None, agent_id) and item.scope != "knowledge":
+        hidden["agent_id"] = None
+    return dataclasses.replace(item, **hidden) if hidden else item
 
 
 def row_tier(tier: str | None, scope: str) -> str | None:

@@ -790,6 +790,28 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     assert "query: must not be empty" in bad.stderr
 
 
+@pytest.mark.parametrize(("call", "frozen"), [("main()", True), ("main([])", False)])
+def test_the_program_leaves_its_objects_to_the_os_at_exit(call: str, frozen: bool) -> None:
+    """Run as the program (arguments from ``sys.argv``), the CLI freezes the heap at exit,
+    so the interpreter does not collect every imported object first; called with arguments
+    by Python code, it leaves the caller's interpreter as it was."""
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen' if gc.get_freeze_count() else 'not frozen'))\n"
+        "from agentmem.cli import main\n"
+        "sys.argv = ['agentmem']\n"
+        f"status = {call}\n"
+        "print('ran', status, gc.get_freeze_count())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    # the command ran first (it printed its help: no command given), and nothing was frozen
+    # while it ran
+    assert done.stdout.splitlines()[-2:] == ["ran 2 0", "frozen" if frozen else "not frozen"]
+    assert "usage: agentmem" in done.stdout
+
+
 def test_an_imported_closed_session_covers_what_its_close_covered(tmp_path: Path) -> None:
     """A message added after the close is working memory: after export and import, another
     agent reading the closed session still does not see it."""

@@ -69,11 +69,15 @@ def test_a_few_new_messages_are_embedded_before_their_context_is_written(
     assert sorted(written) == sorted([*ids.values(), *again])
 
 
-def test_context_off_the_topic_is_left_out_once_embedded(make_memory: MakeMemory) -> None:
+def test_context_off_the_topic_is_left_out_once_embedded(
+    make_memory: MakeMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mem = make_memory(background=False)
-    mem.indexer.embed_first_rows = 0  # as in a bulk import: keywords run ahead of vectors
     ids = _session(mem)
+    # as on Postgres when another node holds the messages' embedding: not embedded ahead
+    monkeypatch.setattr(mem.indexer, "_embed_ahead", lambda pending, stop: pending)
     mem.indexer.run_once()  # keyword-indexed with both preceding messages, then embedded
+    monkeypatch.undo()
     found = _found_by_keywords(mem, "quarterly budget")
     assert ids[CAT] in found  # not embedded when keyword-indexed: all context, for now
     assert mem.flush(timeout=30)
@@ -107,7 +111,8 @@ def test_a_message_embedded_while_the_keyword_pass_runs_is_gated_after_it(
     mem = make_memory(background=False)
     ids = _session(mem)
     indexer = mem.indexer
-    indexer.embed_first_rows = 0
+    # as on Postgres when another node holds the messages' embedding: not embedded ahead
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
     stored_vectors = indexer._stored_vectors
     calls = 0
 
@@ -188,7 +193,8 @@ def test_a_message_embedded_during_the_keyword_pass_is_gated_after_a_failed_requ
     mem = make_memory(background=False)
     ids = _session(mem)
     indexer = mem.indexer
-    indexer.embed_first_rows = 0
+    # as on Postgres when another node holds the messages' embedding: not embedded ahead
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
     stored_vectors = indexer._stored_vectors
     calls = 0
 
@@ -262,3 +268,61 @@ def test_a_failed_embedding_ahead_of_the_keyword_pass_does_not_stop_it(
     assert mem.indexer._keyword_pass()
     found = _found_by_keywords(mem, "quarterly budget")
     assert ids[BUDGET] in found and ids[CAT] in found  # indexed, context provisional
+
+
+def _conversation(rounds: int) -> list[tuple[str, str]]:
+    """(role, text) of ``rounds`` rounds of budget, slides, cat: each cat message is off the
+    topic of the messages before it, and so is the budget message after it."""
+    foods = ("tuna", "salmon", "kibble", "chicken", "rice")
+    return [
+        turn
+        for n in range(rounds)
+        for turn in (
+            ("user", f"The quarterly budget review number {n} is on Friday."),
+            ("assistant", f"We need finance slides {n} ready for that review."),
+            ("user", f"My cat only eats {foods[n % len(foods)]}."),
+        )
+    ]
+
+
+def _keyword_scores(mem: AgentMemory, query: str) -> list[tuple[str, float]]:
+    """(content, BM25) of every keyword hit of ``query``, by content."""
+    m = mem.bind("acme", user_id="u1", session_id="s1")
+    req = recall_request(mem.config, m.identity, query, min_score=0.0)
+    ranked, visible, _ = mem.engine.candidates(
+        m.identity, dataclasses.replace(req, retrievers=("keyword",))
+    )
+    return sorted((visible[c.id][1].content, c.bm25) for c in ranked)
+
+
+def test_a_burst_of_writes_is_indexed_as_the_same_writes_one_at_a_time(
+    make_memory: MakeMemory,
+) -> None:
+    """The same messages give the same keyword index, and the same keyword scores, whether
+    the indexer takes them one at a time or all at once (a burst of writes outrunning it): an
+    entry written twice would stay in Tantivy's BM25 statistics (document count, term
+    frequencies, lengths) until a merge, and the ranking of the same rows would depend on how
+    fast the indexer had been."""
+    turns = _conversation(23)  # 69 messages, more than an embedder batch (64)
+    one_by_one = make_memory(background=False)
+    if one_by_one.records.index.follows_changes:
+        pytest.skip("on Postgres every node writes again what the embedder trims (test_postgres)")
+    m = one_by_one.bind("acme", user_id="u1", session_id="s1")
+    for role, text in turns:
+        m.add_message(role, text)
+        one_by_one.indexer.run_once()
+    at_once = make_memory(background=False)
+    at_once.indexer.batch_size = 16  # what a pass embeds at most, ahead of its keywords too
+    m = at_once.bind("acme", user_id="u1", session_id="s1")
+    m.add_messages([{"role": role, "content": text} for role, text in turns])
+    assert at_once.indexer._keyword_pass()  # the first messages, embedded first
+    assert 0 < at_once.indexer.embedded_total <= 16
+    assert 0 < at_once.keywords.num_docs() < len(turns)
+    assert one_by_one.flush(timeout=60) and at_once.flush(timeout=60)
+    for query in ("tuna", "salmon", "kibble"):  # each said in a few messages
+        assert _keyword_scores(at_once, query) == _keyword_scores(one_by_one, query)
+        terms = at_once.keywords.query_terms(query)
+        assert at_once.keywords.idf(terms) == one_by_one.keywords.idf(terms)
+    for mem in (one_by_one, at_once):
+        # every entry in the files is a live one: none was written twice
+        assert mem.keywords.doc_freq("tenant", "acme") == mem.keywords.num_docs() == len(turns)

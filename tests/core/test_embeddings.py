@@ -123,6 +123,28 @@ def test_batch_size_does_not_change_vectors(embedder: OnnxMiniLMEmbedder) -> Non
     )
 
 
+def test_a_long_text_does_not_pad_the_short_ones_of_its_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a chat turn beside a long tool output: one batch of 32 would pad every text to 256
+    texts = [f"note {i} about the ferry" for i in range(20)] + MIXED[1:3] + ["word " * 400]
+    embedder = OnnxMiniLMEmbedder(intra_op_threads=2)
+    run = embedder._run_batch
+    widths: list[list[int]] = []
+
+    def recorded(loaded: Any, batch: list[list[int]]) -> FloatArray:
+        widths.append(sorted(len(ids) for ids in batch))
+        return run(loaded, batch)
+
+    monkeypatch.setattr(embedder, "_run_batch", recorded)
+    batched = embedder.embed_documents(texts)
+
+    assert len(widths) > 1 and sum(map(len, widths)) == len(texts)
+    assert all(w[-1] <= 2 * w[0] for w in widths), widths
+    singles = np.vstack([embedder.embed_documents([t]) for t in texts])
+    np.testing.assert_allclose(batched, singles, atol=1e-5)
+
+
 def test_text_is_truncated_at_256_word_pieces(embedder: OnnxMiniLMEmbedder) -> None:
     long_text = " ".join(f"word{i}" for i in range(400))  # far beyond 256 word pieces
     extended = long_text + " and a completely different ending about tax filing deadlines"

@@ -423,3 +423,48 @@ def test_a_message_asks_when_it_ends_with_a_question_mark() -> None:
     assert not asks("I run 10 km on Sunday mornings.")
     assert not asks("Is it free? Yes, on Sundays.")  # asked and answered
     assert not asks("") and not asks("?!")
+
+
+def test_equal_keyword_scores_rank_in_write_order_whatever_the_index_gives(
+    make_memory: Any, monkeypatch: Any
+) -> None:
+    """Tantivy gives equal scores in the order of the segments holding the rows, which
+    depends on when the indexer committed them: the ranks, and so the recall, must not."""
+    mem = make_memory(background=False)
+    m = mem.bind("t", user_id="u")
+    older = m.remember("Alice drinks green tea daily").id
+    newer = m.remember("Bobby drinks green tea daily").id
+    mem.flush()
+    req = RecallRequest(
+        query="green tea",
+        top_k=MAX_TOP_K,
+        scope="any",
+        kinds=None,
+        memory_types=None,
+        rerank=False,
+        min_score=0.0,
+        token_budget=10**9,
+        filters={},
+        retrievers=RETRIEVERS,
+    )
+
+    def ranks() -> tuple[dict[str, int | None], list[tuple[str, float]]]:
+        ranked, _, _ = mem.engine.candidates(m.identity, req)
+        hits = m.recall("green tea", min_score=0.0).items
+        return {c.id: c.kw_rank for c in ranked}, [(h.id, h.score) for h in hits]
+
+    row = mem.records.memories.get(older)
+    assert row is not None
+    flt = KeywordFilter(tenant="t", partitions=(row.partition,))
+    hits = mem.keywords.search(mem.keywords.query_terms("green tea"), flt, 10)
+    assert len(hits) == 2 and hits[0][1] == hits[1][1]  # a tie
+    in_one_segment = ranks()
+    assert in_one_segment[0] == {older: 1, newer: 2}
+    search = mem.keywords.search
+
+    def other_segment_order(*args: Any, **kwargs: Any) -> list[tuple[str, float]]:
+        found = search(*args, **kwargs)
+        return sorted(reversed(found), key=lambda hit: -hit[1])  # ties the other way round
+
+    monkeypatch.setattr(mem.keywords, "search", other_segment_order)
+    assert ranks() == in_one_segment

@@ -160,8 +160,11 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
         content="Printers reset with the red button",
         scope="agent",
     )
+    # u1 wrote it, but to the agent: u2's recalls count there too
+    written = op("remember", u1, content="Hold the printer's red button to reset it", scope="agent")
     mem.flush()
-    pages = ("/ui", "/ui/tenants/acme", f"/ui/memories/{shared['id']}")
+    rows = [f"/ui/memories/{row['id']}" for row in (shared, written)]
+    pages = ("/ui", "/ui/tenants/acme", *rows)
     viewers = {"u1": key(mem, "acme", user_id="u1"), "bot": key(mem, "acme", agent_id="bot")}
 
     def look(api_key: str) -> dict[str, str]:
@@ -177,7 +180,8 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     for text in ("Where is the scanner?", "The one by the kitchen", "Thanks"):
         op("add_message", u2, role="user", content=text)
     found = op("recall", u2, query="how do I reset the printer?", min_score=0.0)
-    assert shared["id"] in [h["id"] for h in found["items"]]  # type: ignore[attr-defined]
+    hits = [h["id"] for h in found["items"]]  # type: ignore[attr-defined]
+    assert shared["id"] in hits and written["id"] in hits
     mem.flush()
     assert {who: look(k) for who, k in viewers.items()} == before
     # not blind: u1's own activity shows on the same pages
@@ -188,7 +192,44 @@ def test_a_pinned_key_sees_no_trace_of_other_users_activity(
     assert after["/ui"] != before["u1"]["/ui"]
     assert after["/ui/tenants/acme"] != before["u1"]["/ui/tenants/acme"]
     agents = after["/ui/tenants/acme"][1].split('id="agents"')[1].split("</table>")[0]
-    assert re.search(r">support</a></td>\s*<td[^>]*>3</td>", agents), agents
+    # u1's rows under the agent: three messages and the fact u1 wrote to it
+    assert re.search(r">support</a></td>\s*<td[^>]*>4</td>", agents), agents
+
+
+def test_a_pinned_key_is_not_told_who_else_wrote_a_shared_row(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    mem, _, c = served
+    serving_u2 = mem.bind("acme", user_id="u2", agent_id="support", session_id="u2-chat")
+    shared = serving_u2.remember("Printers reset with the red button", scope="agent").id
+    login(c, key(mem, "acme", user_id="u1"))
+    page = c.get(f"/ui/memories/{shared}").text
+    assert "Printers reset" in page and "u2" not in page
+    assert re.search(r"<th>user</th><td>-</td>", page), page
+    # not blind: the application's own key sees who wrote it
+    c.cookies.clear()
+    login(c, key(mem, "acme"))
+    assert re.search(r"<th>user</th><td>u2</td>", c.get(f"/ui/memories/{shared}").text)
+
+
+def test_a_key_pinned_to_a_user_reads_no_agent_state(
+    served: tuple[AgentMemory, Seeded, TestClient],
+) -> None:
+    """An agent's state is shared by every user it serves: a value set while serving u2 is
+    not for u1's key, nor how many keys the agents keep or when they changed them."""
+    mem, _, c = served
+    serving_u2 = mem.bind("acme", user_id="u2", agent_id="bot", session_id="u2-chat")
+    serving_u2.state.set("current_task", "Refund order 4711 for Bob")
+    login(c, key(mem, "acme", user_id="u1"))
+    for url in ("/ui/state?tenant=acme", "/ui/state?tenant=acme&agent=bot"):
+        refused = c.get(url)
+        assert refused.status_code == 403 and "4711" not in refused.text, url
+    tenant = c.get("/ui/tenants/acme").text
+    assert "agent state" not in tenant and "/ui/state" not in tenant
+    # not blind: the agent's own key reads it
+    c.cookies.clear()
+    login(c, key(mem, "acme", agent_id="bot"))
+    assert "Refund order 4711 for Bob" in c.get("/ui/state?tenant=acme").text
 
 
 def test_a_key_pinned_to_an_agent_reads_that_agents_state_only(

@@ -211,11 +211,13 @@ def test_sigkill_during_background_embedding(tmp_path: Path, spawn: Callable[...
 
 def test_sigkill_during_reindex(tmp_path: Path, spawn: Callable[..., object]) -> None:
     home = tmp_path / "reindex"
-    # a populated, fully indexed data dir, written in-process
+    # a populated, fully indexed data dir, written in-process: more rows than one pass of the
+    # rebuild embeds (a keyword pass embeds a batch of chat messages first, then the vector
+    # pass another batch), so that the rebuild reports progress before its end
     acked: Acked = {}
     with AgentMemory(home, embedder=HashEmbedder(), background=False) as mem:
         m = mem.bind(tenant_id=TENANT, user_id=USER, session_id=SESSION)
-        for batch in range(12):
+        for batch in range(24):
             texts = [_expected(9, batch, i) for i in range(BATCH)]
             if batch % 2 == 0:
                 ids = [r.id for r in m.remember_many(texts)]

@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _agentmem_server import ServerProcess
+from _agentmem_server import ConnectAs, ServerProcess
 
 import agentmem
 from agentmem.client import Client
@@ -33,9 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
-
-
-ConnectAs = Callable[..., Client]
 
 
 @pytest.fixture

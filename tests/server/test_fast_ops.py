@@ -3,10 +3,15 @@
 Every request below goes to two apps over one store: the server's app, and the same app
 without the fast path (FastAPI's routing, dependency solving and body validation, as every
 operation was served before). Status, body bytes and content type must be the same.
+
+The store and both apps are made once for the module: no request here writes (each is a read
+or a refused call), so no test sees another's, and a test's own key is its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,17 +19,31 @@ import pytest
 from starlette.testclient import TestClient
 
 from agentmem import AgentMemory
+from agentmem.embeddings import CachedEmbedder
 from agentmem.server.app import create_app
 from agentmem.server.keys import create_key, revoke_key
 from agentmem.server.routes import OpsFastPath
 
+Apps = tuple[AgentMemory, TestClient, TestClient]
 
-def _apps(store: AgentMemory) -> tuple[TestClient, TestClient]:
-    fast = create_app(store, run_jobs=False)
-    slow = create_app(store, run_jobs=False)
-    slow.user_middleware = [m for m in slow.user_middleware if m.cls is not OpsFastPath]
-    assert len(slow.user_middleware) == len(fast.user_middleware) - 1
-    return TestClient(fast), TestClient(slow)
+
+@pytest.fixture(scope="module")
+def apps(
+    tmp_path_factory: pytest.TempPathFactory, shared_embedder: CachedEmbedder
+) -> Iterator[Apps]:
+    """(a store holding one message of u1 in acme, its app with the fast path, its app
+    without)."""
+    store = AgentMemory(Path(tmp_path_factory.mktemp("fast-ops")), embedder=shared_embedder)
+    try:
+        store.bind("acme", user_id="u1", session_id="s1").add_message("user", "I like green tea")
+        assert store.flush(30)
+        fast = create_app(store, run_jobs=False)
+        slow = create_app(store, run_jobs=False)
+        slow.user_middleware = [m for m in slow.user_middleware if m.cls is not OpsFastPath]
+        assert len(slow.user_middleware) == len(fast.user_middleware) - 1
+        yield store, TestClient(fast), TestClient(slow)
+    finally:
+        store.close()
 
 
 def _json(identity: dict[str, Any] | None = None, **args: Any) -> bytes:
@@ -57,13 +76,10 @@ CASES: list[tuple[str, bytes, dict[str, str]]] = [
 
 @pytest.mark.parametrize(("path", "body", "headers"), CASES)
 def test_the_fast_path_answers_as_fastapi_did(
-    make_memory: Any, path: str, body: bytes, headers: dict[str, str]
+    apps: Apps, path: str, body: bytes, headers: dict[str, str]
 ) -> None:
-    store = make_memory()
-    store.bind("acme", user_id="u1", session_id="s1").add_message("user", "I like green tea")
-    store.flush(30)
+    store, fast, slow = apps
     key = create_key(store.records, tenant_id="acme").key
-    fast, slow = _apps(store)
     sent = {**headers, "Authorization": f"Bearer {key}"}
     a = fast.post(path, content=body, headers=sent)
     b = slow.post(path, content=body, headers=sent)
@@ -73,8 +89,8 @@ def test_the_fast_path_answers_as_fastapi_did(
 
 
 @pytest.mark.parametrize("auth", ["none", "wrong", "revoked"])
-def test_keys_are_checked_on_the_fast_path(make_memory: Any, auth: str) -> None:
-    store = make_memory()
+def test_keys_are_checked_on_the_fast_path(apps: Apps, auth: str) -> None:
+    store, fast, slow = apps
     created = create_key(store.records, tenant_id="acme")
     if auth == "revoked":
         revoke_key(store.records, created.api_key.id)
@@ -83,7 +99,6 @@ def test_keys_are_checked_on_the_fast_path(make_memory: Any, auth: str) -> None:
         "wrong": {"Authorization": "Bearer amk_000000000000_nope"},
         "revoked": {"Authorization": f"Bearer {created.key}"},
     }[auth]
-    fast, slow = _apps(store)
     body = _json(query="tea")
     a = fast.post("/v1/ops/recall", content=body, headers={**JSON, **headers})
     b = slow.post("/v1/ops/recall", content=body, headers={**JSON, **headers})
@@ -91,16 +106,15 @@ def test_keys_are_checked_on_the_fast_path(make_memory: Any, auth: str) -> None:
     assert (a.status_code, a.content) == (b.status_code, b.content)
 
 
-def test_other_methods_and_paths_still_reach_fastapi(make_memory: Any) -> None:
-    fast, _ = _apps(make_memory())
+def test_other_methods_and_paths_still_reach_fastapi(apps: Apps) -> None:
+    _, fast, _ = apps
     assert fast.get("/v1/ops/recall").status_code == 405
     assert fast.post("/v1/ops/no-such-op", content=b"{}").status_code == 404
 
 
-def test_a_body_that_is_not_utf8_is_named(make_memory: Any) -> None:
-    store = make_memory()
+def test_a_body_that_is_not_utf8_is_named(apps: Apps) -> None:
+    store, fast, _ = apps
     key = create_key(store.records, tenant_id="acme").key
-    fast, _ = _apps(store)
     r = fast.post(
         "/v1/ops/recall",
         content=b'{"args": {"query": "\xff"}}',

@@ -13,9 +13,11 @@ import pytest
 from _agentmem_server import ServerProcess
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 import agentmem
 from agentmem.tools.mcp import MemoryToolbox
+from agentmem.tools.specs import AGENT_STATE_TOOLS
 
 
 async def _session_call(
@@ -43,16 +45,15 @@ def test_mcp_tools_over_http_act_for_the_keys_identity(server: ServerProcess) ->
         key,
         [
             ("remember_fact", {"content": "The user is allergic to peanuts"}),
-            ("set_agent_state", {"key": "k", "value": 1}),
             ("remember_fact", {"content": "x", "tenant_id": "other"}),
         ],
     )
     with agentmem.connect(server.url, api_key=server.create_key("acme")) as client:
-        expected = list(MemoryToolbox(client.bind(user_id="u1")).specs)  # type: ignore[arg-type]
-    assert tools == expected
-    stored, no_agent, widened = results
+        every = list(MemoryToolbox(client.bind(user_id="u1")).specs)  # type: ignore[arg-type]
+    # the key is pinned to a user: agent state is not its to read or write
+    assert tools == [t for t in every if t not in AGENT_STATE_TOOLS]
+    stored, widened = results
     assert not stored.is_error and stored.structured_content["scope"] == "user"
-    assert no_agent.is_error  # the key is pinned to a user, no agent: no agent state
     assert widened.is_error and "tenant_id" in widened.content[0].text
     # the fact landed as u1 of tenant acme, visible to the Python client
     with agentmem.connect(server.url, api_key=server.create_key("acme")) as client:
@@ -134,3 +135,25 @@ def test_a_missing_identity_over_http_names_the_url_parameter(
     )
     assert failed.is_error
     assert "/mcp?user_id=" in failed.content[0].text
+
+
+def test_a_key_pinned_to_a_user_gets_no_agent_state_tools(
+    server: ServerProcess, tenant: str
+) -> None:
+    """The agent's state is what it keeps for every user it serves: u1's key, bound to the
+    same agent, is offered no tool that reads or writes it."""
+    with agentmem.connect(server.url, api_key=server.create_key(tenant)) as client:
+        client.bind(user_id="u2", agent_id="support").state.set("task", "Refund 4711 for Bob")
+    url = server.url + "/mcp?agent_id=support"
+    user_key = server.create_key(tenant, user="u1")
+    tools, _ = anyio.run(_session_call, url, user_key, [])
+    assert not set(AGENT_STATE_TOOLS) & set(tools)
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK's client raises the MCP error
+        anyio.run(_session_call, url, user_key, [("get_agent_state", {"key": "task"})])
+    assert refused.group_contains(MCPError, match="unknown tool 'get_agent_state'", depth=None)
+    # not blind: the agent's own key reads it
+    agent_key = server.create_key(tenant, agent="support")
+    _, (read,) = anyio.run(
+        _session_call, server.url + "/mcp", agent_key, [("get_agent_state", {"key": "task"})]
+    )
+    assert read.structured_content["value"] == "Refund 4711 for Bob"

@@ -14,8 +14,7 @@ from datetime import datetime
 
 import httpx
 import pytest
-from _agentmem_server import ServerProcess
-from conftest import ConnectAs
+from _agentmem_server import ConnectAs, ServerProcess
 
 import agentmem
 from agentmem import (

@@ -26,6 +26,7 @@ from ..context import StoreContext
 from ..derived import forget as forget_op
 from ..derived import supersession
 from ..errors import AuthError, NotFoundError, ValidationError
+from ..key_identity import reaches_agent_state, require_agent_state
 from ..models import (
     MESSAGE_KINDS,
     TIER_LONG_DETAIL,
@@ -232,7 +233,7 @@ def overview(ctx: StoreContext, viewer: Viewer, tenant_id: str) -> TenantOvervie
         for s in browse.sessions(tenant, user_id=user, agent_id=agent)
         for k in [(s.partition, s.session_id)]
     ]
-    states = browse.agent_state(tenant, agent)
+    states = browse.agent_state(tenant, agent) if reaches_agent_state(user) else []
     tiers = _tiers(browse.groups(tenant, user_id=user, agent_id=agent))
     if states:
         tiers.append(TierSpan("agent state", _sum(None, states), {}, page="state"))
@@ -261,9 +262,15 @@ def agent_state(
     ctx: StoreContext, viewer: Viewer, tenant_id: str, agent_id: str | None = None
 ) -> list[StateEntry]:
     """The state of ``agent_id`` (every agent's when None) in ``tenant_id``, key by key (a
-    key pinned to an agent: that agent's only)."""
+    key pinned to an agent: that agent's only).
+
+    Raises:
+        AuthError: another tenant or agent than the viewer's, or a key pinned to a user
+            (agent state is shared by every user of the agent).
+    """
     tenant = _tenant(tenant_id)
     agent = viewer.identity(tenant, agent_id=agent_id).agent_id
+    require_agent_state(viewer.user_id, key_id=viewer.name)
     ctx.check_open()
     return [
         StateEntry(a, key, value, at)
@@ -363,8 +370,8 @@ class RowDetail:
     Attributes:
         state: ``live``, ``superseded``, ``deleted`` or ``forgotten``.
         access_count: Recalls that returned it (the stored count plus those not flushed yet);
-            None for a pinned viewer when the row is shared beyond its pins (a tenant's,
-            an agent's or another user's row), whose count is others' recalls too.
+            None for a pinned viewer when others recall the row too (a tenant's row, an
+            agent's for a user's key, a user's for an agent's key), whose count is theirs too.
         sources: The messages it was derived from (an extracted memory, a chunk, a summary).
         derived: The rows made from it.
         replaced: The rows it superseded.
@@ -400,32 +407,40 @@ def row_detail(ctx: StoreContext, viewer: Viewer, memory_id: str) -> RowDetail:
     sources = _readable(viewer, records.memories.get_many(tenant, source_ids, live_only=False))
     derived_refs = records.sources.derived_from(tenant, [item.id])
     derived = _readable(viewer, records.memories.get_many(tenant, [d.id for d in derived_refs]))
-    replaced = [_step(ctx, r.item, item.id) for r in records.browse.replaced(tenant, item.id)]
+    replaced = [
+        _step(ctx, _seen(viewer, r.item), item.id) for r in records.browse.replaced(tenant, item.id)
+    ]
     replaced_by = None
     if item.superseded_by is not None:
-        replaced_by = _step(ctx, item, item.superseded_by)
+        replaced_by = _step(ctx, _seen(viewer, item), item.superseded_by)
     history: list[MemoryItem] = []
     if item.kind == "memory" and item.deleted_at is None:
         history = supersession.history(ctx, identity_for(viewer, row), item.id)
     return RowDetail(
-        item=item,
+        item=_seen(viewer, item),
         partition=row.partition,
         tier=row.tier,
         state=_state(row),
         access_count=_access_count(ctx, viewer, item),
-        sources=[s.item for s in sources],
-        derived=[d.item for d in derived],
+        sources=[_seen(viewer, s.item) for s in sources],
+        derived=[_seen(viewer, d.item) for d in derived],
         replaced=replaced,
         replaced_by=replaced_by,
-        history=history,
+        history=[_seen(viewer, h) for h in history],
         audit=records.browse.audit(tenant, [item.id]),
     )
 
 
+def _seen(viewer: Viewer, item: MemoryItem) -> MemoryItem:
+    """``item`` as the viewer is shown it: a pinned key sees no other user's or agent's id
+    on a row shared with it (:func:`agentmem.scopes.as_seen_by`)."""
+    return scope_rules.as_seen_by(item, viewer.user_id, viewer.agent_id)
+
+
 def _access_count(ctx: StoreContext, viewer: Viewer, item: MemoryItem) -> int | None:
-    """How often recall returned ``item``, unless the viewer is pinned and the row is not
-    its own (every user's recalls count there: the count would show their activity)."""
-    if viewer.user_id not in (None, item.user_id) or viewer.agent_id not in (None, item.agent_id):
+    """How often recall returned ``item``, unless the viewer is pinned and others recall the
+    row too (:func:`agentmem.scopes.recalled_only_by`): the count would show their activity."""
+    if not scope_rules.recalled_only_by(item, viewer.user_id, viewer.agent_id):
         return None
     return item.access_count + ctx.access.pending().get(item.id, 0)
 

@@ -579,9 +579,7 @@ class RecallEngine:
         for kind, lists in (("kw", keyword_lists), ("vec", vector_lists)):
             for lst in lists:
                 per_scope: dict[str, list[str]] = defaultdict(list)
-                for id_, value in lst:
-                    if id_ not in visible:
-                        continue
+                for id_, value in _best_first(lst, visible):
                     scope = visible[id_][0]
                     per_scope[scope].append(id_)
                     c = cands.setdefault(id_, Candidate(id=id_, scope=scope))
@@ -628,6 +626,18 @@ class RecallEngine:
             c.features = features(c, fused_max, best_cos, best_coverage, best_bm25, mean_brevity)
         score_all(list(cands.values()), scoring)
         return cands
+
+
+def _best_first(
+    hits: Sequence[tuple[str, float]], visible: Mapping[str, tuple[str, Brief]]
+) -> list[tuple[str, float]]:
+    """The visible ``hits``, best first, equal scores in write order.
+
+    Tantivy orders equal scores by segment, and which segment holds a row depends on when the
+    indexer committed it: left to the index, two rows of the same score would swap ranks from
+    one store of the same rows to the next (one segment gives them in write order)."""
+    shown = [(id_, value) for id_, value in hits if id_ in visible]
+    return sorted(shown, key=lambda hit: (-hit[1], visible[hit[0]][1].seq))
 
 
 def _context_features(

@@ -7,7 +7,8 @@ with the query parameters ``user_id``, ``agent_id`` and ``session_id`` of the MC
 ``tenant_id`` parameter other than the key's tenant is refused).
 
 Every distinct (key, identity) gets its own MCP server (the tool set of
-:mod:`agentmem.tools.mcp` bound to that identity) behind the SDK's
+:mod:`agentmem.tools.mcp` bound to that identity, without the agent-state tools for a key
+pinned to a user: see :mod:`.pins`) behind the SDK's
 ``StreamableHTTPSessionManager``, started on first use and kept while the server runs (the
 least recently used are stopped past :data:`MAX_IDENTITIES`).
 """
@@ -27,7 +28,8 @@ from starlette.types import Receive, Scope, Send
 from ..errors import AgentMemError, ValidationError
 from ..models import Identity
 from ..tools.mcp import build_server
-from .keys import resolve_identity
+from .keys import ApiKey, resolve_identity
+from .pins import mcp_tools
 from .state import ServerState
 
 log = logging.getLogger("agentmem.server.mcp")
@@ -72,11 +74,11 @@ class McpGateway:
         except AgentMemError as exc:
             await self.respond_error(exc, scope, receive, send)
             return
-        manager = await self._manager(key.id, identity)
+        manager = await self._manager(key, identity)
         await manager.handle_request(scope, receive, send)
 
-    async def _manager(self, key_id: str, identity: Identity) -> StreamableHTTPSessionManager:
-        slot = (key_id, identity)
+    async def _manager(self, key: ApiKey, identity: Identity) -> StreamableHTTPSessionManager:
+        slot = (key.id, identity)
         async with self._lock:
             found = self._managers.get(slot)
             if found is not None:
@@ -87,7 +89,8 @@ class McpGateway:
             bound = self.store.bind(
                 identity.tenant_id, identity.user_id, identity.agent_id, identity.session_id
             )
-            manager = StreamableHTTPSessionManager(build_server(bound, identity_hint=IDENTITY_HINT))
+            server = build_server(bound, mcp_tools(key), identity_hint=IDENTITY_HINT)
+            manager = StreamableHTTPSessionManager(server)
             stop = anyio.Event()
             await self._tg.start(_run_manager, manager, stop)
             self._managers[slot] = (manager, stop)

@@ -43,6 +43,7 @@ from ..tiers.knowledge import Knowledge
 from ..tiers.working import WorkingMemory
 from ..wire.ops import OPS, Op
 from .keys import ApiKey, resolve_identity
+from .pins import carries_rows, check_operation, hide_others_activity
 from .responses import error_response, json_response
 from .state import Principal
 
@@ -143,8 +144,10 @@ class OpHandler:
         self.op = op
         self.principal = principal
         self.body_type = body_model(op)
+        self.carries_rows = carries_rows(op.returns)
 
     def run(self, key: ApiKey, body: Any) -> Any:
+        check_operation(key, self.op.part)
         i = body.identity
         identity = resolve_identity(
             key,
@@ -157,7 +160,8 @@ class OpHandler:
             identity.tenant_id, identity.user_id, identity.agent_id, identity.session_id
         )
         method = getattr(self.op.target(bound), self.op.method)
-        return method(**body.args.model_dump(exclude_unset=True))
+        result = method(**body.args.model_dump(exclude_unset=True))
+        return hide_others_activity(result, key) if self.carries_rows else result
 
     async def respond(self, key: ApiKey, body: Any) -> Response:
         started = time.perf_counter()

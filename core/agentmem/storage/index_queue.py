@@ -203,27 +203,16 @@ class IndexQueue:
         claim is cleared by :meth:`mark_vector_done` or its lease runs out).
         """
         state = "" if retry_failed else f" AND vec_pending = {VEC_PENDING}"
-        if self.follows_changes:
-            with self._db.write(serial=False) as tx:
-                claimed = tx.execute(
-                    f"UPDATE memories SET vec_claim_node = ?, "
-                    f"vec_claim_until = now() + interval '{CLAIM_SECONDS} seconds' "
-                    f"WHERE seq IN (SELECT seq FROM memories "
-                    f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
-                    f"AND (vec_claim_until IS NULL OR vec_claim_until < now()) "
-                    f"ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED) "
-                    f"RETURNING seq, {COLUMNS}, ({VECTOR_LIVE})",
-                    (self.node_id, limit),
-                ).fetchall()
-            claimed.sort(key=lambda r: int(r[0]))
-            return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in claimed]
-        rows = self._db.read(
-            f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories INDEXED BY memories_vec_todo "
-            f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){state} "
-            f"ORDER BY seq LIMIT ?",
-            (limit,),
-        )
-        return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]
+        return _vector_rows(self._db, self, state, (), limit, "INDEXED BY memories_vec_todo")
+
+    def pending_vector_of(self, ids: Sequence[str]) -> list[tuple[int, Row, bool]]:
+        """The rows among ``ids`` waiting to be embedded (not those whose embedding failed),
+        as :meth:`pending_vector` gives them (claimed on Postgres), oldest first."""
+        out: list[tuple[int, Row, bool]] = []
+        for chunk in chunks(ids):
+            where = f" AND vec_pending = {VEC_PENDING} AND id IN ({marks(len(chunk))})"
+            out += _vector_rows(self._db, self, where, chunk, len(chunk))
+        return sorted(out, key=lambda t: t[0])
 
     def pending_in_partitions(
         self, tenant_id: str, partitions: Sequence[str], limit: int
@@ -630,3 +619,32 @@ def _unclaim(tx: Transaction, queue: IndexQueue, seqs: Sequence[int]) -> None:
             "WHERE seq = ? AND vec_claim_node = ?",
             [(seq, queue.node_id) for seq in seqs],
         )
+
+
+def _vector_rows(
+    db: Database, queue: IndexQueue, where: str, params: Sequence[str], limit: int, index: str = ""
+) -> list[tuple[int, Row, bool]]:
+    """(seq, row, belongs in the vector index) of the rows waiting for the vector index that
+    match ``where``, oldest first, at most ``limit``; on Postgres claimed for ``queue``'s node
+    (rows another node holds are skipped). ``index``: an SQLite ``INDEXED BY`` clause."""
+    if queue.follows_changes:
+        with db.write(serial=False) as tx:
+            claimed = tx.execute(
+                f"UPDATE memories SET vec_claim_node = ?, "
+                f"vec_claim_until = now() + interval '{CLAIM_SECONDS} seconds' "
+                f"WHERE seq IN (SELECT seq FROM memories "
+                f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} "
+                f"AND (vec_claim_until IS NULL OR vec_claim_until < now()) "
+                f"ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED) "
+                f"RETURNING seq, {COLUMNS}, ({VECTOR_LIVE})",
+                (queue.node_id, *params, limit),
+            ).fetchall()
+        claimed.sort(key=lambda r: int(r[0]))
+        return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in claimed]
+    rows = db.read(
+        f"SELECT seq, {COLUMNS}, ({VECTOR_LIVE}) FROM memories {index} "
+        f"WHERE vec_pending IN ({VEC_PENDING}, {VEC_FAILED}){where} "
+        f"ORDER BY seq LIMIT ?",
+        (*params, limit),
+    )
+    return [(r[0], row_to_item(r[1:-1]), bool(r[-1])) for r in rows]

@@ -3,16 +3,16 @@
 A write commits its row to SQLite and returns. This worker then
 
 1. keyword-indexes every pending row (Tantivy add or delete, one commit per batch), so new
-   rows become keyword-searchable within about ``index_interval`` seconds (plus their
-   embedding, for a small batch with chat messages: see below), and
+   rows become keyword-searchable within about ``index_interval`` seconds (plus the
+   embedding of a chat message's context: see below), and
 2. embeds pending rows in batches and upserts them into their Chroma partition (or deletes
    retired rows from it).
 
 A chat message's keyword context (the messages before it) keeps only what is on its topic,
-which takes both embeddings (:func:`~agentmem.write.index_text.on_topic`). A small batch is
-embedded before it is keyword-indexed, so its entries are written once; in a bulk import the
-keyword index runs ahead with all the context, and the embedder queues the messages whose
-context it trims for the keyword index again.
+which takes both embeddings (:func:`~agentmem.write.index_text.on_topic`). The messages a
+keyword batch needs are embedded before it is written, whatever its size, so that each entry
+is written once (:meth:`Indexer._embed_ahead` says why); only a message that could not be
+embedded first is written with all its context, and queued again by the embedder once it is.
 
 The records carry the pending flags, so a crash at any point only means the work is done
 again on the next start (both index writes are idempotent by id). Embedding failures retry
@@ -166,10 +166,6 @@ class Indexer:
         #: A preceding statement is keyword context of a message from this cosine on
         #: (:func:`~agentmem.write.index_text.on_topic`; 0: every one is).
         self.context_similarity = context_similarity
-        #: A keyword batch of at most this many rows with a chat message in it is embedded
-        #: first (the context of a message not yet embedded is provisional: all of it, until
-        #: the embedder requeues the message).
-        self.embed_first_rows = 64
         #: Rows the keyword pass is about to write (gated): the embedder need not requeue them
         #: (on SQLite; on Postgres the other nodes follow the requeue).
         self._writing: set[str] = set()
@@ -216,7 +212,8 @@ class Indexer:
         return any(w.thread is not None and w.stopping.is_set() for w in self._workers)
 
     def start(self) -> None:
-        """Start the two workers: keyword indexing never waits on a slow or hung embedder."""
+        """Start the two workers: keyword indexing never waits for the embedder's backlog (a
+        keyword pass embeds only what the context of its own chat messages needs)."""
         for worker in self._workers:
             worker.start()
 
@@ -386,8 +383,9 @@ class Indexer:
             return self.keywords.rewrite(batches())
 
     def _keyword_pass(self, stop: threading.Event | None = None) -> bool:
-        """Keyword-index the pending rows, a batch at a time, until none is left (or ``stop``
-        is set: the rest stays queued)."""
+        """Keyword-index the pending rows, a batch at a time, until none is left, a batch had
+        rows embedded first (:meth:`_embed_ahead`), or ``stop`` is set (the rest stays
+        queued)."""
         did = False
         self._retry_ungated()
         while True:
@@ -403,32 +401,68 @@ class Indexer:
                 ):
                     self.keywords.delete(removed)
                     self.keywords.commit()
+            embedded = self.embedded_total
             if pending:
-                if self._embed_first(pending):
-                    # a few rows written just now: embed them before they are keyword-indexed,
-                    # so each chat message's context is decided and written once (a message
-                    # indexed again would leave its old entry in the BM25 statistics)
-                    self._writing = {row.item.id for _, row, _ in pending}
-                    try:
-                        with self._vec_lock:
-                            self._vector_pass()
-                    except AgentMemError as exc:
-                        log.warning("embedding ahead of the keyword index failed: %s", exc)
-                    finally:
-                        self._writing = set()
+                pending = self._embed_ahead(pending, stop)
                 self._apply_keyword(pending)
             self.records.index.keyword_read_done()
             did = True
+            if self.embedded_total > embedded:
+                return did  # an embedder pass's worth: the index writers are free again
             if len(pending) < KEYWORD_BATCH and not self.records.index.follows_changes:
                 return did
 
-    def _embed_first(self, pending: Sequence[tuple[int, Row, bool]]) -> bool:
-        return (
-            self.context_similarity > 0
-            and self.keyword_context > 0
-            and len(pending) <= self.embed_first_rows
-            and any(live and row.item.kind == "chat_message" for _, row, live in pending)
-        )
+    def _embed_ahead(
+        self, pending: list[tuple[int, Row, bool]], stop: threading.Event | None
+    ) -> list[tuple[int, Row, bool]]:
+        """Embed the chat messages of a keyword batch that have context, and the messages
+        before them, unless they are already, so that their context is decided (gated by
+        :func:`on_topic`) when they are written; returns the rows of ``pending`` to write now.
+
+        Each entry is then written once, however many rows arrive at once: a burst of writes
+        that outruns the indexer gives the same keyword index as the same writes one at a
+        time. An entry written again stays in Tantivy's BM25 statistics (the document count,
+        a term's document frequency, the average length) until a merge rewrites its segment,
+        which happens when Tantivy decides; recall would rank the same rows differently until
+        then.
+
+        A pass embeds at most :attr:`batch_size` rows, so that it holds the index writers
+        about as long as an embedder pass: past that, only the first rows of the batch are
+        written now, the rest on the next pass. On Postgres, where a node moves past all it
+        read, such a batch is written at once with all its context, and the embedder queues
+        the messages again for every node, as it does a message not embedded here (its
+        embedding failed, the indexer is stopping, or another node holds it).
+        """
+        if self.context_similarity <= 0 or self.keyword_context <= 0:
+            return pending
+        first: set[str] = set()  # to embed first: rows of the messages' context with no vector
+        for n, (_, row, live) in enumerate(pending):
+            if not live or row.item.kind != "chat_message":
+                continue
+            before = self._preceding([row], self.keyword_context).get(row.item.id)
+            if not before:
+                continue
+            wants = {r.item.id for r in (row, *before) if not r.item.embedded}
+            if first and len(first | wants) > self.batch_size:
+                if self.records.index.follows_changes:
+                    return pending
+                pending = pending[:n]
+                break
+            first |= wants
+        if not first:
+            return pending
+        # the embedder need not requeue what this pass is about to write gated
+        self._writing = {row.item.id for _, row, _ in pending}
+        try:
+            with self._vec_lock:
+                todo = self.records.index.pending_vector_of(sorted(first))
+                if todo:
+                    self._apply_vector(todo, stop)
+        except AgentMemError as exc:
+            log.warning("embedding ahead of the keyword index failed: %s", exc)
+        finally:
+            self._writing = set()
+        return pending
 
     def _keyword_contexts(
         self, rows: Sequence[Row], preceding: Mapping[str, Sequence[Row]]
