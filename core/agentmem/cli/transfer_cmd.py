@@ -264,8 +264,10 @@ def _refuse_a_tenant_it_would_ignore(args: argparse.Namespace, plan: transfer.Im
     """``--tenant staging import export.jsonl`` restored the export's rows into their own
     tenant (acme), ignoring the flag: refused, before anything is written."""
     given = getattr(args, "tenant", None)
+    if given is None:
+        return
     other = next((op for op in plan.ops if op.restored_tenant not in (None, given)), None)
-    if given is None or other is None:
+    if other is None:
         return
     raise CliError(
         f"{args.file}: line {other.line} restores a row of tenant {other.restored_tenant!r} "

@@ -191,8 +191,7 @@ def mismatch_error(
         f"data dir {home} holds vectors made by embedder {recorded.describe()}, but it was "
         f"opened with {current.describe()}; vectors of different models do not mix, so "
         f"nothing was opened or changed. Open it with the embedder that made it{made}, or "
-        "re-embed "
-        f"every record with the new one: `agentmem reindex --embeddings` (here: `agentmem "
+        f"re-embed every record with the new one: `agentmem reindex --embeddings` (here: `agentmem "
         f"--home {home} --embedder SPEC reindex --embeddings`, resumable; from Python: "
         f"`AgentMemory(path, embedder=..., allow_embedder_change=True)"
         f".reindex(embeddings=True)`)",
