@@ -277,9 +277,7 @@ def open_store(
 
         def drop() -> None:
             recovered.extend(_drop_vectors(index))
-            # Chroma leaves a dropped collection's files on disk: the old model's vectors
-            # stayed in the dir (and doctor failed) after a switch that had gone well
-            index.compact_files()
+            index.compact_files()  # Chroma leaves the old model's collections' files
 
         # before anything else touches the data dir: a refused open changes nothing
         embedder_recorded, replaced = fingerprint.check(

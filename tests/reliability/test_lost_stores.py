@@ -298,9 +298,10 @@ def test_damaged_records_store_is_named_with_the_way_out(make_memory, cli, page:
     def says_damaged(out: str) -> bool:
         return f"records store {db} is damaged" in out and "from a backup" in out
 
-    status, out = cli(home, "doctor")
+    # JSON: rich wraps text output at the terminal's width, long paths included
+    status, out = cli(home, "--json", "doctor")
     assert status == 1 and says_damaged(out), out
-    for argv in (["export"], ["--tenant", "acme", "--user", "u1", "recall", "peanuts"]):
+    for argv in (["export"], ["--tenant", "acme", "--user", "u1", "--json", "recall", "peanuts"]):
         status, out = cli(home, *argv)
         assert status == 0 or (status == 1 and says_damaged(out)), (argv, out)
 
