@@ -76,10 +76,13 @@ def hide_others_activity(value: _T, key: ApiKey) -> _T:
 
 
 def _hidden(value: Any, user_id: str | None, agent_id: str | None) -> Any:
-    """``value`` with every :class:`MemoryItem` in it (in lists, tuples and the fields of
-    result dataclasses) as the pinned key is shown it."""
+    """``value`` with every :class:`MemoryItem` in it (in lists, tuples, dicts and the fields
+    of result dataclasses) as the pinned key is shown it."""
     if isinstance(value, MemoryItem):
         return as_seen_by(value, user_id, agent_id)
+    if isinstance(value, dict):
+        shown = {k: _hidden(v, user_id, agent_id) for k, v in value.items()}
+        return value if all(shown[k] is v for k, v in value.items()) else shown
     if isinstance(value, list | tuple):
         items = [_hidden(v, user_id, agent_id) for v in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
