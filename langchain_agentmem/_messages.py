@@ -142,7 +142,8 @@ def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
         role = "assistant"
         if message.tool_calls:  # the core's neutral form, which its prompts carry
             meta[TOOL_CALLS_KEY] = [
-                ToolCall(c.get("id"), c["name"], c["args"]).to_dict() for c in message.tool_calls
+                ToolCall(c.get("id") or None, c["name"], c["args"]).to_dict()
+                for c in message.tool_calls
             ]
     elif isinstance(message, SystemMessage):
         role = "system"

@@ -38,6 +38,8 @@ ROLE_MAP: dict[str, str] = {
 }
 ROLE_KEY = "llama_index_role"
 KWARGS_KEY = "llama_index_additional_kwargs"
+#: Tool calls of a message other than an assistant's (read back by ``stored_tool_calls``).
+LLAMA_TOOL_CALLS_KEY = "llama_index_tool_calls"
 
 
 def message_text(message: ChatMessage) -> str:
@@ -72,13 +74,17 @@ def to_agentmem(
     if kwargs:
         metadata[KWARGS_KEY] = kwargs
     calls = [
-        ToolCall(b.tool_call_id, b.tool_name, b.model_dump(mode="json")["tool_kwargs"]).to_dict()
+        ToolCall(
+            b.tool_call_id or None, b.tool_name, b.model_dump(mode="json")["tool_kwargs"]
+        ).to_dict()
         for b in message.blocks
         if isinstance(b, ToolCallBlock)
     ]
-    if calls:  # the core's neutral form, which its prompts carry
-        metadata[TOOL_CALLS_KEY] = calls
     role = ROLE_MAP.get(message.role.value, "user")
+    if calls:
+        # the core's neutral form, which its prompts carry, is an assistant's only; another
+        # role's calls are kept as LlamaIndex gave them, under this adapter's own key
+        metadata[TOOL_CALLS_KEY if role == "assistant" else LLAMA_TOOL_CALLS_KEY] = calls
     call_id = message.additional_kwargs.get(TOOL_CALL_ID_KEY)
     if role == "tool" and isinstance(call_id, str) and call_id:
         metadata[TOOL_CALL_ID_KEY] = call_id  # where the core looks for the call answered

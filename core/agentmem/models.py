@@ -162,9 +162,11 @@ class RecallResult:
         token_count: Tokens (cl100k_base) in the returned contents.
         best_score: When nothing was returned, the score of the best candidate found (on
             ``min_score``'s scale: calibrated, or the reranker's when it ordered them), to
-            tell "nothing near" from "something just below the threshold". None when items
-            were returned, when nothing was found, or without a calibration profile (scores
-            are then fused ranks, not on that scale).
+            tell "nothing near" from "something just below the threshold". It may be at or
+            above ``min_score`` when another rule cut that candidate (a code the query names
+            that no candidate holds, a per-kind floor). None when items were returned, when
+            nothing was found, or without a calibration profile (scores are then fused ranks,
+            not on that scale).
     """
 
     items: list[RecallHit]

@@ -166,6 +166,7 @@ class WorkingSnapshot:
     remote).
 
     Attributes:
+        session_id: The session this is the working memory of.
         pinned: Pinned messages (system role or ``metadata["pinned"] is True``), oldest first.
         window: The other messages still in the window, oldest first.
         summary: The reference summary of what rolled off.
@@ -173,6 +174,8 @@ class WorkingSnapshot:
         compactions: Successful compactions so far.
         trips: Budget trips so far (compressed mode once > 0).
         last_error: The last failed compaction's error, cleared by the next success.
+        latest_user_id: The memory id of the session's latest user message (a compaction
+            keeps it in the window), not a user's id; None when the window holds none.
     """
 
     session_id: str

@@ -75,7 +75,7 @@ def test_context_off_the_topic_is_left_out_once_embedded(
     mem = make_memory(background=False)
     ids = _session(mem)
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(mem.indexer, "_embed_ahead", lambda pending, stop: pending)
+    monkeypatch.setattr(mem.indexer, "_embed_ahead", lambda pending, stop: (pending, False))
     mem.indexer.run_once()  # keyword-indexed with both preceding messages, then embedded
     monkeypatch.undo()
     found = _found_by_keywords(mem, "quarterly budget")
@@ -112,7 +112,7 @@ def test_a_message_embedded_while_the_keyword_pass_runs_is_gated_after_it(
     ids = _session(mem)
     indexer = mem.indexer
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: (pending, False))
     stored_vectors = indexer._stored_vectors
     calls = 0
 
@@ -194,7 +194,7 @@ def test_a_message_embedded_during_the_keyword_pass_is_gated_after_a_failed_requ
     ids = _session(mem)
     indexer = mem.indexer
     # as on Postgres when another node holds the messages' embedding: not embedded ahead
-    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: pending)
+    monkeypatch.setattr(indexer, "_embed_ahead", lambda pending, stop: (pending, False))
     stored_vectors = indexer._stored_vectors
     calls = 0
 

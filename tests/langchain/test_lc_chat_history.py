@@ -335,6 +335,20 @@ def test_a_tool_call_id_used_twice_in_a_session_keeps_both_results(bound: BoundM
     assert len(history.messages) == 4
 
 
+def test_a_tool_call_with_an_empty_id_is_stored(bound: BoundMemory) -> None:
+    """Some providers send tool calls with id ""; the turn is stored (its call without an id),
+    not refused with the whole batch of messages."""
+    history = AgentMemChatMessageHistory(memory=bound)
+    history.add_messages(
+        [
+            HumanMessage("what time is it?"),
+            AIMessage("", tool_calls=[{"name": "clock", "args": {}, "id": ""}]),
+        ]
+    )
+    back = history.messages
+    assert isinstance(back[1], AIMessage) and [c["name"] for c in back[1].tool_calls] == ["clock"]
+
+
 def test_provider_fields_round_trip_when_they_are_json(bound: BoundMemory) -> None:
     """What providers keep beside the content: reasoning signatures in additional_kwargs,
     token usage in response_metadata, a tool's artifact. A value that is not JSON is not

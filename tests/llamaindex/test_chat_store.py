@@ -266,3 +266,24 @@ def test_constructor_validates(mem: AgentMemory) -> None:
         AgentMemChatStore(mem.bind("acme"), "acme")  # type: ignore[arg-type]
     assert AgentMemChatStore.class_name() == "AgentMemChatStore"
     assert AgentMemChatStore(mem, "acme").memory is mem
+
+
+def test_tool_calls_without_an_id_or_from_another_role_are_stored(
+    store: AgentMemChatStore,
+) -> None:
+    """Some providers send a call with an empty id, and a message of another role may carry a
+    ToolCallBlock: both are stored and read back, not refused (the core's neutral form takes
+    an assistant's calls, with no id where there is none)."""
+    unnamed = ToolCallBlock(tool_call_id="", tool_name="clock", tool_kwargs={})
+    relayed = ToolCallBlock(tool_call_id="c2", tool_name="weather", tool_kwargs={"city": "Oslo"})
+    store.set_messages(
+        "calls",
+        [
+            ChatMessage(role=MessageRole.ASSISTANT, blocks=[unnamed]),
+            ChatMessage(role=MessageRole.USER, blocks=[TextBlock(text="run this"), relayed]),
+        ],
+    )
+    back = store.get_messages("calls")
+    assert [b.tool_name for b in back[0].blocks if isinstance(b, ToolCallBlock)] == ["clock"]
+    assert back[1].role == MessageRole.USER
+    assert [b.tool_call_id for b in back[1].blocks if isinstance(b, ToolCallBlock)] == ["c2"]

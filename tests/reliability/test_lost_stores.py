@@ -393,3 +393,33 @@ def test_a_node_home_over_an_empty_postgres_store_is_refused(
     message = str(err.value)
     assert "holds no record" in message and "the keyword index" in message
     assert "Restore the records database from a backup" in message
+
+
+def test_no_embedding_for_a_vector_index_known_corrupt(make_memory, shared_embedder) -> None:
+    """A keyword pass embeds a chat message's context first, but not while the vector index
+    is known corrupt: the vectors could not be stored, and each pass would embed them again."""
+    mem, _ = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    _zero_page(home / "chroma" / "chroma.sqlite3", 1)
+    calls: list[int] = []
+
+    class Counting:
+        model_name = shared_embedder.model_name
+        dimensions = shared_embedder.dimensions
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return shared_embedder.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return shared_embedder.embed_query(text)
+
+    mem = make_memory(path=home, background=False, config=SMALL_SCAN, embedder=Counting())
+    m = mem.bind(**IDENT)
+    m.recall("peanuts")  # the vector index is found corrupt
+    for text in ("I booked the dentist for Tuesday", "Remind me what time it is", "At 9am"):
+        m.add_message("user", text)
+    mem.flush()
+    assert calls == []
+    assert len(m.recall("dentist Tuesday").items) >= 1  # keyword-searchable all the same

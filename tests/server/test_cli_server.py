@@ -174,6 +174,10 @@ def test_remote_mcp_serves_only_the_tools_asked_for(
     assert served == [["recall", "get_knowledge"]]
     assert main([*remote, "mcp", "--tools", "no_such_tool"]) == 2  # refused, nothing served
     assert served == [["recall", "get_knowledge"]]
+    # a key pinned to a user may not reach agent state: its tools are not offered
+    user_key = server.create_key("mcp-t", user="u1", agent="a1")
+    assert main(["--url", server.url, "--api-key", user_key, "mcp", "--tools", "all"]) == 0
+    assert "recall" in served[-1] and "get_agent_state" not in served[-1]  # type: ignore[operator]
 
 
 def test_the_memory_commands_run_against_a_server(

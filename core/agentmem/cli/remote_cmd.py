@@ -38,6 +38,7 @@ from rich.table import Table
 
 from ..client import Client
 from ..maintenance.stats import Stats
+from ..server.pins import mcp_tools
 from ..tools.mcp import serve_stdio
 from ._common import (
     API_KEY_ENV,
@@ -168,6 +169,7 @@ def remote_export(args: argparse.Namespace) -> int:
 def remote_mcp(args: argparse.Namespace) -> int:
     include = tools_of(args)
     with _client(args) as client:
+        include = mcp_tools(client.whoami(), include)
         bound = bind(client, args)
         # the MCP tools call the bound memory's operations, which a remote one has too
         anyio.run(serve_stdio, bound, include)

@@ -29,7 +29,7 @@ from ..key_identity import reaches_agent_state, require_agent_state
 from ..models import MemoryItem
 from ..results import ApiKey
 from ..scopes import as_seen_by
-from ..tools.specs import AGENT_STATE_TOOLS, ALL_TOOLS, Include
+from ..tools.specs import AGENT_STATE_TOOLS, Include, tool_names
 
 _T = TypeVar("_T")
 
@@ -45,12 +45,13 @@ def check_operation(key: ApiKey, part: str | None) -> None:
         require_agent_state(key.user_id, key_id=key.id)
 
 
-def mcp_tools(key: ApiKey) -> Include:
-    """The MCP tools offered to ``key``: all of them, but the agent-state tools for a key that
-    may not reach agent state (a model is not offered a tool that can only fail)."""
+def mcp_tools(key: ApiKey, include: Include = "all") -> Include:
+    """The MCP tools of ``include`` offered to ``key``: all of them, but the agent-state tools
+    for a key that may not reach agent state (a model is not offered a tool that can only
+    fail). Over HTTP and over stdio to a server (``agentmem --url ... mcp``) alike."""
     if reaches_agent_state(key.user_id):
-        return "all"
-    return [name for name in ALL_TOOLS if name not in AGENT_STATE_TOOLS]
+        return include
+    return [n for n in tool_names(include, agent_bound=True) if n not in AGENT_STATE_TOOLS]
 
 
 def carries_rows(tp: Any) -> bool:
@@ -76,10 +77,13 @@ def hide_others_activity(value: _T, key: ApiKey) -> _T:
 
 
 def _hidden(value: Any, user_id: str | None, agent_id: str | None) -> Any:
-    """``value`` with every :class:`MemoryItem` in it (in lists, tuples and the fields of
-    result dataclasses) as the pinned key is shown it."""
+    """``value`` with every :class:`MemoryItem` in it (in lists, tuples, dicts and the fields
+    of result dataclasses) as the pinned key is shown it."""
     if isinstance(value, MemoryItem):
         return as_seen_by(value, user_id, agent_id)
+    if isinstance(value, dict):
+        shown = {k: _hidden(v, user_id, agent_id) for k, v in value.items()}
+        return value if all(shown[k] is v for k, v in value.items()) else shown
     if isinstance(value, list | tuple):
         items = [_hidden(v, user_id, agent_id) for v in value]
         if all(new is old for new, old in zip(items, value, strict=True)):

@@ -213,7 +213,8 @@ class Indexer:
 
     def start(self) -> None:
         """Start the two workers: keyword indexing never waits for the embedder's backlog (a
-        keyword pass embeds only what the context of its own chat messages needs)."""
+        keyword pass embeds only what the context of its own chat messages needs, waiting at
+        most for the embedder pass under way, its retries included)."""
         for worker in self._workers:
             worker.start()
 
@@ -387,6 +388,7 @@ class Indexer:
         rows embedded first (:meth:`_embed_ahead`), or ``stop`` is set (the rest stays
         queued)."""
         did = False
+        embedded = False
         self._retry_ungated()
         while True:
             if stop is not None and stop.is_set():
@@ -401,23 +403,24 @@ class Indexer:
                 ):
                     self.keywords.delete(removed)
                     self.keywords.commit()
-            embedded = self.embedded_total
             if pending:
-                pending = self._embed_ahead(pending, stop)
+                pending, embedded = self._embed_ahead(pending, stop)
                 self._apply_keyword(pending)
             self.records.index.keyword_read_done()
             did = True
-            if self.embedded_total > embedded:
+            if embedded:
                 return did  # an embedder pass's worth: the index writers are free again
             if len(pending) < KEYWORD_BATCH and not self.records.index.follows_changes:
                 return did
 
     def _embed_ahead(
         self, pending: list[tuple[int, Row, bool]], stop: threading.Event | None
-    ) -> list[tuple[int, Row, bool]]:
+    ) -> tuple[list[tuple[int, Row, bool]], bool]:
         """Embed the chat messages of a keyword batch that have context, and the messages
         before them, unless they are already, so that their context is decided (gated by
-        :func:`on_topic`) when they are written; returns the rows of ``pending`` to write now.
+        :func:`on_topic`) when they are written; returns the rows of ``pending`` to write now,
+        and whether any row was sent to the embedder. Nothing is embedded while the vector
+        index is known corrupt (the vectors could not be stored: ``reindex`` rebuilds it).
 
         Each entry is then written once, however many rows arrive at once: a burst of writes
         that outruns the indexer gives the same keyword index as the same writes one at a
@@ -433,8 +436,12 @@ class Indexer:
         the messages again for every node, as it does a message not embedded here (its
         embedding failed, the indexer is stopping, or another node holds it).
         """
-        if self.context_similarity <= 0 or self.keyword_context <= 0:
-            return pending
+        if (
+            self.context_similarity <= 0
+            or self.keyword_context <= 0
+            or self.vectors.guard.corrupt is not None
+        ):
+            return pending, False
         first: set[str] = set()  # to embed first: rows of the messages' context with no vector
         for n, (_, row, live) in enumerate(pending):
             if not live or row.item.kind != "chat_message":
@@ -445,14 +452,15 @@ class Indexer:
             wants = {r.item.id for r in (row, *before) if not r.item.embedded}
             if first and len(first | wants) > self.batch_size:
                 if self.records.index.follows_changes:
-                    return pending
+                    return pending, False
                 pending = pending[:n]
                 break
             first |= wants
         if not first:
-            return pending
+            return pending, False
         # the embedder need not requeue what this pass is about to write gated
         self._writing = {row.item.id for _, row, _ in pending}
+        todo: list[tuple[int, Row, bool]] = []
         try:
             with self._vec_lock:
                 todo = self.records.index.pending_vector_of(sorted(first))
@@ -462,7 +470,7 @@ class Indexer:
             log.warning("embedding ahead of the keyword index failed: %s", exc)
         finally:
             self._writing = set()
-        return pending
+        return pending, bool(todo)
 
     def _keyword_contexts(
         self, rows: Sequence[Row], preceding: Mapping[str, Sequence[Row]]
