@@ -277,6 +277,7 @@ def open_store(
 
         def drop() -> None:
             recovered.extend(_drop_vectors(index))
+            index.compact_files()  # Chroma leaves the old model's collections' files
 
         # before anything else touches the data dir: a refused open changes nothing
         embedder_recorded, replaced = fingerprint.check(

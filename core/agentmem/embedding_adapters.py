@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .e5 import e5_embedder
+from .e5 import E5_MODEL_NAME, e5_embedder
 from .embeddings import (
     CachedEmbedder,
     Embedder,
@@ -269,6 +269,8 @@ BUILTIN_EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "minilm": default_embedder,
     "e5": e5_embedder,
 }
+#: The word of each of those by the model name a data dir records for it.
+BUILTIN_SPECS: dict[str, str] = {"all-MiniLM-L6-v2-int8": "minilm", E5_MODEL_NAME: "e5"}
 
 
 def from_spec(spec: str, *, name: str | None = None) -> Embedder:
@@ -321,6 +323,7 @@ def known_dimensions(embedder: Embedder) -> int | None:
 
 __all__ = [
     "BUILTIN_EMBEDDERS",
+    "BUILTIN_SPECS",
     "DIMENSION_ATTRIBUTES",
     "NAME_ATTRIBUTES",
     "FrameworkEmbedder",

@@ -115,6 +115,34 @@ def test_recall_text_output_shows_table(cli: CLI) -> None:
     nothing = cli("--user", "u1", "recall", "best hiking trails in Patagonia")
     assert nothing.status == 0
     assert "no memories above the score threshold" in nothing.out
+    assert "no --user" not in nothing.err  # a user was bound: a plain miss
+
+
+def test_get_shows_a_record_the_identity_may_see(cli: CLI) -> None:
+    """`agentmem get ID`: what `m.get(id)` is in Python, for the ids recall prints."""
+    who = ["--tenant", "acme", "--user", "u1"]
+    made = cli(*who, "--json", "remember", "I prefer uv over pip", "--type", "preference",
+               "--metadata", '{"source": "cli"}')  # fmt: skip
+    fact = made.json()["id"]
+    shown = cli(*who, "get", fact)
+    assert shown.status == 0, shown.err
+    assert "I prefer uv over pip" in shown.out and "preference" in shown.out
+    assert '"source": "cli"' in shown.out
+    item = cli(*who, "--json", "get", fact).json()
+    assert (item["id"], item["content"], item["scope"]) == (fact, "I prefer uv over pip", "user")
+    hidden = cli("--tenant", "acme", "--user", "u2", "get", fact)
+    assert hidden.status == 1 and fact in hidden.err and hidden.out == ""
+
+
+def test_recall_with_no_identity_says_what_it_searched(cli: CLI) -> None:
+    """Remembering with --user and recalling without it found nothing and said "no memories
+    above the score threshold", as if the memory were there but scored low."""
+    assert cli("--user", "u1", "remember", "The staging database runs PostgreSQL 16").status == 0
+    run = cli("recall", "which postgres version is on staging?")
+    assert run.status == 0, run.err
+    assert "nothing found" in run.out and "score threshold" not in run.out
+    assert "no --user, --agent or --session is bound" in run.err
+    assert "tenant 'default'" in run.err
 
 
 def test_identity_comes_from_environment(cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -574,6 +602,63 @@ def test_export_filters(cli: CLI, tmp_path: Path, shared_embedder: CachedEmbedde
     assert cli("--tenant", "nobody", "export", "--tenant-only", home_dir=src).out == ""
 
 
+def test_import_refuses_a_tenant_an_export_would_not_go_to(cli: CLI, tmp_path: Path) -> None:
+    """`--tenant staging import export.jsonl` restored the rows into their own tenant (acme),
+    silently: an operator meaning to keep a copy apart mixed it into the live tenant."""
+    cli("--tenant", "acme", "--user", "u1", "remember", "acme fact")
+    exported = tmp_path / "acme.jsonl"
+    assert cli("export", "-o", str(exported)).status == 0
+    target = tmp_path / "copy"
+    refused = cli("--tenant", "staging", "import", str(exported), home_dir=target)
+    assert refused.status == 2
+    assert "line 1 restores a row of tenant 'acme'" in refused.err and "--tenant" in refused.err
+    assert cli("export", home_dir=target).jsonl() == []  # nothing was imported
+    same = cli("--tenant", "acme", "import", str(exported), home_dir=target)
+    assert same.status == 0, same.err  # the tenant it restores into: no surprise
+    hand = _write_jsonl(tmp_path / "hand.jsonl", [{"type": "memory", "content": "hand fact"}])
+    assert (
+        cli("--tenant", "staging", "--user", "u9", "import", str(hand), home_dir=target).status == 0
+    )
+    tenants = {row["content"]: row["tenant_id"] for row in cli("export", home_dir=target).jsonl()}
+    assert tenants == {"acme fact": "acme", "hand fact": "staging"}
+
+
+def test_export_refuses_identity_flags_it_would_ignore(cli: CLI) -> None:
+    """`--tenant acme export` wrote every tenant and `--user u1 export` every user: a flag that
+    looks like a filter is refused rather than ignored (only --tenant-only narrows)."""
+    cli("--tenant", "acme", "--user", "u1", "remember", "acme fact")
+    cli("--tenant", "globex", "--user", "g1", "remember", "globex fact")
+    wide = cli("--tenant", "acme", "export")
+    assert wide.status == 2 and wide.out == ""
+    assert "--tenant acme" in wide.err and "--tenant-only" in wide.err
+    for flags in (["--user", "u1"], ["--agent", "a1"], ["--session", "s1"]):
+        refused = cli(*flags, "export", "--tenant-only", "--tenant", "acme")
+        assert refused.status == 2 and refused.out == ""
+        assert " ".join(flags) in refused.err
+    only = cli("--tenant", "acme", "export", "--tenant-only").jsonl()
+    assert [row["content"] for row in only] == ["acme fact"]
+    assert len(cli("export").jsonl()) == 2  # no flag: the whole store, as documented
+
+
+def test_erase_of_a_whole_tenant_is_refused_while_an_identity_variable_is_set(
+    cli: CLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every other command binds AGENTMEM_USER; erase reads flags only, so with the variable
+    set, `erase --tenant T` would silently widen to the whole tenant. It is refused."""
+    for user in ("u1", "u2"):
+        assert cli("--tenant", "acme", "--user", user, "remember", f"fact of {user}").status == 0
+    monkeypatch.setenv("AGENTMEM_USER", "u1")
+    refused = cli("erase", "--tenant", "acme")
+    assert refused.status == 2
+    assert "AGENTMEM_USER='u1'" in refused.err and "--user" in refused.err
+    assert cli("--json", "stats").json()["live"] == 2  # nothing erased
+    assert cli("erase", "--tenant", "acme", "--user", "u1", "--json").json()["user_id"] == "u1"
+    assert cli("--json", "stats").json()["live"] == 1
+    monkeypatch.delenv("AGENTMEM_USER")
+    assert cli("erase", "--tenant", "acme").status == 0
+    assert cli("--json", "stats").json()["live"] == 0
+
+
 # -- stats / forget / reindex -------------------------------------------------------------------
 def test_stats_forget_and_reindex(cli: CLI) -> None:
     who = ["--tenant", "acme", "--user", "u1"]
@@ -795,8 +880,8 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
     "command",
     [
         ["stats"], ["doctor"], ["export"], ["recall", "x"], ["read-tool-output", "tout_x"],
-        ["forget", "m1"], ["history", "m1"], ["answer", "x"], ["session-detail", "s"],
-        ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
+        ["forget", "m1"], ["get", "m1"], ["history", "m1"], ["answer", "x"],
+        ["session-detail", "s"], ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
         ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
         ["retention"], ["erase", "--tenant", "t", "--user", "u"],
     ],
@@ -805,7 +890,8 @@ def test_a_command_that_stores_nothing_never_creates_a_data_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     missing = tmp_path / "no-such-home"
-    who = ["--user", "u", "--agent", "a", "--session", "s"]
+    # export refuses identity flags (test_export_refuses_identity_flags_it_would_ignore)
+    who = [] if command == ["export"] else ["--user", "u", "--agent", "a", "--session", "s"]
     assert main(["--home", str(missing), *who, *command]) == 2
     assert "no data dir" in capsys.readouterr().err
     assert not missing.exists()  # nothing created

@@ -123,7 +123,10 @@ def test_cli_reindex_embeddings_switches_to_e5(
     home = tmp_path / "mem"
     ids = _filled(home, shared_embedder)
     assert main(["--home", str(home), "--embedder", "e5", "stats"]) == 1
-    assert "reindex --embeddings" in capsys.readouterr().err
+    refused = capsys.readouterr().err
+    assert "reindex --embeddings" in refused
+    # reading needs only the flag of the model that made the vectors: it is named
+    assert "the embedder that made it (`--embedder minilm`)" in refused
     assert main(["--home", str(home), "--embedder", "e5", "reindex", "--embeddings"]) == 0
     out = capsys.readouterr()
     assert "embedded 6/6" in out.err  # progress, a line per tenth when not on a terminal
@@ -132,6 +135,12 @@ def test_cli_reindex_embeddings_switches_to_e5(
     stats = json.loads(capsys.readouterr().out)
     assert stats["embedder"]["model_name"] == "multilingual-e5-small-q4"
     assert stats["vector_pending"] == 0
+    # nothing of the old model's vectors is left: no file of a dropped collection
+    doctor = main(["--home", str(home), "--embedder", "e5", "doctor"])
+    assert doctor == 0, capsys.readouterr().out
+    capsys.readouterr()
+    assert main(["--home", str(home), "stats"]) == 1  # the default, MiniLM, is refused
+    assert "(`--embedder e5`)" in capsys.readouterr().err
     from agentmem.e5 import E5Embedder
 
     e5 = CachedEmbedder(E5Embedder())

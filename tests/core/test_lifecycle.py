@@ -104,6 +104,19 @@ def test_a_closed_keyword_index_refuses_writes(tmp_path: Path) -> None:
     index.close()  # idempotent
 
 
+def test_keyword_index_errors_are_storage_errors(tmp_path: Path) -> None:
+    """Tantivy raises ValueError (a writer whose worker died on a deleted file, a value it
+    cannot store); the index says StorageError, which the indexer's repair of a deleted
+    index looks for."""
+    from agentmem.storage.keyword_index import KeywordDoc
+
+    index = KeywordIndex(tmp_path / "keywords")
+    unstorable = KeywordDoc("id1", "acme", "p", None, "memory", "fact", "user", "text")  # type: ignore[arg-type]
+    with pytest.raises(StorageError, match="keyword index write failed"):
+        index.add([unstorable])
+    index.close()
+
+
 def test_locked_error_says_what_works(tmp_path: Path, shared_embedder: CachedEmbedder) -> None:
     home = tmp_path / "held"
     with AgentMemory(home, embedder=shared_embedder, background=False):

@@ -204,6 +204,28 @@ def test_lost_keyword_index_is_found_at_open_and_rebuilt(make_memory, how: str) 
     assert diagnose(again.context).ok
 
 
+def test_keyword_index_deleted_while_open_is_rebuilt_and_the_store_closes(make_memory) -> None:
+    """``keywords/`` removed under a running process (a cleanup job, a user "clearing a
+    cache"): every commit into the deleted files failed, so no row was indexed again, flush
+    waited to its timeout, and close raised Tantivy's ValueError halfway (a server then hung
+    on SIGTERM). The indexer now starts the index anew and queues every row for it."""
+    mem = make_memory(config=SMALL_SCAN)
+    m = mem.bind(**IDENT)
+    ids = [r.id for r in m.remember_many(FACTS)]
+    assert mem.flush(timeout=60)
+    shutil.rmtree(mem.home / "keywords")
+
+    late = m.remember("The staging database is called zebra-77").id
+    assert mem.flush(timeout=60)
+    assert mem.keywords.all_ids() == {*ids, late}
+    assert m.recall("peanuts").items[0].content == ALLERGY
+    assert m.recall("zebra-77").items[0].id == late
+    assert diagnose(mem.context).ok
+    mem.close()  # no error
+    again = make_memory(path=mem.home, background=False)
+    assert again.recovered == [] and again.keywords.num_docs() == len(ids) + 1
+
+
 def _zero_page(db: Path, page: int) -> None:
     """Overwrite page ``page`` (from 0) of an SQLite file with zeros, as a bad sector or a
     torn write leaves it."""
@@ -260,6 +282,30 @@ def test_corrupt_vector_index_opens_degraded_and_reindex_rebuilds_it(make_memory
 
 
 # -- the records store ---------------------------------------------------------------------
+@pytest.mark.parametrize("page", ["header", "middle"])
+def test_damaged_records_store_is_named_with_the_way_out(make_memory, cli, page: str) -> None:
+    """A bad sector in records.sqlite3: the open said SQLite's own words under "cannot
+    migrate", and doctor reported "ok" while no query it made touched the page. Doctor now
+    finds it (SQLite's quick_check), and every command that meets it says the file is
+    damaged, that the indexes cannot restore it, and how to restore or salvage it."""
+    mem, _ = _filled(make_memory)
+    home = mem.home
+    mem.close()
+    db = home / "records.sqlite3"
+    pages = db.stat().st_size // int.from_bytes(db.read_bytes()[16:18], "big")
+    _zero_page(db, 0 if page == "header" else pages // 2)
+
+    def says_damaged(out: str) -> bool:
+        return f"records store {db} is damaged" in out and "from a backup" in out
+
+    # JSON: rich wraps text output at the terminal's width, long paths included
+    status, out = cli(home, "--json", "doctor")
+    assert status == 1 and says_damaged(out), out
+    for argv in (["export"], ["--tenant", "acme", "--user", "u1", "--json", "recall", "peanuts"]):
+        status, out = cli(home, *argv)
+        assert status == 0 or (status == 1 and says_damaged(out)), (argv, out)
+
+
 def _fresh_records(home: Path) -> None:
     """What an open (or `agentmem keys`) made of a deleted records file: a new, empty one."""
     (home / "records.sqlite3").unlink()

@@ -122,6 +122,8 @@ def test_stats_doctor_export_against_a_server(
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
     target = tmp_path / "export.jsonl"
+    assert main([*remote, "--user", "u1", "export", "-o", str(target)]) == 2  # not a filter
+    assert "cannot narrow to --user u1" in capsys.readouterr().err and not target.exists()
     assert main([*remote, "export", "-o", str(target)]) == 0
     assert "exported 3 line(s)" in capsys.readouterr().out
     lines = [json.loads(line) for line in target.read_text().splitlines()]
@@ -198,6 +200,7 @@ def test_the_memory_commands_run_against_a_server(
     said = run("add-message", "user", "Please book the meeting room for Friday")
     found = run("recall", "locker code")
     assert found["items"][0]["id"] == fact["id"]
+    assert run("get", fact["id"])["content"] == "The user's locker code is 4417"
     knowledge = run("knowledge", "upsert", "Meeting rooms are booked in the portal", "--key", "m")
     assert run("knowledge", "get", "m")["id"] == knowledge["id"]
     assert run("history", fact["id"])

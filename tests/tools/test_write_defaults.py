@@ -136,7 +136,7 @@ CLI_WRITERS: dict[str, _Cli] = {
 #: stored, administer keys, serve (through the tools, audited above; ``ui`` only forgets,
 #: erases and closes sessions again) or use a store of their own.
 CLI_OTHERS = {
-    "recall", "read-tool-output", "forget", "export", "stats", "reindex", "demo", "mcp",
+    "recall", "get", "read-tool-output", "forget", "export", "stats", "reindex", "demo", "mcp",
     "eval", "bench", "history", "answer", "judge", "retention", "working", "session-detail",
     "knowledge get", "knowledge delete", "knowledge list", "knowledge search", "doctor",
     "keys create", "keys list", "keys revoke", "serve", "erase", "calibrate", "ui",

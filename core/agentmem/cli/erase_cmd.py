@@ -6,7 +6,8 @@ receipt: rows removed per records table, keyword entries, vectors and collection
 stores' files were compacted. Irreversible.
 
 The identity comes from the flags only (never from ``AGENTMEM_TENANT`` and the other
-variables: an erasure names what it erases). The data dir must not be open in another
+variables: an erasure names what it erases; a whole-tenant erasure is refused while
+``AGENTMEM_USER`` or ``AGENTMEM_AGENT`` is set). The data dir must not be open in another
 process (a server erases through its own admin endpoint).
 
 Exit statuses: 0 erased (also when there was nothing to erase); 1 the data dir is busy or a
@@ -17,11 +18,21 @@ store failed (the erasure is finished at the next open, or by running the comman
 from __future__ import annotations
 
 import argparse
+import os
 
 from .. import validation
 from ..errors import ValidationError
 from ..models import ErasureReceipt
-from ._common import EXIT_OK, CliError, Output, command, markup, open_memory, to_jsonable
+from ._common import (
+    EXIT_OK,
+    IDENTITY_ENV,
+    CliError,
+    Output,
+    command,
+    markup,
+    open_memory,
+    to_jsonable,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +64,23 @@ def erase_identity(args: argparse.Namespace) -> tuple[str, str | None, str | Non
         raise CliError("erase needs --tenant (identity variables are not read for an erasure)")
     tenant = _flag(args, "tenant", required=True)
     assert tenant is not None
-    return tenant, _flag(args, "user"), _flag(args, "agent")
+    user, agent = _flag(args, "user"), _flag(args, "agent")
+    if user is None and agent is None:
+        # Every other command binds AGENTMEM_USER / AGENTMEM_AGENT; an erasure does not read
+        # them, so with one set, `erase --tenant T` would erase the whole tenant where the
+        # caller most likely meant the identity they work as. Irreversible: ask, don't guess.
+        named = [
+            f"{IDENTITY_ENV[n]}={os.environ[IDENTITY_ENV[n]]!r}"
+            for n in ("user", "agent")
+            if os.environ.get(IDENTITY_ENV[n], "").strip()
+        ]
+        if named:
+            raise CliError(
+                f"erase --tenant {tenant} alone erases the whole tenant, and {' and '.join(named)} "
+                "is set but not read for an erasure: pass --user / --agent to erase that "
+                "identity, or unset the variable to erase the whole tenant"
+            )
+    return tenant, user, agent
 
 
 @command

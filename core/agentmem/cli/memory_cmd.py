@@ -20,6 +20,7 @@ from ..models import (
     REMEMBER_SCOPES,
     ROLES,
     TIERS,
+    Identity,
     RecallResult,
 )
 from ..scopes import default_memory_scope
@@ -31,6 +32,7 @@ from ._common import (
     Output,
     bind,
     command,
+    dumps,
     hit_to_dict,
     markup,
     open_store,
@@ -102,6 +104,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(func=cmd_forget)
+
+    p = sub.add_parser(
+        "get",
+        help="show one record by id (as the bound identity)",
+        description="Print a record visible to the bound identity (the id recall shows): "
+        "its whole content, kind, scope, session, time and metadata. Exits 1 if it is not "
+        "found.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    p.set_defaults(func=cmd_get)
 
 
 def _register_recall(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -300,7 +312,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
         f"truncated={result.truncated}, {result.token_count} tokens"
     )
     if not result.items:
-        out.print(f"[dim]no memories above the score threshold[/]\n{footer}")
+        if result.best_score is None:  # not a miss: no candidate at all
+            out.print(f"[dim]nothing found[/]\n{footer}")
+            hint = _unbound_hint(m.identity)
+            if hint is not None:
+                out.note(hint)
+        else:
+            out.print(f"[dim]no memories above the score threshold[/]\n{footer}")
         if below is not None:
             out.note(below)
         return EXIT_OK
@@ -330,6 +348,18 @@ def _min_score(store: AgentMemory | Client) -> float:
     return store.config.min_score if isinstance(store, AgentMemory) else MemoryConfig().min_score
 
 
+def _unbound_hint(identity: Identity) -> str | None:
+    """Why a recall with no identity bound but the tenant finds nothing: it sees only what
+    every user of the tenant shares (the usual slip: remembering with --user, recalling
+    without it)."""
+    if identity.user_id or identity.agent_id or identity.session_id:
+        return None
+    return (
+        f"no --user, --agent or --session is bound: only what every user of tenant "
+        f"{identity.tenant_id!r} shares (documents, tenant memories, knowledge) was searched"
+    )
+
+
 def below_threshold(result: RecallResult, threshold: float) -> str | None:
     """When nothing passed ``threshold`` but recall found something below it, say how far
     below (its ``best_score``, from the same recall: asking again would count as a recall);
@@ -342,6 +372,22 @@ def below_threshold(result: RecallResult, threshold: float) -> str | None:
     if threshold - best > NEAR_MISS:
         return f"{said}: nothing stored is close to this query"
     return f"{said}; try --min-score {int(best * 100) / 100:.2f}"
+
+
+@command
+def cmd_get(args: argparse.Namespace) -> int:
+    out = Output.from_args(args)
+    with open_store(args, create=False) as mem:
+        item = bind(mem, args).get(args.memory_id)
+    kind = item.kind + (f" ({item.memory_type})" if item.memory_type else "")
+    where = f"scope {item.scope}" + (f", session {item.session_id}" if item.session_id else "")
+    lines = [f"{item.id}  {kind}, {where}, {item.event_time:%Y-%m-%d %H:%M}"]
+    if item.superseded_by:
+        lines.append(f"superseded by {item.superseded_by}")
+    if item.metadata:
+        lines.append(f"metadata {dumps(item.metadata)}")
+    out.result(item, text="[dim]" + markup("\n".join(lines)) + "[/]\n" + markup(item.content))
+    return EXIT_OK
 
 
 @command

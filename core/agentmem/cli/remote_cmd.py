@@ -57,7 +57,7 @@ from .admin_cmd import stats_table
 from .doctor_cmd import render as render_doctor
 from .erase_cmd import describe_receipt, erase_identity
 from .mcp_cmd import tools_of
-from .transfer_cmd import write_export
+from .transfer_cmd import refuse_ignored_export_flags, write_export
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +158,7 @@ def remote_doctor(args: argparse.Namespace) -> int:
 @command
 def remote_export(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
+    refuse_ignored_export_flags(args, whole_store=False)  # a server exports the key's tenant
     target = Path(args.output) if args.output else None
     with _client(args) as client:
         return write_export(out, client.export(kinds=args.kind), target)
@@ -193,6 +194,7 @@ STORE_COMMANDS = frozenset(
         "add-message",
         "read-tool-output",
         "forget",
+        "get",
         "import",
         "ingest",
         "history",

@@ -219,6 +219,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             plan = transfer.parse_lines(lines, base)  # every line, before anything is written
         except transfer.ImportFileError as exc:
             raise CliError(f"{args.file}: {exc.reason}") from exc
+        if not isinstance(store, Client):  # a server restores into the key's tenant
+            _refuse_a_tenant_it_would_ignore(args, plan)
         counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
         indexed = True
         if stop.is_set():
@@ -258,9 +260,51 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if counts.interrupted or not indexed else EXIT_OK
 
 
+def _refuse_a_tenant_it_would_ignore(args: argparse.Namespace, plan: transfer.ImportPlan) -> None:
+    """``--tenant staging import export.jsonl`` restored the export's rows into their own
+    tenant (acme), ignoring the flag: refused, before anything is written."""
+    given = getattr(args, "tenant", None)
+    if given is None:
+        return
+    other = next((op for op in plan.ops if op.restored_tenant not in (None, given)), None)
+    if other is None:
+        return
+    raise CliError(
+        f"{args.file}: line {other.line} restores a row of tenant {other.restored_tenant!r} "
+        f"as it was exported, whatever --tenant says: --tenant {given} would not move it. "
+        "Leave --tenant out to restore the export as it was (only hand-written lines take "
+        "--tenant); nothing was imported"
+    )
+
+
+def refuse_ignored_export_flags(args: argparse.Namespace, *, whole_store: bool) -> None:
+    """An export writes whole tenants: refuse identity flags it would silently ignore.
+
+    ``--user u1 export`` looks like an export of u1's data (an access request, say) but wrote
+    every user's rows; ``--tenant acme export`` wrote every tenant's. The variables are left
+    alone (they bind every command), only flags given on this command line are refused.
+    """
+    given = [
+        f"--{name} {getattr(args, name)}"
+        for name in ("user", "agent", "session")
+        if getattr(args, name, None) is not None
+    ]
+    if given:
+        raise CliError(
+            f"export writes whole tenants and cannot narrow to {', '.join(given)}: leave "
+            f"{'it' if len(given) == 1 else 'them'} out"
+        )
+    if whole_store and not args.tenant_only and getattr(args, "tenant", None) is not None:
+        raise CliError(
+            f"export writes every tenant by default; --tenant {args.tenant} does not narrow it: "
+            "add --tenant-only to export only that tenant, or leave --tenant out"
+        )
+
+
 @command
 def cmd_export(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
+    refuse_ignored_export_flags(args, whole_store=True)
     tenant = resolve_identity(args).tenant_id if args.tenant_only else None
     if tenant is not None:
         validation.identity(tenant, "tenant_id", required=True)

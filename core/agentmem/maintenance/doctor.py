@@ -113,6 +113,9 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
     ctx.check_open()
     records = ctx.records
     problems = [f"recovered at open: {note}" for note in ctx.recovered]
+    damage = records.db.damage()
+    if damage is not None:
+        problems.append(damage)
     if ctx.vector_loss is not None:
         problems.append(ctx.vector_loss.describe())
     whole = tenant_id is None

@@ -178,6 +178,16 @@ class Op:
     args: dict[str, Any]
     superseded: bool = False
 
+    @property
+    def restored_tenant(self) -> str | None:
+        """The tenant a restore line puts its row in (the exported one, kept as it was);
+        None for a write, which takes the identity of the import."""
+        if self.type == "record":
+            return str(self.args["record"].row.item.tenant_id)
+        if self.type in ("session", "agent_state"):
+            return str(self.args["tenant_id"])
+        return None
+
 
 @dataclass
 class ImportPlan:

@@ -88,9 +88,7 @@ class Database:
         try:
             self._writer = None if read_only else self._connect()
         except sqlite3.Error as exc:
-            raise StorageError(
-                f"cannot open records store at {path}: {exc}", path=str(path)
-            ) from exc
+            raise _failed(f"cannot open records store at {path}", path, exc) from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self.read_only:
@@ -126,7 +124,7 @@ class Database:
             try:
                 conn = self._connect()
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot read records store {self.path}: {exc}") from exc
+                raise _failed(f"cannot read records store {self.path}", self.path, exc) from exc
             self._local.conn = conn
         return conn
 
@@ -157,7 +155,7 @@ class Database:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"records store write failed: {exc}") from exc
+                    raise _failed("records store write failed", self.path, exc) from exc
                 raise
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -165,7 +163,7 @@ class Database:
         try:
             return self._reader().execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise StorageError(f"records store read failed: {exc}") from exc
+            raise _failed("records store read failed", self.path, exc) from exc
 
     def migrate(self, migrations: Sequence[str]) -> None:
         """Apply the migrations this file has not seen, each in its own transaction.
@@ -208,9 +206,7 @@ class Database:
                 if current >= len(migrations):
                     return
         except sqlite3.Error as exc:
-            raise StorageError(
-                f"cannot migrate records store at {self.path}: {exc}", path=str(self.path)
-            ) from exc
+            raise _failed(f"cannot migrate records store at {self.path}", self.path, exc) from exc
 
     def reclaim(self, *, vacuum: bool) -> bool:
         """Leave no copy of deleted content in the database's files.
@@ -238,6 +234,15 @@ class Database:
             except sqlite3.Error as exc:
                 raise StorageError(f"records store compaction failed: {exc}") from exc
         return False
+
+    def damage(self) -> str | None:
+        """What SQLite's ``quick_check`` finds wrong with the file (None: nothing). A damaged
+        page that no query has touched yet shows up here first."""
+        try:
+            found = [str(r[0]) for r in self.read("PRAGMA quick_check(5)") if r[0] != "ok"]
+        except StorageError as exc:
+            return str(exc)
+        return _damaged(self.path, "; ".join(found)) if found else None
 
     def schema_version(self) -> int:
         rows = self.read("SELECT MAX(version) FROM schema_version")
@@ -284,6 +289,29 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+#: SQLite's primary result codes for a damaged file (SQLITE_CORRUPT) and for a file that is
+#: not a database at all (SQLITE_NOTADB).
+_DAMAGED = frozenset({11, 26})
+
+
+def _failed(what: str, path: Path, exc: sqlite3.Error) -> StorageError:
+    """``what`` failed with ``exc``; a damaged file is named as such, with the way out (the
+    driver's own words, "database disk image is malformed" under "cannot migrate", sent
+    users looking for a schema problem)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _DAMAGED:
+        return StorageError(_damaged(path, str(exc)), path=str(path))
+    return StorageError(f"{what}: {exc}", path=str(path))
+
+
+def _damaged(path: Path, detail: str) -> str:
+    return (
+        f"records store {path} is damaged ({detail}): what it holds cannot all be read, and "
+        f"the indexes cannot restore its content. Restore it from a backup; `sqlite3 {path} "
+        ".recover` may salvage the rows that are still readable"
+    )
 
 
 def _too_new(path: Path | str, version: int, known: int) -> StorageError:

@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..embedding_adapters import known_dimensions
+from ..embedding_adapters import BUILTIN_SPECS, known_dimensions
 from ..embeddings import Embedder
 from ..errors import EmbedderMismatchError, StorageError
 from .records import RecordStore
@@ -184,11 +184,14 @@ def mismatch_error(
     home: Path, recorded: EmbedderFingerprint, current: EmbedderFingerprint
 ) -> EmbedderMismatchError:
     """The error for opening ``home`` (vectors by ``recorded``) with ``current``."""
+    # a command that only reads (stats, doctor, export) needs the flag, not a re-embedding
+    spec = BUILTIN_SPECS.get(recorded.model_name)
+    made = f" (`--embedder {spec}`)" if spec else ""
     return EmbedderMismatchError(
         f"data dir {home} holds vectors made by embedder {recorded.describe()}, but it was "
         f"opened with {current.describe()}; vectors of different models do not mix, so "
-        f"nothing was opened or changed. Open it with the embedder that made it, or re-embed "
-        f"every record with the new one: `agentmem reindex --embeddings` (here: `agentmem "
+        f"nothing was opened or changed. Open it with the embedder that made it{made}, or "
+        f"re-embed every record with the new one: `agentmem reindex --embeddings` (here: `agentmem "
         f"--home {home} --embedder SPEC reindex --embeddings`, resumable; from Python: "
         f"`AgentMemory(path, embedder=..., allow_embedder_change=True)"
         f".reindex(embeddings=True)`)",

@@ -18,6 +18,7 @@ so searchers see new documents.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
@@ -156,9 +157,7 @@ class KeywordIndex:
             else:
                 path.mkdir(parents=True, exist_ok=True)
                 where = path
-            self._index = tantivy.Index(self._schema, path=str(where), reuse=True)
-            self._index.register_tokenizer(ANALYZER, build_analyzer())
-            self._index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
+            self._index = self._open_index(where)
             if self._view is not None:
                 self._index.config_reader("Manual")  # the view's meta.json never changes
         except BaseException as exc:
@@ -171,6 +170,33 @@ class KeywordIndex:
                     f"(another schema): {exc}"
                 ) from exc
             raise StorageError(f"cannot open keyword index at {path}: {exc}") from exc
+
+    def _open_index(self, where: Path) -> tantivy.Index:
+        index = tantivy.Index(self._schema, path=str(where), reuse=True)
+        index.register_tokenizer(ANALYZER, build_analyzer())
+        index.register_tokenizer(INTL_ANALYZER, build_intl_analyzer())
+        return index
+
+    def recreate_if_lost(self) -> bool:
+        """Start an empty index in place of one whose files were deleted under this process
+        (its ``meta.json`` is gone); True if it did. The caller queues every row again.
+
+        Tantivy keeps writing into the open files of a deleted dir, and every commit fails
+        from then on: without this, a process running when ``keywords/`` was removed would
+        never index another row (and only a restart would find the loss).
+        """
+        with self._lock:
+            if self._closed or self.read_only or (self.path / "meta.json").exists():
+                return False
+            # the old writer's files and lock are gone with the dir: nothing to commit or free
+            self._writer = None
+            self._dirty = False
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                self._index = self._open_index(self.path)
+            except (ValueError, OSError) as exc:
+                raise StorageError(f"cannot recreate keyword index at {self.path}: {exc}") from exc
+            return True
 
     def _remove_view(self) -> None:
         view, self._view = self._view, None
@@ -202,15 +228,21 @@ class KeywordIndex:
         """Add (or replace, by id) documents; visible after :meth:`commit`."""
         with self._lock:
             writer = self._w()
-            for doc in docs:
-                writer.delete_documents_by_term("id", doc.id)
-                writer.add_document(_document(doc))
+            try:
+                for doc in docs:
+                    writer.delete_documents_by_term("id", doc.id)
+                    writer.add_document(_document(doc))
+            except ValueError as exc:  # e.g. its worker died on a deleted file
+                raise StorageError(f"keyword index write failed: {exc}") from exc
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
             writer = self._w()
-            for id_ in ids:
-                writer.delete_documents_by_term("id", id_)
+            try:
+                for id_ in ids:
+                    writer.delete_documents_by_term("id", id_)
+            except ValueError as exc:
+                raise StorageError(f"keyword index write failed: {exc}") from exc
 
     def delete_all(self) -> None:
         with self._lock:
@@ -305,7 +337,8 @@ class KeywordIndex:
                 except ValueError:
                     pass
                 self._writer = None
-            self._index.config_reader("Manual")
+            with contextlib.suppress(ValueError):  # its dir was deleted: nothing to follow
+                self._index.config_reader("Manual")
             self._remove_view()
 
     # -- reading -----------------------------------------------------------------------------

@@ -335,6 +335,10 @@ class PostgresDatabase(Database):
                 path=self.url_redacted,
             ) from exc
 
+    def damage(self) -> str | None:
+        """None: Postgres checks its own pages (checksums, its own tools), not agentmem."""
+        return None
+
     def schema_version(self) -> int:
         with self._pool.connection() as conn:
             return _version(conn)

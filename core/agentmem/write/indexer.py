@@ -35,7 +35,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..embeddings import Embedder, FloatArray
-from ..errors import AgentMemError, ModelFilesError
+from ..errors import AgentMemError, ModelFilesError, StorageError
 from ..speakers import metadata_speaker
 from ..storage.index_queue import TEXT_FEATURES_DONE
 from ..storage.keyword_index import KeywordDoc, KeywordIndex
@@ -261,7 +261,18 @@ class Indexer:
     # -- work --------------------------------------------------------------------------------
     def _keyword_step(self, stop: threading.Event) -> bool:
         with self._kw_lock:
-            did = self._keyword_pass(stop)
+            try:
+                did = self._keyword_pass(stop)
+            except StorageError:
+                if not self.keywords.recreate_if_lost():
+                    raise
+                log.error(
+                    "keyword index at %s was deleted while in use; started anew, every row "
+                    "queued to be indexed again",
+                    self.keywords.path,
+                )
+                self.records.index.mark_keywords_pending()
+                return True
             if not did:
                 # idle: one batch of the text-feature backfill (not counted as work, so
                 # flush() does not wait for it; recall computes what is still missing)
