@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import math
 import os
@@ -43,6 +44,30 @@ from urllib.parse import parse_qs, urlsplit
 from .errors import ValidationError
 
 log = logging.getLogger("agentmem.config")
+
+#: Every ``AGENTMEM_*`` variable agentmem reads (``tests/core/test_config.py`` checks the
+#: source names no other), beside ``AGENTMEM_RECALL_WEIGHT_<SCOPE>`` per scope: any other
+#: set in the environment is a typo, which :meth:`Settings.from_env` reports.
+VARIABLES = frozenset(
+    """AGENT API_KEY CHROMA_URL CHUNK_MESSAGES DRAIN_SECONDS EMBEDDER EMBEDDER_NAME
+    EXACT_SEARCH_MB HOME JOB_RETRY_SECONDS JUDGE_INTERVAL KEYWORD_CONTEXT
+    KEYWORD_CONTEXT_SIMILARITY LLM LLM_MAX_RETRIES LLM_MODEL LLM_TIMEOUT MAX_BODY_BYTES
+    MEMORY_ANONYMIZE_BATCH_SIZE MEMORY_ANONYMIZE_DRY_RUN MEMORY_ANONYMIZE_SOFT_TTL_DAYS
+    MEMORY_ANONYMIZE_SUP_TTL_DAYS MEMORY_JUDGE_BATCH_SIZE MEMORY_JUDGE_ENABLED
+    MEMORY_JUDGE_MODEL MEMORY_JUDGE_THRESHOLD MEMORY_JUDGE_TOPK METRICS_PORT MID_TERM_SESSIONS
+    MIN_SCORE MODEL_WINDOW MODEL_WINDOW_OVERRIDE RATE_BURST RATE_LIMIT RECORDS_URL
+    RERANKER_TIMEOUT RERANKER_URL RETENTION_INTERVAL SERVER_EMBED_THREADS SESSION
+    SESSION_IDLE_SECONDS SUMMARY_TIMEOUT SYNC TENANT TOKEN_BUDGET URL USER WORKING_MAX_MESSAGES
+    WORKING_TAIL""".split()
+)
+_said: set[str] = set()  # the warnings already logged, each said once per process
+
+
+def _warn_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning("%s", message)
+
 
 Environ = Mapping[str, str]
 
@@ -83,13 +108,13 @@ def _float(
     try:
         value = float(raw)
     except ValueError:
-        log.warning("ignoring %s=%r: not a number", name, raw)
+        _warn_once(f"ignoring {name}={raw!r}: not a number")
         return None
     if not math.isfinite(value):
-        log.warning("ignoring %s=%r: not finite", name, raw)
+        _warn_once(f"ignoring {name}={raw!r}: not finite")
         return None
     if (low is not None and value < low) or (high is not None and value > high):
-        log.warning("ignoring %s=%r: outside [%s, %s]", name, raw, low, high)
+        _warn_once(f"ignoring {name}={raw!r}: outside [{low}, {high}]")
         return None
     return value
 
@@ -99,7 +124,7 @@ def _int(env: Environ, name: str, *, low: int = 1) -> int | None:
     if value is None:
         return None
     if value != int(value) or value < low:
-        log.warning("ignoring %s=%r: not an integer >= %d", name, env.get(name), low)
+        _warn_once(f"ignoring {name}={env.get(name)!r}: not an integer >= {low}")
         return None
     return int(value)
 
@@ -116,7 +141,7 @@ def _flag(env: Environ, name: str) -> bool | None:
         return True
     if raw.lower() in _FALSE:
         return False
-    log.warning("ignoring %s=%r: use true or false", name, raw)
+    _warn_once(f"ignoring {name}={raw!r}: use true or false")
     return None
 
 
@@ -214,7 +239,7 @@ class MemoryConfig:
             if sync.lower() in ("full", "normal"):
                 kwargs["durable_writes"] = sync.lower() == "full"
             else:
-                log.warning("ignoring AGENTMEM_SYNC=%r: use 'full' or 'normal'", sync)
+                _warn_once(f"ignoring AGENTMEM_SYNC={sync!r}: use 'full' or 'normal'")
         kwargs.update(overrides)
         return dataclasses.replace(cls(), **kwargs)
 
@@ -269,10 +294,9 @@ class TierConfig:
             _set(kwargs, name, _int(env, var))
         _set(kwargs, "summary_timeout", _float(env, "AGENTMEM_SUMMARY_TIMEOUT", low=0.0))
         if "model_window_override" in kwargs:
-            log.warning(
-                "AGENTMEM_MODEL_WINDOW_OVERRIDE=%s is set: the model window is forced for "
-                "working-memory compaction; production must not set it",
-                kwargs["model_window_override"],
+            _warn_once(
+                f"AGENTMEM_MODEL_WINDOW_OVERRIDE={kwargs['model_window_override']} is set: the "
+                "model window is forced for working-memory compaction; production must not set it"
             )
         kwargs.update(overrides)
         return dataclasses.replace(cls(), **kwargs)
@@ -411,7 +435,7 @@ class LLMConfig:
         api_key = _raw(env, "ANTHROPIC_API_KEY")
         choice = (_raw(env, "AGENTMEM_LLM") or "").lower()
         if choice not in ("", "offline", "anthropic"):
-            log.warning("ignoring AGENTMEM_LLM=%r: use 'offline' or 'anthropic'", choice)
+            _warn_once(f"ignoring AGENTMEM_LLM={choice!r}: use 'offline' or 'anthropic'")
             choice = ""
         provider: Literal["offline", "anthropic"] = (
             "anthropic" if choice == "anthropic" or (not choice and api_key) else "offline"
@@ -589,6 +613,10 @@ class Settings:
             ValidationError: a malformed ``AGENTMEM_CHROMA_URL`` or reranker timeout.
         """
         env = _environ(environ)
+        for name in unknown_variables(env):
+            near = difflib.get_close_matches(name, _known_variables(), n=1, cutoff=0.8)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            _warn_once(f"ignoring {name}: agentmem reads no such variable{hint}")
         return cls(
             records_url=_raw(env, "AGENTMEM_RECORDS_URL") or None,
             memory=MemoryConfig.from_env(env),
@@ -606,6 +634,22 @@ class Settings:
     def replace(self, **parts: Any) -> Settings:
         """A copy with some parts replaced (``None`` values keep the current part)."""
         return dataclasses.replace(self, **{k: v for k, v in parts.items() if v is not None})
+
+
+def _known_variables() -> list[str]:
+    scopes = [f"RECALL_WEIGHT_{scope.upper()}" for scope in DEFAULT_SCOPE_WEIGHTS]
+    return sorted(f"AGENTMEM_{name}" for name in (*VARIABLES, *scopes))
+
+
+def unknown_variables(environ: Environ | None = None) -> list[str]:
+    """The ``AGENTMEM_*`` variables set in ``environ`` that agentmem does not read (typos, such
+    as a scope in the plural), sorted; ``AGENTMEM_TEST_*`` are the test suite's."""
+    known = set(_known_variables())
+    return sorted(
+        k
+        for k in _environ(environ)
+        if k.startswith("AGENTMEM_") and k not in known and not k.startswith("AGENTMEM_TEST_")
+    )
 
 
 def default_home(environ: Environ | None = None) -> Path:

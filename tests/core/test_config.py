@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from agentmem import AgentMemory, Settings
 from agentmem.config import (
     DEFAULT_SCOPE_WEIGHTS,
+    VARIABLES,
     JudgeConfig,
     LLMConfig,
     MemoryConfig,
@@ -71,6 +75,39 @@ def test_bad_values_keep_defaults() -> None:
         RerankConfig.from_env(
             {"AGENTMEM_RERANKER_URL": "http://x", "AGENTMEM_RERANKER_TIMEOUT": "0"}
         )
+
+
+def test_a_variable_agentmem_does_not_read_is_named_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A typo in a variable's name would otherwise leave a setting at its default silently."""
+    env = {
+        "AGENTMEM_RECALL_WEIGHT_USERS": "2",
+        "AGENTMEM_COMPLETELY_UNHEARD_OF": "1",
+        "AGENTMEM_TEST_PG_BIN": "/usr/lib/postgresql/15/bin",  # the test suite's own
+        "AGENTMEM_MIN_SCORE": "0.2",
+    }
+    with caplog.at_level(logging.WARNING, logger="agentmem.config"):
+        first = Settings.from_env(env)
+        Settings.from_env(env)  # the CLI and a store each read the settings: said once
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "ignoring AGENTMEM_COMPLETELY_UNHEARD_OF: agentmem reads no such variable",
+        "ignoring AGENTMEM_RECALL_WEIGHT_USERS: agentmem reads no such variable "
+        "(did you mean AGENTMEM_RECALL_WEIGHT_USER?)",
+    ]
+    assert first.memory.min_score == 0.2 and first.memory.scope_weights == DEFAULT_SCOPE_WEIGHTS
+
+
+def test_every_variable_the_source_reads_is_known() -> None:
+    """The list of variables the typo check knows is the one the code reads."""
+    root = Path(__file__).resolve().parents[2]
+    named: set[str] = set()
+    for package in ("core/agentmem", "langchain_agentmem", "llamaindex_agentmem"):
+        for path in (root / package).rglob("*.py"):
+            named |= set(re.findall(r"AGENTMEM_([A-Z][A-Z_]*[A-Z])\b", path.read_text()))
+    per_scope = {"RECALL_WEIGHT"} | {f"RECALL_WEIGHT_{s.upper()}" for s in DEFAULT_SCOPE_WEIGHTS}
+    assert named - per_scope == set(VARIABLES)
 
 
 def test_llm_provider_follows_the_key_unless_forced() -> None:
