@@ -86,7 +86,7 @@ from langgraph.store.base import (
 
 from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
 from agentmem.models import MEMORY_TYPES
-from agentmem.tools.memory_shape import check_store
+from agentmem.tools.memory_shape import check_store, store_tenant
 
 _ENTRY_PREFIX = "item:"
 _SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
@@ -286,7 +286,8 @@ class AgentMemStore(BaseStore):
 
     Args:
         memory: The :class:`agentmem.AgentMemory` to store items in.
-        tenant_id: The tenant every item belongs to.
+        tenant_id: The tenant every item belongs to (with the client of
+            :func:`agentmem.connect`, by default its API key's).
         user_position: Index of the namespace label that names the user (see the module
             docstring); ``None``: no user mapping.
         agent_position: Index of the namespace label that names the agent.
@@ -322,7 +323,7 @@ class AgentMemStore(BaseStore):
         self,
         memory: MemoryProtocol,
         *,
-        tenant_id: str,
+        tenant_id: str | None = None,
         user_position: int | None = None,
         agent_position: int | None = None,
         index: Mapping[str, Any] | None = None,
@@ -334,6 +335,7 @@ class AgentMemStore(BaseStore):
         tenant_wide: bool = False,
     ) -> None:
         memory = check_store(memory, "AgentMemStore", why="it binds per namespace")
+        tenant_id = store_tenant(memory, tenant_id, "AgentMemStore")
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
             if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
                 raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")

@@ -11,7 +11,7 @@ from llama_index.core.storage.chat_store import BaseChatStore
 from agentmem import BoundMemoryProtocol, MemoryProtocol, validation
 from agentmem.errors import NotFoundError
 from agentmem.models import MemoryItem
-from agentmem.tools.memory_shape import check_store
+from agentmem.tools.memory_shape import check_store, store_tenant
 
 from ._messages import from_item, to_agentmem
 
@@ -35,8 +35,9 @@ class AgentMemChatStore(BaseChatStore):
     methods of ``BaseChatStore`` run these in a worker thread (``asyncio.to_thread``).
 
     Args:
-        memory: The open :class:`~agentmem.AgentMemory`.
-        tenant_id: Tenant every key belongs to.
+        memory: The open :class:`~agentmem.AgentMemory`, or the client of
+            :func:`agentmem.connect`.
+        tenant_id: Tenant every key belongs to (with a client, by default its API key's).
         user_id: Optional user owning the sessions.
         agent_id: Optional agent owning the sessions.
 
@@ -54,12 +55,13 @@ class AgentMemChatStore(BaseChatStore):
     def __init__(
         self,
         memory: MemoryProtocol,
-        tenant_id: str,
+        tenant_id: str | None = None,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> None:
         check_store(memory, "AgentMemChatStore", why="it binds one session per chat-store key")
+        tenant_id = store_tenant(memory, tenant_id, "AgentMemChatStore")
         fields: dict[str, Any] = {
             "tenant_id": validation.identity(tenant_id, "tenant_id", required=True),
             "user_id": validation.identity(user_id, "user_id"),

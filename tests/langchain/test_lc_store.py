@@ -229,6 +229,8 @@ def test_invalid_inputs(store: AgentMemStore) -> None:
     assert store.memory.stats().live == live  # a rejected put writes nothing
     with pytest.raises(ValidationError):
         AgentMemStore(store.memory, tenant_id="acme", user_position=-1)
+    with pytest.raises(ValidationError, match="needs a tenant_id with an embedded AgentMemory"):
+        AgentMemStore(store.memory, user_position=1)
     with pytest.raises(ValidationError):
         AgentMemStore(store.memory, tenant_id="acme", memory_type="gossip")
 

@@ -262,6 +262,8 @@ def test_invalid_keys_are_rejected(store: AgentMemChatStore, key: str) -> None:
 def test_constructor_validates(mem: AgentMemory) -> None:
     with pytest.raises(ValidationError, match="tenant_id"):
         AgentMemChatStore(mem, "")
+    with pytest.raises(ValidationError, match="needs a tenant_id with an embedded AgentMemory"):
+        AgentMemChatStore(mem, user_id="u1")  # only a client's API key fixes the tenant
     with pytest.raises(TypeError, match="AgentMemory"):
         AgentMemChatStore(mem.bind("acme"), "acme")  # type: ignore[arg-type]
     assert AgentMemChatStore.class_name() == "AgentMemChatStore"

@@ -119,7 +119,8 @@ def test_langchain_agent_middleware_folds_a_long_loop_remotely(remote: RemoteBou
 
 
 def test_langgraph_store_on_a_client(client: Client, tenant: str) -> None:
-    store = AgentMemStore(client, tenant_id=tenant, user_position=1, wait_for_index=True)
+    store = AgentMemStore(client, user_position=1, wait_for_index=True)  # the key's tenant
+    assert store.tenant_id == tenant
     store.put(("memories", "u1"), "pref", {"content": "Prefers dark mode"})
     item = store.get(("memories", "u1"), "pref")
     assert item is not None and item.value == {"content": "Prefers dark mode"}
@@ -172,7 +173,8 @@ def test_llamaindex_retriever_memory_block_tools_and_chat_store(
     client.flush(timeout=60)
     assert "Biscuit" in str(chat.get())
 
-    store = AgentMemChatStore(client, tenant, user_id="u2")
+    store = AgentMemChatStore(client, user_id="u2")  # the API key's tenant
+    assert store.tenant_id == tenant
     store.set_messages("k1", [ChatMessage(role="user", content="hello from llama")])
     store.add_message("k2", ChatMessage(role="assistant", content="second chat"))
     assert [m.content for m in store.get_messages("k1")] == ["hello from llama"]

@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import ValidationError
 from ..protocols import BoundMemoryProtocol, MemoryProtocol
 
 #: Methods whose absence means "not a bound memory" (an ``AgentMemory`` has none of them).
@@ -58,6 +59,22 @@ def check_store(memory: object, caller: str, *, why: str) -> MemoryProtocol:
     if isinstance(memory, BoundMemoryProtocol):
         hint = "; pass memory.store" if hasattr(type(memory), "store") else "; pass its client"
     raise TypeError(f"{caller} expects an AgentMemory ({why}), got {type(memory).__name__}{hint}")
+
+
+def store_tenant(memory: MemoryProtocol, tenant_id: str | None, caller: str) -> str:
+    """``tenant_id``; when None, the tenant of the API key a client of :func:`agentmem.connect`
+    presents (a key reaches one tenant), else a ValidationError: an embedded store holds many.
+    """
+    if tenant_id is not None:
+        return tenant_id
+    whoami = getattr(memory, "whoami", None)
+    if callable(whoami):
+        return str(whoami().tenant_id)
+    raise ValidationError(
+        "tenant_id",
+        f"{caller} needs a tenant_id with an embedded AgentMemory (a client of "
+        "agentmem.connect takes its API key's tenant)",
+    )
 
 
 def check_arguments(
