@@ -1124,3 +1124,16 @@ def test_every_command_says_what_it_does_in_plain_text() -> None:
             assert mark not in shown, (path, mark)
     stats = dict(_commands(build_parser()))[("stats",)].format_help()
     assert "index" in stats and "disk use" in stats
+
+
+def test_a_refused_import_creates_no_data_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every line is checked before the data dir is opened: a bad file leaves no dir behind
+    (a LOCK and an empty keyword index once made the next command find a data dir)."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "message", "role": "user"}\nnot json\n')
+    home = tmp_path / "fresh"
+    assert main(["--home", str(home), "--user", "u", "--session", "s", "import", str(bad)]) == 2
+    assert "bad.jsonl" in capsys.readouterr().err
+    assert not home.exists()

@@ -37,6 +37,7 @@ from ._common import (
     open_store,
     plain,
     resolve_identity,
+    url_of,
 )
 
 
@@ -208,19 +209,27 @@ def _import_remote(
     return total
 
 
+def _plan(args: argparse.Namespace, lines: list[str], base: Identity) -> transfer.ImportPlan:
+    """Every line of the file parsed and checked for ``base``, before anything is written."""
+    try:
+        return transfer.parse_lines(lines, base)
+    except transfer.ImportFileError as exc:
+        raise CliError(f"{args.file}: {exc.reason}") from exc
+
+
 @command
 def cmd_import(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
     lines = _read_lines(args.file)
     started = time.perf_counter()
+    local = url_of(args) is None
+    if local:  # every line checked before the data dir is opened (or made)
+        plan = _plan(args, lines, resolve_identity(args))
+        _refuse_a_tenant_it_would_ignore(args, plan)  # a server restores into the key's tenant
     with _interruptible(out) as stop, open_store(args) as store:
         base = bind(store, args).identity  # on a server: the key's tenant
-        try:
-            plan = transfer.parse_lines(lines, base)  # every line, before anything is written
-        except transfer.ImportFileError as exc:
-            raise CliError(f"{args.file}: {exc.reason}") from exc
-        if not isinstance(store, Client):  # a server restores into the key's tenant
-            _refuse_a_tenant_it_would_ignore(args, plan)
+        if not local:
+            plan = _plan(args, lines, base)
         counts = transfer.ImportCounts(lines=plan.lines, planned=len(plan.ops))
         indexed = True
         if stop.is_set():
