@@ -496,6 +496,24 @@ class VectorIndex:
                 self._client.close()
             self._client = None
 
+    def recreate_if_lost(self) -> bool:
+        """Let go of an embedded store whose files were deleted under this process (its
+        SQLite file is gone or holds no marker: SQLite may have made an empty file in its
+        place); True if it did. The next use opens a new store there; the caller marks it
+        and queues every row again (:mod:`~agentmem.storage.vector_check`).
+
+        Chroma keeps writing into the deleted file, which SQLite refuses ("attempt to write
+        a readonly database"): without this, no row would be embedded again until a restart.
+        """
+        if not self._owns_client or self.read_only or self.path is None:
+            return False
+        with self._lock:
+            if self._client is None or _marked(self.path / CHROMA_DB_FILE):
+                return False
+            self._let_go()
+            self.guard.corrupt = None
+            return True
+
     def discard(self, reason: BaseException) -> str:
         """Remove the embedded store, found unreadable (``reindex`` builds it anew from the
         records; the next use starts an empty one); returns the note of it."""
@@ -658,6 +676,27 @@ def _open_embedded(path: Path, guard: CorruptionGuard, read_only: bool) -> tuple
         if view is not None:
             shutil.rmtree(view, ignore_errors=True)
         raise StorageError(f"cannot open vector index at {path}: {exc}") from exc
+
+
+def _marked(db: Path) -> bool:
+    """Whether the embedded store's SQLite file ``db`` holds the marker collection
+    (:data:`MARKER_COLLECTION`), read without Chroma; a file SQLite cannot read is left to
+    the :class:`~.chroma_guard.CorruptionGuard` (True)."""
+    if not db.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM collections WHERE name = ?", (MARKER_COLLECTION,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        return "no such table" not in str(exc)  # an empty file: no store was made in it
+    except sqlite3.Error:
+        return True
+    return found is not None
 
 
 def _can_write(path: Path) -> bool:
