@@ -662,9 +662,8 @@ def _open_embedded(path: Path, guard: CorruptionGuard, read_only: bool) -> tuple
         else:
             path.mkdir(parents=True, exist_ok=True)
         with guard.watch():
-            return guard.wrap(
-                chromadb.PersistentClient(path=str(view or path), settings=settings)
-            ), view
+            opened = chromadb.PersistentClient(path=str(view or path), settings=settings)
+        return guard.wrap(opened), view
     except Exception as exc:
         # A failed open leaves Chroma half set up for this path: the next attempt fails on
         # that ("'RustBindingsAPI' object has no attribute 'bindings'") and the one after
