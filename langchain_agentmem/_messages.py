@@ -69,7 +69,16 @@ class ToolRow:
 
 
 def _text(message: BaseMessage) -> str:
-    return str(message.text)
+    """The text recall indexes: ``message.text``, but with a line between text blocks, which
+    ``message.text`` joins with nothing ("Part one" + "Part two" would index "onePart")."""
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(
+        block if isinstance(block, str) else block["text"]
+        for block in message.content
+        if isinstance(block, str)
+        or (block.get("type") == "text" and isinstance(block.get("text"), str))
+    )
 
 
 #: A content block larger than this (encoded as JSON) is kept as a stub of its type and size.

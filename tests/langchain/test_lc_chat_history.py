@@ -195,7 +195,9 @@ def test_content_blocks_and_empty_content_round_trip(bound: BoundMemory) -> None
     assert human.content == blocks
     assert ai.content == ""
     assert tool.content == "" and tool.status == "error"  # type: ignore[attr-defined]
-    assert "See the photo" in bound.messages()[0].content  # text is what gets indexed
+    # the text is what gets indexed, one block a line (LangChain's .text runs them together)
+    assert bound.messages()[0].content == "See the photo\nof the damage"
+    assert bound.recall("damage", min_score=0).items[0].content.endswith("of the damage")
 
 
 def test_clear_empties_the_session_only(mem: AgentMemory, bound: BoundMemory) -> None:
