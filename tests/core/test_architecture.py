@@ -200,7 +200,7 @@ def test_adapters_speak_no_sql() -> None:
 #: Classes of the storage layer allowed over MAX_STORAGE_CLASS_LINES, with their size today:
 #: the list only shrinks (a class may not grow, and one split below the limit leaves it).
 MAX_STORAGE_CLASS_LINES = 400
-LARGE_STORAGE_CLASSES = {"index_queue.IndexQueue": 515, "vector_index.VectorIndex": 556}
+LARGE_STORAGE_CLASSES = {"index_queue.IndexQueue": 515, "vector_index.VectorIndex": 547}
 
 #: Functions allowed over MAX_FUNCTION_LINES, with their length today; same rule.
 MAX_FUNCTION_LINES = 80

@@ -7,6 +7,8 @@
   recall answers ``degraded=True`` while the backlog is larger than it scores on the spot;
   the background indexer embeds them again and paraphrase recall works as before. Opened
   read-only, nothing is repaired but recall says ``degraded`` and doctor says what to do.
+  Deleted under a running process, the embedded store is found gone by the indexer (its
+  file, or the marker in it, missing), made anew and marked, and every row embedded again.
   A Chroma database marked by another records store is refused before a vector goes in.
 - **Keyword index lost** (``keywords/`` deleted, or its ``meta.json``: Tantivy then starts an
   empty index there), on SQLite and on Postgres: the next open finds it empty while the
@@ -224,6 +226,40 @@ def test_keyword_index_deleted_while_open_is_rebuilt_and_the_store_closes(make_m
     mem.close()  # no error
     again = make_memory(path=mem.home, background=False)
     assert again.recovered == [] and again.keywords.num_docs() == len(ids) + 1
+
+
+@pytest.mark.parametrize("how", list(BREAKS))
+def test_vector_index_deleted_while_open_is_made_anew_and_embedded_again(
+    make_memory, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The embedded Chroma store removed under a running process: every upsert went to a
+    file SQLite had unlinked ("attempt to write a readonly database"), so no row was embedded
+    again, flush waited to its timeout, and only a restart found the loss. The indexer now
+    opens a new store in place, marks it, and queues every row for it."""
+    mem = make_memory(config=SMALL_SCAN)
+    m = mem.bind(**IDENT)
+    ids = [r.id for r in m.remember_many(FACTS)]
+    assert mem.flush(timeout=60)
+    BREAKS[how](mem.home, mem)
+
+    late = m.remember("The staging server lives in the basement of the Oslo office").id
+    assert mem.flush(timeout=60)
+    assert mem.vectors.ids(_user_collection()) == {*ids, late}
+    lost = [r for r in caplog.records if "deleted while in use" in r.getMessage()]
+    assert len(lost) == 1 and lost[0].levelname == "ERROR"
+    assert m.recall("where is the staging machine physically?").items[0].id == late
+    assert m.recall(PARAPHRASE).items[0].content == ALLERGY
+
+    caplog.clear()
+    later = m.remember("The user's favourite colour is teal").id
+    assert mem.flush(timeout=60)
+    assert m.recall("what colour do they like best?").items[0].id == later
+    assert not [r for r in caplog.records if "readonly database" in r.getMessage()]
+    assert diagnose(mem.context).ok
+    mem.close()  # no error
+    again = make_memory(path=mem.home, background=False)
+    assert again.recovered == []
+    assert again.vectors.count(_user_collection()) == len(ids) + 2
 
 
 def _zero_page(db: Path, page: int) -> None:

@@ -171,37 +171,10 @@ class VectorIndex:
 
                 self._client = self.guard.wrap(http_client(self.server))
             if self._client is None:
-                import chromadb
-                from chromadb.config import Settings
-
                 assert self.path is not None
-                settings = Settings(anonymized_telemetry=False, allow_reset=True)
-                try:
-                    where = self.path
-                    if self.read_only and not _can_write(self.path):
-                        where = self._view = _read_only_view(self.path)
-                    else:
-                        self.path.mkdir(parents=True, exist_ok=True)
-                    if self._opened_at is None:
-                        self._opened_at = time.time()
-                    with self.guard.watch():
-                        opened = chromadb.PersistentClient(path=str(where), settings=settings)
-                    self._client = self.guard.wrap(opened)
-                except Exception as exc:
-                    # A failed open leaves Chroma half set up for this path: the next attempt
-                    # fails on that ("'RustBindingsAPI' object has no attribute 'bindings'")
-                    # and the one after starts clean. Trying again at once keeps every open
-                    # of this index a fresh one, whichever thread made the failed attempt.
-                    with contextlib.suppress(Exception), self.guard.watch():
-                        self._client = self.guard.wrap(
-                            chromadb.PersistentClient(
-                                path=str(self._view or self.path), settings=settings
-                            )
-                        )
-                    if self._client is None:
-                        raise StorageError(
-                            f"cannot open vector index at {self.path}: {exc}"
-                        ) from exc
+                if self._opened_at is None:
+                    self._opened_at = time.time()
+                self._client, self._view = _open_embedded(self.path, self.guard, self.read_only)
             return self._client
 
     def _collection(self, name: str, *, create: bool) -> Any:
@@ -523,6 +496,24 @@ class VectorIndex:
                 self._client.close()
             self._client = None
 
+    def recreate_if_lost(self) -> bool:
+        """Let go of an embedded store whose files were deleted under this process (its
+        SQLite file is gone or holds no marker: SQLite may have made an empty file in its
+        place); True if it did. The next use opens a new store there; the caller marks it
+        and queues every row again (:mod:`~agentmem.storage.vector_check`).
+
+        Chroma keeps writing into the deleted file, which SQLite refuses ("attempt to write
+        a readonly database"): without this, no row would be embedded again until a restart.
+        """
+        if not self._owns_client or self.read_only or self.path is None:
+            return False
+        with self._lock:
+            if self._client is None or _marked(self.path / CHROMA_DB_FILE):
+                return False
+            self._let_go()
+            self.guard.corrupt = None
+            return True
+
     def discard(self, reason: BaseException) -> str:
         """Remove the embedded store, found unreadable (``reindex`` builds it anew from the
         records; the next use starts an empty one); returns the note of it."""
@@ -650,6 +641,61 @@ class VectorIndex:
                 for entry in self.path.iterdir():
                     if _UUID.fullmatch(entry.name) and _written_since(entry, since):
                         scrub_hnsw_files(entry)
+
+
+def _open_embedded(path: Path, guard: CorruptionGuard, read_only: bool) -> tuple[Any, Path | None]:
+    """A guarded ``PersistentClient`` on the embedded store at ``path``, and the private dir
+    it reads an unwritable store through (:func:`_read_only_view`; None when it reads
+    ``path`` itself).
+
+    Raises:
+        StorageError: the store cannot be opened.
+    """
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False, allow_reset=True)
+    view = None
+    try:
+        if read_only and not _can_write(path):
+            view = _read_only_view(path)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+        with guard.watch():
+            opened = chromadb.PersistentClient(path=str(view or path), settings=settings)
+        return guard.wrap(opened), view
+    except Exception as exc:
+        # A failed open leaves Chroma half set up for this path: the next attempt fails on
+        # that ("'RustBindingsAPI' object has no attribute 'bindings'") and the one after
+        # starts clean. Trying again at once keeps every open of this index a fresh one,
+        # whichever thread made the failed attempt.
+        with contextlib.suppress(Exception), guard.watch():
+            opened = chromadb.PersistentClient(path=str(view or path), settings=settings)
+            return guard.wrap(opened), view
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
+        raise StorageError(f"cannot open vector index at {path}: {exc}") from exc
+
+
+def _marked(db: Path) -> bool:
+    """Whether the embedded store's SQLite file ``db`` holds the marker collection
+    (:data:`MARKER_COLLECTION`), read without Chroma; a file SQLite cannot read is left to
+    the :class:`~.chroma_guard.CorruptionGuard` (True)."""
+    if not db.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(read_only_uri(db), uri=True, timeout=30.0)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM collections WHERE name = ?", (MARKER_COLLECTION,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        return "no such table" not in str(exc)  # an empty file: no store was made in it
+    except sqlite3.Error:
+        return True
+    return found is not None
 
 
 def _can_write(path: Path) -> bool:

@@ -37,6 +37,7 @@ import numpy as np
 from ..embeddings import Embedder, FloatArray
 from ..errors import AgentMemError, ModelFilesError, StorageError
 from ..speakers import metadata_speaker
+from ..storage import vector_check
 from ..storage.index_queue import TEXT_FEATURES_DONE
 from ..storage.keyword_index import KeywordDoc, KeywordIndex
 from ..storage.records import RecordStore
@@ -303,7 +304,21 @@ class Indexer:
 
     def _vector_step(self, stop: threading.Event) -> bool:
         with self._vec_lock:
-            return self._vector_pass(stop=stop)
+            try:
+                return self._vector_pass(stop=stop)
+            except StorageError:
+                if not self.vectors.recreate_if_lost():
+                    raise
+                log.error(
+                    "vector index at %s was deleted while in use; started anew, every row "
+                    "queued to be embedded again",
+                    self.vectors.location,
+                )
+                # queues the rows whose vectors were lost and marks the new store (mark
+                # again: verify marks nothing when no row was embedded yet)
+                vector_check.verify(self.records, self.vectors, repair=True)
+                vector_check.mark(self.records, self.vectors)
+                return True
 
     def run_once(self, *, drain: bool = False, retry_failed: bool = False) -> bool:
         """One pass in the caller's thread: keyword-index all pending rows, embed one batch.
