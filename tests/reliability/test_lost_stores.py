@@ -262,6 +262,27 @@ def test_vector_index_deleted_while_open_is_made_anew_and_embedded_again(
     assert again.vectors.count(_user_collection()) == len(ids) + 2
 
 
+def test_indexes_deleted_while_open_are_mended_without_a_background_indexer(
+    make_memory,
+) -> None:
+    """With ``background=False`` the caller's flush() runs the passes (``run_once``): it
+    mends both indexes deleted under it as the background workers do."""
+    mem = make_memory(config=SMALL_SCAN, background=False)
+    m = mem.bind(**IDENT)
+    ids = [r.id for r in m.remember_many(FACTS)]
+    assert mem.flush()
+    shutil.rmtree(mem.home / "keywords")
+    _delete_chroma_dir(mem.home, mem)
+
+    late = m.remember("The staging server lives in the basement of the Oslo office").id
+    assert mem.flush()
+    assert mem.keywords.all_ids() == {*ids, late}
+    assert mem.vectors.ids(_user_collection()) == {*ids, late}
+    assert m.recall("where is the staging machine physically?").items[0].id == late
+    assert diagnose(mem.context).ok
+    mem.close()
+
+
 def _zero_page(db: Path, page: int) -> None:
     """Overwrite page ``page`` (from 0) of an SQLite file with zeros, as a bad sector or a
     torn write leaves it."""

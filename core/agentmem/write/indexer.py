@@ -262,23 +262,28 @@ class Indexer:
     # -- work --------------------------------------------------------------------------------
     def _keyword_step(self, stop: threading.Event) -> bool:
         with self._kw_lock:
-            try:
-                did = self._keyword_pass(stop)
-            except StorageError:
-                if not self.keywords.recreate_if_lost():
-                    raise
-                log.error(
-                    "keyword index at %s was deleted while in use; started anew, every row "
-                    "queued to be indexed again",
-                    self.keywords.path,
-                )
-                self.records.index.mark_keywords_pending()
-                return True
+            did = self._keywords_mended(stop)
             if not did:
                 # idle: one batch of the text-feature backfill (not counted as work, so
                 # flush() does not wait for it; recall computes what is still missing)
                 self._backfill_text_features()
             return did
+
+    def _keywords_mended(self, stop: threading.Event | None = None) -> bool:
+        """:meth:`_keyword_pass`; an index whose files were deleted under this process is
+        started anew, every row queued for it again (Tantivy would fail every commit)."""
+        try:
+            return self._keyword_pass(stop)
+        except StorageError:
+            if not self.keywords.recreate_if_lost():
+                raise
+            log.error(
+                "keyword index at %s was deleted while in use; started anew, every row "
+                "queued to be indexed again",
+                self.keywords.path,
+            )
+            self.records.index.mark_keywords_pending()
+            return True
 
     def _backfill_text_features(self) -> None:
         """Store the text features of rows indexed before they were stored, a batch per
@@ -304,21 +309,28 @@ class Indexer:
 
     def _vector_step(self, stop: threading.Event) -> bool:
         with self._vec_lock:
-            try:
-                return self._vector_pass(stop=stop)
-            except StorageError:
-                if not self.vectors.recreate_if_lost():
-                    raise
-                log.error(
-                    "vector index at %s was deleted while in use; started anew, every row "
-                    "queued to be embedded again",
-                    self.vectors.location,
-                )
-                # queues the rows whose vectors were lost and marks the new store (mark
-                # again: verify marks nothing when no row was embedded yet)
-                vector_check.verify(self.records, self.vectors, repair=True)
-                vector_check.mark(self.records, self.vectors)
-                return True
+            return self._vectors_mended(stop=stop)
+
+    def _vectors_mended(
+        self, *, stop: threading.Event | None = None, retry_failed: bool = False
+    ) -> bool:
+        """:meth:`_vector_pass`; an embedded store whose files were deleted under this process
+        is started anew, every row queued to be embedded again."""
+        try:
+            return self._vector_pass(stop=stop, retry_failed=retry_failed)
+        except StorageError:
+            if not self.vectors.recreate_if_lost():
+                raise
+            log.error(
+                "vector index at %s was deleted while in use; started anew, every row "
+                "queued to be embedded again",
+                self.vectors.location,
+            )
+            # queues the rows whose vectors were lost and marks the new store (mark
+            # again: verify marks nothing when no row was embedded yet)
+            vector_check.verify(self.records, self.vectors, repair=True)
+            vector_check.mark(self.records, self.vectors)
+            return True
 
     def run_once(self, *, drain: bool = False, retry_failed: bool = False) -> bool:
         """One pass in the caller's thread: keyword-index all pending rows, embed one batch.
@@ -328,9 +340,9 @@ class Indexer:
         did = False
         while True:
             with self._kw_lock:
-                kw = self._keyword_pass()
+                kw = self._keywords_mended()
             with self._vec_lock:
-                vec = self._vector_pass(retry_failed=retry_failed)
+                vec = self._vectors_mended(retry_failed=retry_failed)
             did = did or kw or vec
             if not drain or not (kw or vec):
                 return did
