@@ -20,7 +20,9 @@ from agentmem.tools.memory_shape import check_arguments
 from ._convert import hit_to_document
 
 #: Keyword arguments ``invoke`` accepts to override a field for one call.
-_OVERRIDABLE = frozenset({"k", "scope", "kinds", "memory_types", "min_score", "filters"})
+_OVERRIDABLE = frozenset(
+    {"k", "scope", "kinds", "memory_types", "min_score", "filters", "rerank", "token_budget"}
+)
 #: ``VectorStoreRetriever``'s ``search_kwargs`` and the fields that do their work here.
 _SEARCH_KWARGS = {"k": "k", "score_threshold": "min_score", "filter": "filters"}
 
@@ -117,8 +119,8 @@ class AgentMemRetriever(BaseRetriever):
             memory_types=overrides.get("memory_types", self.memory_types),
             min_score=overrides.get("min_score", self.min_score),
             filters=overrides.get("filters", self.filters),
-            rerank=self.rerank,
-            token_budget=self.token_budget,
+            rerank=overrides.get("rerank", self.rerank),
+            token_budget=overrides.get("token_budget", self.token_budget),
         )
         return [hit_to_document(hit) for hit in result.items]
 

@@ -57,6 +57,20 @@ def test_k_as_field_and_as_invoke_kwarg(bound: BoundMemory, seeded: dict[str, st
     assert retriever.k == 4  # a per-call k does not change the field
 
 
+def test_token_budget_and_rerank_as_invoke_kwargs(
+    bound: BoundMemory, seeded: dict[str, str]
+) -> None:
+    """Every field a search uses can be given per call, as k can."""
+    retriever = AgentMemRetriever(memory=bound, k=4, min_score=0.0)
+    whole = retriever.invoke("order 4711 refund")
+    tight = retriever.invoke("order 4711 refund", token_budget=12)
+    assert len(whole) == 4 and [d.id for d in tight] == [d.id for d in whole[: len(tight)]]
+    text = sum(len(d.page_content) for d in whole)
+    assert sum(len(d.page_content) for d in tight) < text  # cut to the budget
+    assert retriever.invoke("order 4711 refund", rerank=False) == whole  # none configured
+    assert retriever.token_budget is None  # the field is unchanged
+
+
 def test_invoke_overrides_scope_and_kinds(bound: BoundMemory, seeded: dict[str, str]) -> None:
     retriever = AgentMemRetriever(memory=bound, k=5)
     docs = retriever.invoke("refund policy damaged items", scope="tenant")
