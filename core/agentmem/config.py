@@ -294,9 +294,11 @@ class TierConfig:
             _set(kwargs, name, _int(env, var))
         _set(kwargs, "summary_timeout", _float(env, "AGENTMEM_SUMMARY_TIMEOUT", low=0.0))
         if "model_window_override" in kwargs:
-            _warn_once(
-                f"AGENTMEM_MODEL_WINDOW_OVERRIDE={kwargs['model_window_override']} is set: the "
-                "model window is forced for working-memory compaction; production must not set it"
+            # said at every read, not once: an alarm each store opened with it should raise
+            log.warning(
+                "AGENTMEM_MODEL_WINDOW_OVERRIDE=%s is set: the model window is forced for "
+                "working-memory compaction; production must not set it",
+                kwargs["model_window_override"],
             )
         kwargs.update(overrides)
         return dataclasses.replace(cls(), **kwargs)
