@@ -281,6 +281,44 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _check_path(path: Any, field: str) -> None:
+    """A namespace (or prefix, or match path) is a tuple or list of strings. A string would
+    pass LangGraph's own checks as the tuple of its characters: ``put("memories", ...)``
+    would store under ``("m", "e", ...)``, owned by user ``"e"`` with ``user_position=1``."""
+    if not isinstance(path, tuple | list):
+        raise ValidationError(
+            field, f"must be a tuple of strings, e.g. ('memories', 'u1'); got {path!r}"
+        )
+    for i, label in enumerate(path):
+        if not isinstance(label, str):
+            raise ValidationError(f"{field}[{i}]", f"must be a str; got {label!r}")
+
+
+def _check_page(limit: Any, offset: Any) -> None:
+    """A slice with a negative bound would quietly drop items from the end."""
+    for field, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError(field, f"must be a non-negative int; got {value!r}")
+
+
+def _check_op(op: Op) -> None:
+    """What LangGraph's types say but its ``validate_op_namespace`` leaves unchecked."""
+    if isinstance(op, GetOp | PutOp):
+        _check_path(op.namespace, "namespace")
+    elif isinstance(op, SearchOp):
+        _check_path(op.namespace_prefix, "namespace_prefix")
+        _check_page(op.limit, op.offset)
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            _check_path(condition.path, condition.match_type)
+        _check_page(op.limit, op.offset)
+        depth = op.max_depth
+        if depth is not None and (
+            isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
+        ):
+            raise ValidationError("max_depth", f"must be a positive int or None; got {depth!r}")
+
+
 class AgentMemStore(BaseStore):
     """A LangGraph store whose items are agentmem memories (hybrid keyword + vector search).
 
@@ -669,9 +707,12 @@ class AgentMemStore(BaseStore):
     # -- BaseStore ---------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order (a get after a put in the same batch sees the put)."""
+        ops = list(ops)
+        for op in ops:  # all of them first: a bad op in a batch runs none of it
+            _check_op(op)
+            validate_op_namespace(op)
         results: list[Result] = []
         for op in ops:
-            validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):

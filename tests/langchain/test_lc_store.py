@@ -342,3 +342,34 @@ def test_concurrent_puts_to_one_key_leave_its_value_and_memory_alike(
     store.delete(("memories", "u1"), "same")
     mem.flush()
     assert u1.recall("trial version", top_k=20, kinds=["memory"], min_score=0.0).items == []
+
+
+def test_malformed_namespaces_and_pages_are_refused(store: AgentMemStore) -> None:
+    """A string namespace is not read as the tuple of its characters (which, with
+    ``user_position=1``, made user "e" own ``put("memories", ...)``), and a
+    negative page bound does not quietly drop the last items."""
+    ns = ("memories", "u1")
+    store.put(ns, "a", {"text": "first"})
+    store.put(ns, "b", {"text": "second"})
+    live = store.memory.stats().live
+    refused: list[Callable[[], object]] = [
+        lambda: store.put("memories", "k", {"v": 1}),  # type: ignore[arg-type]
+        lambda: store.get("memories", "a"),  # type: ignore[arg-type]
+        lambda: store.delete("memories", "a"),  # type: ignore[arg-type]
+        lambda: store.search("memories"),  # type: ignore[arg-type]
+        lambda: store.search(ns, limit=-1),
+        lambda: store.search(ns, offset=-1),
+        lambda: store.list_namespaces(prefix="memories"),  # type: ignore[arg-type]
+        lambda: store.list_namespaces(limit=-1),
+        lambda: store.list_namespaces(max_depth=0),
+        # one bad op refuses its whole batch, before the good put ahead of it runs
+        lambda: store.batch([PutOp(ns, "c", {"text": "third"}), SearchOp("memories")]),  # type: ignore[arg-type]
+    ]
+    for call in refused:
+        with pytest.raises(ValidationError):
+            call()
+    assert store.memory.stats().live == live
+    assert store.list_namespaces() == [ns]
+    assert sorted(i.key for i in store.search(ns)) == ["a", "b"]
+    assert store.get(ns, "c") is None
+    assert [ns_ for ns_ in store.list_namespaces(prefix=["memories"])] == [ns]  # a list is fine
