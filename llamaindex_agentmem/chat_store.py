@@ -9,7 +9,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store import BaseChatStore
 
 from agentmem import BoundMemoryProtocol, MemoryProtocol, validation
-from agentmem.errors import NotFoundError
+from agentmem.errors import NotFoundError, ValidationError
 from agentmem.models import MemoryItem
 from agentmem.tools.memory_shape import check_store, store_tenant
 
@@ -94,7 +94,12 @@ class AgentMemChatStore(BaseChatStore):
 
     def _dicts(self, messages: list[ChatMessage]) -> list[dict[str, Any]]:
         out = []
-        for message in messages:
+        for n, message in enumerate(messages):
+            if not isinstance(message, ChatMessage):
+                raise ValidationError(
+                    f"messages[{n}]",
+                    f"must be a LlamaIndex ChatMessage; got {type(message).__name__}",
+                )
             item = to_agentmem(message, keep_empty=True)
             assert item is not None
             out.append(item)
