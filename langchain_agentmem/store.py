@@ -84,7 +84,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
+from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError, validation
 from agentmem.models import MEMORY_TYPES
 from agentmem.tools.memory_shape import check_store, store_tenant
 
@@ -408,10 +408,21 @@ class AgentMemStore(BaseStore):
 
     # -- mapping helpers ---------------------------------------------------------------------
     def _owner(self, namespace: tuple[str, ...]) -> _Owner:
-        def label(pos: int | None) -> str | None:
-            return namespace[pos] if pos is not None and pos < len(namespace) else None
+        def label(field: str, pos: int | None) -> str | None:
+            if pos is None or pos >= len(namespace):
+                return None
+            try:
+                return validation.identity(namespace[pos], field)
+            except ValidationError as exc:  # named as the caller wrote it: a namespace label
+                raise ValidationError(
+                    f"namespace[{pos}]",
+                    f"names the {field} ({field[:-3]}_position={pos}), which {exc.reason}",
+                ) from exc
 
-        owner = _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
+        owner = _Owner(
+            user_id=label("user_id", self.user_position),
+            agent_id=label("agent_id", self.agent_position),
+        )
         if owner.scope == "tenant" and not self.tenant_wide:
             # nobody is named: the narrowest home is the store's own agent, which no user's
             # or agent's recall reaches
@@ -598,6 +609,7 @@ class AgentMemStore(BaseStore):
         """Write a put's memory and entry; returns the memory's id (None: none indexed)."""
         namespace, key = tuple(op.namespace), str(op.key)
         ttl = _minutes(op.ttl, "ttl")
+        self._owner(namespace)  # its labels are checked even when no memory is written
         old = self._get_entry(namespace, key)
         now = self._now()
         if old is not None and old.expired(now) and self._omit_expired:

@@ -373,3 +373,16 @@ def test_malformed_namespaces_and_pages_are_refused(store: AgentMemStore) -> Non
     assert sorted(i.key for i in store.search(ns)) == ["a", "b"]
     assert store.get(ns, "c") is None
     assert [ns_ for ns_ in store.list_namespaces(prefix=["memories"])] == [ns]  # a list is fine
+
+
+def test_a_label_that_cannot_be_a_user_id_is_refused_as_a_namespace_label(
+    store: AgentMemStore,
+) -> None:
+    """The label at ``user_position`` becomes a user id: one the core cannot bind is refused
+    as a namespace label (not as a ``user_id`` the caller never passed), indexed or not."""
+    for label, index in (("x" * 300, None), ("   ", False), ("u1\n", None)):
+        with pytest.raises(ValidationError) as err:
+            store.put(("memories", label), "k", {"v": 1}, index=index)
+        assert err.value.field == "namespace[1]"
+        assert "user_position=1" in str(err.value)
+    assert store.list_namespaces() == []
