@@ -294,6 +294,16 @@ def _check_path(path: Any, field: str) -> None:
             raise ValidationError(f"{field}[{i}]", f"must be a str; got {label!r}")
 
 
+def _check_fields(fields: Any, field: str) -> list[str]:
+    """JSON paths to index: a list of non-empty strings (a bare string would be read as the
+    list of its characters, paths no value has, so nothing would be searchable)."""
+    if not isinstance(fields, list | tuple) or not all(isinstance(f, str) and f for f in fields):
+        raise ValidationError(
+            field, f"must be a list of JSON paths such as ['text'] or ['$']; got {fields!r}"
+        )
+    return list(fields)
+
+
 def _check_page(limit: Any, offset: Any) -> None:
     """A slice with a negative bound would quietly drop items from the end."""
     for field, value in (("limit", limit), ("offset", offset)):
@@ -305,6 +315,8 @@ def _check_op(op: Op) -> None:
     """What LangGraph's types say but its ``validate_op_namespace`` leaves unchecked."""
     if isinstance(op, GetOp | PutOp):
         _check_path(op.namespace, "namespace")
+        if isinstance(op, PutOp) and op.index is not None and op.index is not False:
+            _check_fields(op.index, "index")
     elif isinstance(op, SearchOp):
         _check_path(op.namespace_prefix, "namespace_prefix")
         _check_page(op.limit, op.offset)
@@ -381,9 +393,11 @@ class AgentMemStore(BaseStore):
             raise ValidationError(
                 "memory_type", f"must be one of {', '.join(MEMORY_TYPES)}; got {memory_type!r}"
             )
-        fields = list((index or {}).get("fields") or ["$"])
-        if not all(isinstance(f, str) and f for f in fields):
-            raise ValidationError("index", "fields must be a list of JSON path strings")
+        if index is not None and not isinstance(index, Mapping):
+            raise ValidationError(
+                "index", f"must be a dict such as {{'fields': ['text']}}; got {index!r}"
+            )
+        fields = _check_fields((index or {}).get("fields") or ["$"], "index.fields")
         self.memory = memory
         self.tenant_id = tenant_id
         self.user_position = user_position

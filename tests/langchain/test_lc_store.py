@@ -386,3 +386,24 @@ def test_a_label_that_cannot_be_a_user_id_is_refused_as_a_namespace_label(
         assert err.value.field == "namespace[1]"
         assert "user_position=1" in str(err.value)
     assert store.list_namespaces() == []
+
+
+def test_index_settings_that_would_index_nothing_are_refused(
+    mem: AgentMemory, store: AgentMemStore
+) -> None:
+    """A bare string is not read as the list of its characters (paths no value has: the
+    item was stored and never found by a query), and ``index=True`` is named, not a
+    ``'bool' object is not iterable``."""
+    for index in (True, "text", ["text", 5], [""]):
+        with pytest.raises(ValidationError) as err:
+            store.put(("memories", "u1"), "k", {"text": "hello"}, index=index)  # type: ignore[arg-type]
+        assert err.value.field == "index"
+    assert store.get(("memories", "u1"), "k") is None
+    for config in ({"fields": "text"}, {"fields": [5]}, ["$"]):
+        with pytest.raises(ValidationError) as err:
+            AgentMemStore(mem, tenant_id="acme", index=config)  # type: ignore[arg-type]
+        assert err.value.field.startswith("index")
+    store.put(("memories", "u1"), "k", {"text": "Rock climbing on Saturdays"}, index=("text",))
+    mem.flush()
+    hits = store.search(("memories", "u1"), query="climbing")
+    assert [(i.key, i.score is not None) for i in hits] == [("k", True)]
