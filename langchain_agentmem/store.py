@@ -389,6 +389,10 @@ class AgentMemStore(BaseStore):
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
             if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
                 raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")
+        for name, flag in (("wait_for_index", wait_for_index), ("tenant_wide", tenant_wide)):
+            if not isinstance(flag, bool):  # tenant_wide="no" would share every such item
+                raise ValidationError(name, f"must be a bool; got {flag!r}")
+        validation.identity(store_id, "store_id", required=True)
         if memory_type not in MEMORY_TYPES:
             raise ValidationError(
                 "memory_type", f"must be one of {', '.join(MEMORY_TYPES)}; got {memory_type!r}"
@@ -416,7 +420,7 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
-        # Binding validates tenant_id and store_id (printable, at most 256 characters).
+        # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
 

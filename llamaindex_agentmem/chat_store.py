@@ -136,6 +136,8 @@ class AgentMemChatStore(BaseChatStore):
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the ``idx``-th message (0 = oldest, -1 = newest, as a list indexes);
         None when there is no such message."""
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise ValidationError("idx", f"must be an int; got {idx!r}")
         bound = self.session(key)
         items = bound.messages()
         if not -len(items) <= idx < len(items):

@@ -171,8 +171,10 @@ def test_window_returns_the_last_messages(bound: BoundMemory) -> None:
         "m3",
         "m4",
     ]
-    with pytest.raises(ValidationError):
-        AgentMemChatMessageHistory(memory=bound, window=0)
+    for window in (0, "5", 2.5, True):
+        with pytest.raises(ValidationError) as err:  # named when built, not at a later read
+            AgentMemChatMessageHistory(memory=bound, window=window)  # type: ignore[arg-type]
+        assert err.value.field == "window"
 
 
 def test_long_contents_come_back_whole(bound: BoundMemory) -> None:

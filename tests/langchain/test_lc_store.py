@@ -407,3 +407,16 @@ def test_index_settings_that_would_index_nothing_are_refused(
     mem.flush()
     hits = store.search(("memories", "u1"), query="climbing")
     assert [(i.key, i.score is not None) for i in hits] == [("k", True)]
+
+
+def test_a_flag_that_is_not_a_bool_is_refused(mem: AgentMemory) -> None:
+    """``tenant_wide="no"`` (a setting read from text) was truthy: every item of a
+    namespace naming nobody became a tenant memory, recalled by every user."""
+    for flag in ("tenant_wide", "wait_for_index"):
+        for value in ("no", "false", 0, None):
+            with pytest.raises(ValidationError) as err:
+                AgentMemStore(mem, tenant_id="acme", **{flag: value})
+            assert err.value.field == flag
+    with pytest.raises(ValidationError) as err:
+        AgentMemStore(mem, tenant_id="acme", store_id=" ")
+    assert err.value.field == "store_id"

@@ -266,6 +266,17 @@ def test_a_message_that_is_not_a_chat_message_is_named(
     assert pairs(store.get_messages("s1")) == [("user", "kept")]  # nothing replaced
 
 
+@pytest.mark.parametrize("idx", ["0", 0.0, None])
+def test_delete_message_names_an_index_that_is_not_an_int(
+    store: AgentMemChatStore, idx: object
+) -> None:
+    store.add_message("s1", ChatMessage(role="user", content="kept"))
+    with pytest.raises(ValidationError) as err:
+        store.delete_message("s1", idx)  # type: ignore[arg-type]
+    assert err.value.field == "idx"
+    assert pairs(store.get_messages("s1")) == [("user", "kept")]
+
+
 @pytest.mark.parametrize("key", ["", "   ", "x" * 300])
 def test_invalid_keys_are_rejected(store: AgentMemChatStore, key: str) -> None:
     with pytest.raises(ValidationError) as err:
