@@ -320,6 +320,8 @@ def _check_op(op: Op) -> None:
     elif isinstance(op, SearchOp):
         _check_path(op.namespace_prefix, "namespace_prefix")
         _check_page(op.limit, op.offset)
+        if op.filter is not None and not isinstance(op.filter, Mapping):
+            raise ValidationError("filter", f"must be a dict of value fields; got {op.filter!r}")
     elif isinstance(op, ListNamespacesOp):
         for condition in op.match_conditions or ():
             _check_path(condition.path, condition.match_type)

@@ -359,6 +359,7 @@ def test_malformed_namespaces_and_pages_are_refused(store: AgentMemStore) -> Non
         lambda: store.search("memories"),  # type: ignore[arg-type]
         lambda: store.search(ns, limit=-1),
         lambda: store.search(ns, offset=-1),
+        lambda: store.search(ns, filter="text"),  # type: ignore[arg-type]
         lambda: store.list_namespaces(prefix="memories"),  # type: ignore[arg-type]
         lambda: store.list_namespaces(limit=-1),
         lambda: store.list_namespaces(max_depth=0),
