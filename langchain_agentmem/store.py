@@ -175,8 +175,26 @@ class _Entry:
         )
 
 
+def _non_string_key(value: Any, path: str) -> str | None:
+    """Where ``value`` has a dict key that is not a string, or None."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            if not isinstance(key, str):
+                return f"{path}[{key!r}]"
+            if (found := _non_string_key(inner, f"{path}.{key}")) is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            if (found := _non_string_key(inner, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
 def _check_encodable(entry: _Entry) -> None:
     """Raise ValidationError unless agent state can hold ``entry`` (JSON, at most 64 KiB)."""
+    if (where := _non_string_key(entry.value, "value")) is not None:
+        # JSON would turn the key into a string: the value read back would not be the one put
+        raise ValidationError(where, "is a dict key that is not a string")
     try:
         encoded = json.dumps({"value": entry.encode()}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -225,6 +225,11 @@ def test_invalid_inputs(store: AgentMemStore) -> None:
         store.put(("ok",), "k", {"v": "x" * 70_000})  # over the 64 KiB value limit
     with pytest.raises(ValidationError):
         store.put(("ok",), "k", {"v": object()})
+    # JSON would store 1 as "1": the value read back would not be the one put
+    for value, where in (({1: "x"}, "value[1]"), ({"a": [{"b": {2: 0}}]}, "value.a[0].b[2]")):
+        with pytest.raises(ValidationError) as err:
+            store.put(("ok",), "k", value)  # type: ignore[arg-type]
+        assert err.value.field == where
     assert store.get(("ok",), "k") is None
     assert store.memory.stats().live == live  # a rejected put writes nothing
     with pytest.raises(ValidationError):
