@@ -53,7 +53,7 @@ def hit_to_node(hit: RecallHit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
-def equality_filters(filters: Mapping[str, Any] | MetadataFilters | None) -> dict[str, Any] | None:
+def _equality_filters(filters: Mapping[str, Any] | MetadataFilters | None) -> dict[str, Any] | None:
     """The core's equality filters of a dict, or of LlamaIndex ``MetadataFilters`` made of
     ``==`` filters joined by AND; any other operator or condition is refused by name rather
     than dropped, which would widen the results."""
@@ -124,7 +124,7 @@ class AgentMemRetriever(BaseRetriever):
         self.kinds = validation.choices(kinds, "kinds", KINDS)
         self.memory_types = validation.choices(memory_types, "memory_types", MEMORY_TYPES)
         self.min_score = validation.unit_float(min_score, "min_score")
-        self.filters = equality_filters(filters)
+        self.filters = _equality_filters(filters)
         self.token_budget = validation.positive_int(token_budget, "token_budget")
         if not isinstance(rerank, bool):
             raise ValidationError("rerank", "must be a bool")
