@@ -647,7 +647,8 @@ class AgentMemStore(BaseStore):
         """Write a put's memory and entry; returns the memory's id (None: none indexed)."""
         namespace, key = tuple(op.namespace), str(op.key)
         ttl = _minutes(op.ttl, "ttl")
-        self._owner(namespace)  # its labels are checked even when no memory is written
+        if op.value is not None:  # a delete needs no owner: older items stay deletable
+            self._owner(namespace)  # its labels are checked even when no memory is written
         old = self._get_entry(namespace, key)
         now = self._now()
         if old is not None and old.expired(now) and self._omit_expired:

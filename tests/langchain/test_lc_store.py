@@ -392,6 +392,12 @@ def test_a_label_that_cannot_be_a_user_id_is_refused_as_a_namespace_label(
         assert err.value.field == "namespace[1]"
         assert "user_position=1" in str(err.value)
     assert store.list_namespaces() == []
+    # an item stored before (by a store that read no user from the namespace) stays deletable
+    AgentMemStore(store.memory, tenant_id="acme").put(
+        ("memories", "   "), "k", {"v": 1}, index=False
+    )
+    store.delete(("memories", "   "), "k")
+    assert store.list_namespaces() == []
 
 
 def test_index_settings_that_would_index_nothing_are_refused(
