@@ -124,6 +124,12 @@ def _extra(message: BaseMessage) -> dict[str, Any]:
 
 def message_to_row(message: BaseMessage, position: int) -> ChatRow | ToolRow:
     """The row that stores ``message`` (``position`` names it in validation errors)."""
+    if not isinstance(message, BaseMessage):
+        raise ValidationError(
+            f"messages[{position}]",
+            f"must be a LangChain message (HumanMessage, AIMessage, ...); got "
+            f"{type(message).__name__}",
+        )
     meta: dict[str, Any] = {}
     if extra := _extra(message):
         meta["lc_extra"] = extra

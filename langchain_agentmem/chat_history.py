@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from agentmem import BoundMemoryProtocol, ScopeError, ValidationError
+from agentmem import BoundMemoryProtocol, ScopeError, validation
 from agentmem.tools import check_memory
 
 from ._messages import load_messages, store_messages
@@ -53,10 +53,8 @@ class AgentMemChatMessageHistory(BaseChatMessageHistory):
                 "AgentMemChatMessageHistory needs a memory bound with a session_id "
                 "(AgentMemory.bind(..., session_id=...))",
             )
-        if window is not None and (isinstance(window, bool) or window < 1):
-            raise ValidationError("window", f"must be a positive integer or None; got {window!r}")
         self.memory = memory
-        self.window = window
+        self.window = validation.positive_int(window, "window")
 
     @property
     def session_id(self) -> str:

@@ -13,7 +13,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from agentmem import BoundMemoryProtocol
+from agentmem import BoundMemoryProtocol, validation
+from agentmem.models import KINDS, MEMORY_TYPES, RECALL_SCOPES
 from agentmem.tools import check_memory
 from agentmem.tools.memory_shape import check_arguments
 
@@ -103,6 +104,25 @@ class AgentMemRetriever(BaseRetriever):
     @classmethod
     def _check_memory(cls, value: Any) -> Any:
         return check_memory(value, cls.__name__)
+
+    # Checked when built, as the LlamaIndex retriever's are, not at the first search; a
+    # single kind or type may be given as a string, as to the core and per call.
+    @field_validator("scope")
+    @classmethod
+    def _check_scope(cls, value: str) -> str:
+        return validation.choice(value, "scope", RECALL_SCOPES)
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _check_kinds(cls, value: Any) -> list[str] | None:
+        checked = validation.choices(value, "kinds", KINDS)
+        return None if checked is None else list(checked)
+
+    @field_validator("memory_types", mode="before")
+    @classmethod
+    def _check_memory_types(cls, value: Any) -> list[str] | None:
+        checked = validation.choices(value, "memory_types", MEMORY_TYPES)
+        return None if checked is None else list(checked)
 
     def _search(self, query: str, overrides: dict[str, Any]) -> list[Document]:
         unknown = set(overrides) - _OVERRIDABLE

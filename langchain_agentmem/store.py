@@ -84,7 +84,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError
+from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationError, validation
 from agentmem.models import MEMORY_TYPES
 from agentmem.tools.memory_shape import check_store, store_tenant
 
@@ -175,8 +175,26 @@ class _Entry:
         )
 
 
+def _non_string_key(value: Any, path: str) -> str | None:
+    """Where ``value`` has a dict key that is not a string, or None."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            if not isinstance(key, str):
+                return f"{path}[{key!r}]"
+            if (found := _non_string_key(inner, f"{path}.{key}")) is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            if (found := _non_string_key(inner, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
 def _check_encodable(entry: _Entry) -> None:
     """Raise ValidationError unless agent state can hold ``entry`` (JSON, at most 64 KiB)."""
+    if (where := _non_string_key(entry.value, "value")) is not None:
+        # JSON would turn the key into a string: the value read back would not be the one put
+        raise ValidationError(where, "is a dict key that is not a string")
     try:
         encoded = json.dumps({"value": entry.encode()}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -281,6 +299,58 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _check_path(path: Any, field: str) -> None:
+    """A namespace (or prefix, or match path) is a tuple or list of strings. A string would
+    pass LangGraph's own checks as the tuple of its characters: ``put("memories", ...)``
+    would store under ``("m", "e", ...)``, owned by user ``"e"`` with ``user_position=1``."""
+    if not isinstance(path, tuple | list):
+        raise ValidationError(
+            field, f"must be a tuple of strings, e.g. ('memories', 'u1'); got {path!r}"
+        )
+    for i, label in enumerate(path):
+        if not isinstance(label, str):
+            raise ValidationError(f"{field}[{i}]", f"must be a str; got {label!r}")
+
+
+def _check_fields(fields: Any, field: str) -> list[str]:
+    """JSON paths to index: a list of non-empty strings (a bare string would be read as the
+    list of its characters, paths no value has, so nothing would be searchable)."""
+    if not isinstance(fields, list | tuple) or not all(isinstance(f, str) and f for f in fields):
+        raise ValidationError(
+            field, f"must be a list of JSON paths such as ['text'] or ['$']; got {fields!r}"
+        )
+    return list(fields)
+
+
+def _check_page(limit: Any, offset: Any) -> None:
+    """A slice with a negative bound would quietly drop items from the end."""
+    for field, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError(field, f"must be a non-negative int; got {value!r}")
+
+
+def _check_op(op: Op) -> None:
+    """What LangGraph's types say but its ``validate_op_namespace`` leaves unchecked."""
+    if isinstance(op, GetOp | PutOp):
+        _check_path(op.namespace, "namespace")
+        if isinstance(op, PutOp) and op.index is not None and op.index is not False:
+            _check_fields(op.index, "index")
+    elif isinstance(op, SearchOp):
+        _check_path(op.namespace_prefix, "namespace_prefix")
+        _check_page(op.limit, op.offset)
+        if op.filter is not None and not isinstance(op.filter, Mapping):
+            raise ValidationError("filter", f"must be a dict of value fields; got {op.filter!r}")
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            _check_path(condition.path, condition.match_type)
+        _check_page(op.limit, op.offset)
+        depth = op.max_depth
+        if depth is not None and (
+            isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
+        ):
+            raise ValidationError("max_depth", f"must be a positive int or None; got {depth!r}")
+
+
 class AgentMemStore(BaseStore):
     """A LangGraph store whose items are agentmem memories (hybrid keyword + vector search).
 
@@ -339,13 +409,19 @@ class AgentMemStore(BaseStore):
         for name, pos in (("user_position", user_position), ("agent_position", agent_position)):
             if pos is not None and (isinstance(pos, bool) or not isinstance(pos, int) or pos < 0):
                 raise ValidationError(name, f"must be a non-negative int or None; got {pos!r}")
+        for name, flag in (("wait_for_index", wait_for_index), ("tenant_wide", tenant_wide)):
+            if not isinstance(flag, bool):  # tenant_wide="no" would share every such item
+                raise ValidationError(name, f"must be a bool; got {flag!r}")
+        validation.identity(store_id, "store_id", required=True)
         if memory_type not in MEMORY_TYPES:
             raise ValidationError(
                 "memory_type", f"must be one of {', '.join(MEMORY_TYPES)}; got {memory_type!r}"
             )
-        fields = list((index or {}).get("fields") or ["$"])
-        if not all(isinstance(f, str) and f for f in fields):
-            raise ValidationError("index", "fields must be a list of JSON path strings")
+        if index is not None and not isinstance(index, Mapping):
+            raise ValidationError(
+                "index", f"must be a dict such as {{'fields': ['text']}}; got {index!r}"
+            )
+        fields = _check_fields((index or {}).get("fields") or ["$"], "index.fields")
         self.memory = memory
         self.tenant_id = tenant_id
         self.user_position = user_position
@@ -364,16 +440,27 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
-        # Binding validates tenant_id and store_id (printable, at most 256 characters).
+        # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
 
     # -- mapping helpers ---------------------------------------------------------------------
     def _owner(self, namespace: tuple[str, ...]) -> _Owner:
-        def label(pos: int | None) -> str | None:
-            return namespace[pos] if pos is not None and pos < len(namespace) else None
+        def label(field: str, pos: int | None) -> str | None:
+            if pos is None or pos >= len(namespace):
+                return None
+            try:
+                return validation.identity(namespace[pos], field)
+            except ValidationError as exc:  # named as the caller wrote it: a namespace label
+                raise ValidationError(
+                    f"namespace[{pos}]",
+                    f"names the {field} ({field[:-3]}_position={pos}), which {exc.reason}",
+                ) from exc
 
-        owner = _Owner(user_id=label(self.user_position), agent_id=label(self.agent_position))
+        owner = _Owner(
+            user_id=label("user_id", self.user_position),
+            agent_id=label("agent_id", self.agent_position),
+        )
         if owner.scope == "tenant" and not self.tenant_wide:
             # nobody is named: the narrowest home is the store's own agent, which no user's
             # or agent's recall reaches
@@ -560,6 +647,8 @@ class AgentMemStore(BaseStore):
         """Write a put's memory and entry; returns the memory's id (None: none indexed)."""
         namespace, key = tuple(op.namespace), str(op.key)
         ttl = _minutes(op.ttl, "ttl")
+        if op.value is not None:  # a delete needs no owner: older items stay deletable
+            self._owner(namespace)  # its labels are checked even when no memory is written
         old = self._get_entry(namespace, key)
         now = self._now()
         if old is not None and old.expired(now) and self._omit_expired:
@@ -669,9 +758,12 @@ class AgentMemStore(BaseStore):
     # -- BaseStore ---------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order (a get after a put in the same batch sees the put)."""
+        ops = list(ops)
+        for op in ops:  # all of them first: a bad op in a batch runs none of it
+            _check_op(op)
+            validate_op_namespace(op)
         results: list[Result] = []
         for op in ops:
-            validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):

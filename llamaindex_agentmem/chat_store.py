@@ -9,7 +9,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store import BaseChatStore
 
 from agentmem import BoundMemoryProtocol, MemoryProtocol, validation
-from agentmem.errors import NotFoundError
+from agentmem.errors import NotFoundError, ValidationError
 from agentmem.models import MemoryItem
 from agentmem.tools.memory_shape import check_store, store_tenant
 
@@ -94,7 +94,12 @@ class AgentMemChatStore(BaseChatStore):
 
     def _dicts(self, messages: list[ChatMessage]) -> list[dict[str, Any]]:
         out = []
-        for message in messages:
+        for n, message in enumerate(messages):
+            if not isinstance(message, ChatMessage):
+                raise ValidationError(
+                    f"messages[{n}]",
+                    f"must be a LlamaIndex ChatMessage; got {type(message).__name__}",
+                )
             item = to_agentmem(message, keep_empty=True)
             assert item is not None
             out.append(item)
@@ -131,6 +136,8 @@ class AgentMemChatStore(BaseChatStore):
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the ``idx``-th message (0 = oldest, -1 = newest, as a list indexes);
         None when there is no such message."""
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise ValidationError("idx", f"must be an int; got {idx!r}")
         bound = self.session(key)
         items = bound.messages()
         if not -len(items) <= idx < len(items):

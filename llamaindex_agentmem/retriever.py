@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from agentmem import BoundMemoryProtocol, validation
 from agentmem.errors import ValidationError
@@ -47,6 +53,22 @@ def hit_to_node(hit: RecallHit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
+def _equality_filters(filters: Mapping[str, Any] | MetadataFilters | None) -> dict[str, Any] | None:
+    """The core's equality filters of a dict, or of LlamaIndex ``MetadataFilters`` made of
+    ``==`` filters joined by AND; any other operator or condition is refused by name rather
+    than dropped, which would widen the results."""
+    if not isinstance(filters, MetadataFilters):
+        return None if filters is None else validation.metadata(filters, "filters")
+    if filters.condition not in (None, FilterCondition.AND):
+        raise ValidationError("filters", f"only AND is supported; got {filters.condition}")
+    out: dict[str, Any] = {}
+    for f in filters.filters:
+        if not isinstance(f, MetadataFilter) or f.operator != FilterOperator.EQ:
+            raise ValidationError("filters", f"only == filters are supported; got {f!r}")
+        out[f.key] = f.value
+    return validation.metadata(out, "filters")
+
+
 class AgentMemRetriever(BaseRetriever):
     """Retrieve from an agentmem bound memory with hybrid (keyword + vector) recall.
 
@@ -63,6 +85,9 @@ class AgentMemRetriever(BaseRetriever):
         kinds: Only these kinds (chat_message, tool_output, document_chunk, memory, summary).
         memory_types: Only these memory types (fact, preference, ...).
         min_score: Calibrated-score cut-off in [0, 1]; default the memory's config (0.3).
+        filters: Equality filters on the stored metadata, as a dict (``{"source": "crm"}``,
+            as the LangChain retriever's ``filters``) or as LlamaIndex ``MetadataFilters`` of
+            ``==`` filters joined by AND; identity keys are refused by the core.
         token_budget: Max tokens of returned content; default the memory's config.
         rerank: Use the memory's reranker when one is configured.
         callback_manager: LlamaIndex callback manager.
@@ -86,6 +111,7 @@ class AgentMemRetriever(BaseRetriever):
         kinds: Iterable[str] | str | None = None,
         memory_types: Iterable[str] | str | None = None,
         min_score: float | None = None,
+        filters: Mapping[str, Any] | MetadataFilters | None = None,
         token_budget: int | None = None,
         rerank: bool = True,
         callback_manager: CallbackManager | None = None,
@@ -98,6 +124,7 @@ class AgentMemRetriever(BaseRetriever):
         self.kinds = validation.choices(kinds, "kinds", KINDS)
         self.memory_types = validation.choices(memory_types, "memory_types", MEMORY_TYPES)
         self.min_score = validation.unit_float(min_score, "min_score")
+        self.filters = _equality_filters(filters)
         self.token_budget = validation.positive_int(token_budget, "token_budget")
         if not isinstance(rerank, bool):
             raise ValidationError("rerank", "must be a bool")
@@ -113,6 +140,7 @@ class AgentMemRetriever(BaseRetriever):
             scope=self.scope,
             rerank=self.rerank,
             min_score=self.min_score,
+            filters=self.filters,
             token_budget=self.token_budget,
         )
         return [hit_to_node(h) for h in result.items]

@@ -130,6 +130,17 @@ def test_invalid_message_writes_nothing(bound: BoundMemory) -> None:
     assert history.messages == []
 
 
+@pytest.mark.parametrize("bad", ["hello", {"role": "user", "content": "hello"}, None])
+def test_a_message_that_is_not_a_langchain_message_is_named(bound: BoundMemory, bad: Any) -> None:
+    history = AgentMemChatMessageHistory(memory=bound)
+    history.add_user_message("kept")
+    with pytest.raises(ValidationError, match=r"messages\[1\]: must be a LangChain message"):
+        history.add_messages([HumanMessage("ok"), bad])
+    with pytest.raises(ValidationError, match=r"messages\[0\]"):
+        history.add_message(bad)
+    assert [m.content for m in history.messages] == ["kept"]
+
+
 def test_large_content_blocks_are_stored_as_stubs(bound: BoundMemory) -> None:
     """An image's base64 data would overflow the 64 KiB of metadata the blocks ride in: the
     message is stored (an agent's turn must not fail on it) with a stub for that block."""
@@ -160,8 +171,10 @@ def test_window_returns_the_last_messages(bound: BoundMemory) -> None:
         "m3",
         "m4",
     ]
-    with pytest.raises(ValidationError):
-        AgentMemChatMessageHistory(memory=bound, window=0)
+    for window in (0, "5", 2.5, True):
+        with pytest.raises(ValidationError) as err:  # named when built, not at a later read
+            AgentMemChatMessageHistory(memory=bound, window=window)  # type: ignore[arg-type]
+        assert err.value.field == "window"
 
 
 def test_long_contents_come_back_whole(bound: BoundMemory) -> None:

@@ -111,6 +111,31 @@ def test_k_is_validated_on_construction(bound: BoundMemory) -> None:
         AgentMemRetriever(memory=bound, k=21)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"scope": "everywhere"}, "scope"),
+        ({"kinds": ["email"]}, "kinds"),
+        ({"memory_types": ["gossip"]}, "memory_types"),
+        ({"kinds": []}, "kinds"),
+    ],
+)
+def test_bad_settings_fail_at_construction_naming_the_field(
+    bound: BoundMemory, kwargs: dict[str, Any], field: str
+) -> None:
+    """As the LlamaIndex retriever's do: not at the first search, inside a chain."""
+    with pytest.raises(ValueError, match=rf"{field}: must"):
+        AgentMemRetriever(memory=bound, **kwargs)
+
+
+def test_one_kind_or_type_may_be_a_string(bound: BoundMemory, seeded: dict[str, str]) -> None:
+    """As per call and in the core: ``kinds="memory"`` is ``["memory"]``."""
+    retriever = AgentMemRetriever(memory=bound, kinds="memory", memory_types="preference")
+    assert (retriever.kinds, retriever.memory_types) == (["memory"], ["preference"])
+    docs = retriever.invoke("refund to the card or store credit?")
+    assert [d.id for d in docs] == [seeded["card"]]
+
+
 def test_scope_needing_an_unbound_identity_is_an_error(mem: AgentMemory) -> None:
     tenant_only = mem.bind("acme")
     with pytest.raises(ScopeError):

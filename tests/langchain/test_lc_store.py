@@ -225,6 +225,11 @@ def test_invalid_inputs(store: AgentMemStore) -> None:
         store.put(("ok",), "k", {"v": "x" * 70_000})  # over the 64 KiB value limit
     with pytest.raises(ValidationError):
         store.put(("ok",), "k", {"v": object()})
+    # JSON would store 1 as "1": the value read back would not be the one put
+    for value, where in (({1: "x"}, "value[1]"), ({"a": [{"b": {2: 0}}]}, "value.a[0].b[2]")):
+        with pytest.raises(ValidationError) as err:
+            store.put(("ok",), "k", value)  # type: ignore[arg-type]
+        assert err.value.field == where
     assert store.get(("ok",), "k") is None
     assert store.memory.stats().live == live  # a rejected put writes nothing
     with pytest.raises(ValidationError):
@@ -342,3 +347,88 @@ def test_concurrent_puts_to_one_key_leave_its_value_and_memory_alike(
     store.delete(("memories", "u1"), "same")
     mem.flush()
     assert u1.recall("trial version", top_k=20, kinds=["memory"], min_score=0.0).items == []
+
+
+def test_malformed_namespaces_and_pages_are_refused(store: AgentMemStore) -> None:
+    """A string namespace is not read as the tuple of its characters (which, with
+    ``user_position=1``, made user "e" own ``put("memories", ...)``), and a
+    negative page bound does not quietly drop the last items."""
+    ns = ("memories", "u1")
+    store.put(ns, "a", {"text": "first"})
+    store.put(ns, "b", {"text": "second"})
+    live = store.memory.stats().live
+    refused: list[Callable[[], object]] = [
+        lambda: store.put("memories", "k", {"v": 1}),  # type: ignore[arg-type]
+        lambda: store.get("memories", "a"),  # type: ignore[arg-type]
+        lambda: store.delete("memories", "a"),  # type: ignore[arg-type]
+        lambda: store.search("memories"),  # type: ignore[arg-type]
+        lambda: store.search(ns, limit=-1),
+        lambda: store.search(ns, offset=-1),
+        lambda: store.search(ns, filter="text"),  # type: ignore[arg-type]
+        lambda: store.list_namespaces(prefix="memories"),  # type: ignore[arg-type]
+        lambda: store.list_namespaces(limit=-1),
+        lambda: store.list_namespaces(max_depth=0),
+        # one bad op refuses its whole batch, before the good put ahead of it runs
+        lambda: store.batch([PutOp(ns, "c", {"text": "third"}), SearchOp("memories")]),  # type: ignore[arg-type]
+    ]
+    for call in refused:
+        with pytest.raises(ValidationError):
+            call()
+    assert store.memory.stats().live == live
+    assert store.list_namespaces() == [ns]
+    assert sorted(i.key for i in store.search(ns)) == ["a", "b"]
+    assert store.get(ns, "c") is None
+    assert [ns_ for ns_ in store.list_namespaces(prefix=["memories"])] == [ns]  # a list is fine
+
+
+def test_a_label_that_cannot_be_a_user_id_is_refused_as_a_namespace_label(
+    store: AgentMemStore,
+) -> None:
+    """The label at ``user_position`` becomes a user id: one the core cannot bind is refused
+    as a namespace label (not as a ``user_id`` the caller never passed), indexed or not."""
+    for label, index in (("x" * 300, None), ("   ", False), ("u1\n", None)):
+        with pytest.raises(ValidationError) as err:
+            store.put(("memories", label), "k", {"v": 1}, index=index)
+        assert err.value.field == "namespace[1]"
+        assert "user_position=1" in str(err.value)
+    assert store.list_namespaces() == []
+    # an item stored before (by a store that read no user from the namespace) stays deletable
+    AgentMemStore(store.memory, tenant_id="acme").put(
+        ("memories", "   "), "k", {"v": 1}, index=False
+    )
+    store.delete(("memories", "   "), "k")
+    assert store.list_namespaces() == []
+
+
+def test_index_settings_that_would_index_nothing_are_refused(
+    mem: AgentMemory, store: AgentMemStore
+) -> None:
+    """A bare string is not read as the list of its characters (paths no value has: the
+    item was stored and never found by a query), and ``index=True`` is named, not a
+    ``'bool' object is not iterable``."""
+    for index in (True, "text", ["text", 5], [""]):
+        with pytest.raises(ValidationError) as err:
+            store.put(("memories", "u1"), "k", {"text": "hello"}, index=index)  # type: ignore[arg-type]
+        assert err.value.field == "index"
+    assert store.get(("memories", "u1"), "k") is None
+    for config in ({"fields": "text"}, {"fields": [5]}, ["$"]):
+        with pytest.raises(ValidationError) as err:
+            AgentMemStore(mem, tenant_id="acme", index=config)  # type: ignore[arg-type]
+        assert err.value.field.startswith("index")
+    store.put(("memories", "u1"), "k", {"text": "Rock climbing on Saturdays"}, index=("text",))
+    mem.flush()
+    hits = store.search(("memories", "u1"), query="climbing")
+    assert [(i.key, i.score is not None) for i in hits] == [("k", True)]
+
+
+def test_a_flag_that_is_not_a_bool_is_refused(mem: AgentMemory) -> None:
+    """``tenant_wide="no"`` (a setting read from text) was truthy: every item of a
+    namespace naming nobody became a tenant memory, recalled by every user."""
+    for flag in ("tenant_wide", "wait_for_index"):
+        for value in ("no", "false", 0, None):
+            with pytest.raises(ValidationError) as err:
+                AgentMemStore(mem, tenant_id="acme", **{flag: value})
+            assert err.value.field == flag
+    with pytest.raises(ValidationError) as err:
+        AgentMemStore(mem, tenant_id="acme", store_id=" ")
+    assert err.value.field == "store_id"

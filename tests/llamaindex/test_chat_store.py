@@ -252,6 +252,31 @@ def test_chat_memory_buffer_persists_in_agentmem(
     assert again.get_all() == []
 
 
+@MODES
+@pytest.mark.parametrize("bad", ["hello", {"role": "user", "content": "hello"}])
+def test_a_message_that_is_not_a_chat_message_is_named(
+    store: AgentMemChatStore, use_async: bool, bad: Any
+) -> None:
+    run = op(store, use_async)
+    run("add_message", "s1", ChatMessage(role="user", content="kept"))
+    with pytest.raises(ValidationError, match=r"messages\[0\]: must be a LlamaIndex ChatMessage"):
+        run("add_message", "s1", bad)
+    with pytest.raises(ValidationError, match=r"messages\[1\]"):
+        store.set_messages("s1", [ChatMessage(role="user", content="new"), bad])
+    assert pairs(store.get_messages("s1")) == [("user", "kept")]  # nothing replaced
+
+
+@pytest.mark.parametrize("idx", ["0", 0.0, None])
+def test_delete_message_names_an_index_that_is_not_an_int(
+    store: AgentMemChatStore, idx: object
+) -> None:
+    store.add_message("s1", ChatMessage(role="user", content="kept"))
+    with pytest.raises(ValidationError) as err:
+        store.delete_message("s1", idx)  # type: ignore[arg-type]
+    assert err.value.field == "idx"
+    assert pairs(store.get_messages("s1")) == [("user", "kept")]
+
+
 @pytest.mark.parametrize("key", ["", "   ", "x" * 300])
 def test_invalid_keys_are_rejected(store: AgentMemChatStore, key: str) -> None:
     with pytest.raises(ValidationError) as err:

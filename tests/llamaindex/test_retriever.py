@@ -12,6 +12,12 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from agentmem import AgentMemory, BoundMemory, ValidationError
 from llamaindex_agentmem import AgentMemRetriever
@@ -89,6 +95,38 @@ def test_filters_narrow_the_results(
     assert {n.node.node_id for n in only_messages} <= {seeded["order"], seeded["refund"]}
     assert [n.node.node_id for n in only_docs] == [seeded["doc"]]
     assert [n.node.node_id for n in only_facts] == [seeded["tea"]]
+
+
+@MODES
+def test_metadata_filters_as_a_dict_or_as_llamaindex_metadata_filters(
+    bound: BoundMemory, seeded: dict[str, str], use_async: bool
+) -> None:
+    """``filters`` is the LangChain retriever's (a dict) and LlamaIndex's own type."""
+    onboarding = MetadataFilters(filters=[MetadataFilter(key="source", value="onboarding")])
+    for filters in ({"source": "onboarding"}, onboarding):
+        nodes = retrieve(AgentMemRetriever(bound, filters=filters, min_score=0.0), "tea", use_async)
+        assert [n.node.node_id for n in nodes] == [seeded["tea"]]
+    unfiltered = retrieve(AgentMemRetriever(bound, min_score=0.0), "tea", use_async)
+    assert len(unfiltered) > 1
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        MetadataFilters(
+            filters=[MetadataFilter(key="n", value=3, operator=FilterOperator.GT)],
+        ),
+        MetadataFilters(
+            filters=[MetadataFilter(key="a", value=1), MetadataFilter(key="b", value=2)],
+            condition=FilterCondition.OR,
+        ),
+        "source=onboarding",
+    ],
+)
+def test_filters_it_cannot_apply_are_refused(bound: BoundMemory, filters: object) -> None:
+    with pytest.raises(ValidationError) as err:
+        AgentMemRetriever(bound, filters=filters)  # type: ignore[arg-type]
+    assert err.value.field == "filters"
 
 
 def test_similarity_top_k_caps_the_results(bound: BoundMemory, seeded: dict[str, str]) -> None:
