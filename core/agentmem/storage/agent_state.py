@@ -1,4 +1,8 @@
-"""The ``agent_state`` table: small named JSON values per (tenant, agent)."""
+"""The ``agent_state`` table: small named JSON values per (tenant, agent).
+
+An entry may name the user it is about (``user_id``; NULL: the agent's own): erasing that
+user deletes it (:data:`agentmem.storage.erasure.IDENTITY_TABLES`).
+"""
 
 from __future__ import annotations
 
@@ -35,18 +39,21 @@ class AgentStateTable:
         value: Any,
         at: datetime,
         *,
+        user_id: str | None = None,
         only_if_newer: bool = False,
     ) -> bool:
-        """Write an entry; True if written. With ``only_if_newer`` (an import) an entry this
-        store holds from ``at`` or later is kept: an older export imported again must not
-        roll the state back."""
+        """Write an entry about ``user_id`` (None: about no user); True if written. With
+        ``only_if_newer`` (an import) an entry this store holds from ``at`` or later is kept:
+        an older export imported again must not roll the state back."""
         newer = " WHERE agent_state.updated_at < excluded.updated_at" if only_if_newer else ""
+        encoded = json.dumps(value, ensure_ascii=False)
         with self._db.write(keys=()) as tx:  # one upsert
             cur = tx.execute(
-                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
-                "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
-                f"value = excluded.value, updated_at = excluded.updated_at{newer}",
-                (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
+                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at, user_id) "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
+                "value = excluded.value, updated_at = excluded.updated_at, "
+                f"user_id = excluded.user_id{newer}",
+                (tenant_id, agent_id, key, encoded, iso(at), user_id),
             )
             return cur.rowcount > 0
 
@@ -68,14 +75,15 @@ class AgentStateTable:
 
     def all(
         self, tenant_id: str | None = None
-    ) -> builtins.list[tuple[str, str, str, Any, datetime]]:
-        """(tenant, agent, key, value, updated_at) of every entry (of one tenant), for export."""
-        sql = "SELECT tenant_id, agent_id, key, value, updated_at FROM agent_state"
+    ) -> builtins.list[tuple[str, str, str, Any, datetime, str | None]]:
+        """(tenant, agent, key, value, updated_at, user) of every entry (of one tenant), for
+        export."""
+        sql = "SELECT tenant_id, agent_id, key, value, updated_at, user_id FROM agent_state"
         params: tuple[Any, ...] = ()
         if tenant_id is not None:
             sql += " WHERE tenant_id = ?"
             params = (tenant_id,)
         return [
-            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]))
+            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]), r[5])
             for r in self._db.read(sql + " ORDER BY tenant_id, agent_id, key", params)
         ]
