@@ -25,7 +25,9 @@ How LangGraph's namespaces map onto agentmem
 * **Values** (any JSON object, up to 64 KiB encoded) and timestamps are kept in the agent
   state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
   hash of (namespace, key). That entry is the system of record for ``get``, listing and
-  filtering: the core has no lookup by topic key and no listing by metadata.
+  filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
+  namespace that names a user is tagged with that user, so erasing the user
+  (``AgentMemory.erase(user_id=...)``) deletes the value along with the memory.
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
@@ -551,10 +553,7 @@ class AgentMemStore(BaseStore):
                     continue
                 if self._omit_expired and entry.expired(now):
                     continue  # an expired item is not brought back by reading it
-                fresh = replace(entry, expires_at=now + timedelta(minutes=entry.ttl_minutes))
-                self._registry.state.set(
-                    self._entry_key(entry.namespace, entry.key), fresh.encode()
-                )
+                self._save(replace(entry, expires_at=now + timedelta(minutes=entry.ttl_minutes)))
 
     def sweep_ttl(self) -> int:
         """Delete the expired items, forgetting their memories; returns how many."""
@@ -675,9 +674,18 @@ class AgentMemStore(BaseStore):
         memory_id = self._remember(namespace, key, text) if text is not None else None
         if old is not None and old.memory_id is not None and old.memory_id != memory_id:
             self._forget(old)  # superseded by topic already when re-indexed; gone if not
-        entry = replace(entry, memory_id=memory_id)
-        self._registry.state.set(self._entry_key(namespace, key), entry.encode())
+        self._save(replace(entry, memory_id=memory_id))
         return memory_id
+
+    def _save(self, entry: _Entry) -> None:
+        """Write ``entry``, tagged with the user its namespace names: erasing that user
+        (``AgentMemory.erase(user_id=...)``) deletes it with the user's memories."""
+        try:
+            user = self._owner(entry.namespace).user_id
+        except ValidationError:  # an older item whose label no user id can be: none to erase
+            user = None
+        key = self._entry_key(entry.namespace, entry.key)
+        self._registry.state.set(key, entry.encode(), user_id=user)
 
     def _forget(self, entry: _Entry) -> None:
         if entry.memory_id is not None:
