@@ -27,7 +27,8 @@ How LangGraph's namespaces map onto agentmem
   hash of (namespace, key). That entry is the system of record for ``get``, listing and
   filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
   namespace that names a user is tagged with that user, so erasing the user
-  (``AgentMemory.erase(user_id=...)``) deletes the value along with the memory.
+  (``AgentMemory.erase(user_id=...)``) deletes the value along with the memory (entries an
+  earlier version wrote untagged are tagged at the store's first operation).
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
@@ -442,6 +443,7 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
+        self._tagged = False  # see _tag_older_entries
         # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
@@ -677,15 +679,34 @@ class AgentMemStore(BaseStore):
         self._save(replace(entry, memory_id=memory_id))
         return memory_id
 
+    def _user_of(self, namespace: tuple[str, ...]) -> str | None:
+        try:
+            return self._owner(namespace).user_id
+        except ValidationError:  # an older item whose label no user id can be: none to erase
+            return None
+
     def _save(self, entry: _Entry) -> None:
         """Write ``entry``, tagged with the user its namespace names: erasing that user
         (``AgentMemory.erase(user_id=...)``) deletes it with the user's memories."""
-        try:
-            user = self._owner(entry.namespace).user_id
-        except ValidationError:  # an older item whose label no user id can be: none to erase
-            user = None
         key = self._entry_key(entry.namespace, entry.key)
-        self._registry.state.set(key, entry.encode(), user_id=user)
+        self._registry.state.set(key, entry.encode(), user_id=self._user_of(entry.namespace))
+
+    def _tag_older_entries(self) -> None:
+        """Tag the entries written before agent state named a user (by an earlier agentmem),
+        once per store object, so that erasing their user reaches them too. Each is read
+        again under the write lock, as a refreshing read does, so no put is undone."""
+        with self._writing:
+            if self._tagged:
+                return
+            for found in self._registry.state.list():
+                if not found.key.startswith(_ENTRY_PREFIX) or found.user_id is not None:
+                    continue
+                seen = _Entry.decode(found.value)
+                if self._user_of(seen.namespace) is not None:
+                    entry = self._get_entry(seen.namespace, seen.key)
+                    if entry is not None:
+                        self._save(entry)
+            self._tagged = True
 
     def _forget(self, entry: _Entry) -> None:
         if entry.memory_id is not None:
@@ -770,6 +791,8 @@ class AgentMemStore(BaseStore):
         for op in ops:  # all of them first: a bad op in a batch runs none of it
             _check_op(op)
             validate_op_namespace(op)
+        if not self._tagged:
+            self._tag_older_entries()
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):

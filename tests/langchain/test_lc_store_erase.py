@@ -94,3 +94,24 @@ def test_erasing_the_tenant_or_the_stores_agent_still_removes_every_value(
     assert mem.bind("acme", agent_id="bot").state.get("cursor") is not None
     mem.erase(tenant_id="acme")
     assert mem.records.read("SELECT COUNT(*) FROM agent_state")[0][0] == 0
+
+
+def test_values_written_before_entries_named_their_user_are_erased_too(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    _fill(mem)
+    # as an earlier agentmem wrote them: the same entries, naming no user
+    registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
+    for entry in registry.list():
+        registry.set(entry.key, entry.value)
+    assert {e.user_id for e in registry.list()} == {None}
+
+    store = AgentMemStore(mem, tenant_id="acme", user_position=1)
+    assert store.get(("shared",), "faq") is not None  # its first operation tags them
+    mem.erase(tenant_id="acme", user_id=U1)
+
+    assert store.search(("memories", U1)) == []
+    assert _state_rows_with(mem, C1) == 0
+    assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
+    assert {e.user_id for e in registry.list()} == {U2, None}

@@ -21,15 +21,18 @@ class AgentStateTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def get(self, tenant_id: str, agent_id: str, key: str) -> tuple[Any, datetime] | None:
+    def get(
+        self, tenant_id: str, agent_id: str, key: str
+    ) -> tuple[Any, datetime, str | None] | None:
+        """(value, updated_at, user) of an entry, or None."""
         rows = self._db.read(
-            "SELECT value, updated_at FROM agent_state WHERE tenant_id = ? AND agent_id = ? "
-            "AND key = ?",
+            "SELECT value, updated_at, user_id FROM agent_state WHERE tenant_id = ? "
+            "AND agent_id = ? AND key = ?",
             (tenant_id, agent_id, key),
         )
         if not rows:
             return None
-        return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1])
+        return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1]), rows[0][2]
 
     def set(
         self,
@@ -65,13 +68,14 @@ class AgentStateTable:
             )
             return cur.rowcount > 0
 
-    def list(self, tenant_id: str, agent_id: str) -> list[tuple[str, Any, datetime]]:
+    def list(self, tenant_id: str, agent_id: str) -> list[tuple[str, Any, datetime, str | None]]:
+        """(key, value, updated_at, user) of every entry of an agent, by key."""
         rows = self._db.read(
-            "SELECT key, value, updated_at FROM agent_state WHERE tenant_id = ? AND "
+            "SELECT key, value, updated_at, user_id FROM agent_state WHERE tenant_id = ? AND "
             "agent_id = ? ORDER BY key",
             (tenant_id, agent_id),
         )
-        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2])) for r in rows]
+        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2]), r[3]) for r in rows]
 
     def all(
         self, tenant_id: str | None = None

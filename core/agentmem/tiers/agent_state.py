@@ -41,7 +41,7 @@ class AgentState:
         k = validation.identity(key, "key", required=True)
         assert k is not None
         found = self._table.get(self._identity.tenant_id, self._agent(), k)
-        return None if found is None else StateEntry(k, found[0], found[1])
+        return None if found is None else StateEntry(k, *found)
 
     def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry:
         """Store a JSON-serialisable value under ``key`` (replacing any previous one).
@@ -59,7 +59,7 @@ class AgentState:
         encoded = validation.metadata({"value": value}, "value")["value"]
         now = now_utc()
         self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now, user_id=user)
-        return StateEntry(k, encoded, now)
+        return StateEntry(k, encoded, now, user)
 
     def delete(self, key: str) -> bool:
         """Remove the entry under ``key``; False if there was none."""
@@ -70,6 +70,6 @@ class AgentState:
     def list(self) -> list[StateEntry]:
         """Every entry of the bound agent, by key."""
         return [
-            StateEntry(k, value, at)
-            for k, value, at in self._table.list(self._identity.tenant_id, self._agent())
+            StateEntry(k, value, at, user)
+            for k, value, at, user in self._table.list(self._identity.tenant_id, self._agent())
         ]
