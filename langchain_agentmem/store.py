@@ -443,7 +443,7 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
-        self._tagged = False  # see _tag_older_entries
+        self._tagged = user_position is None  # no user to tag: see _tag_older_entries
         # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
@@ -694,7 +694,7 @@ class AgentMemStore(BaseStore):
     def _tag_older_entries(self) -> None:
         """Tag the entries written before agent state named a user (by an earlier agentmem),
         once per store object, so that erasing their user reaches them too. Each is read
-        again under the write lock, as a refreshing read does, so no put is undone."""
+        again just before it is written, under the write lock, as a refreshing read is."""
         with self._writing:
             if self._tagged:
                 return

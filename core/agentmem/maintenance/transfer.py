@@ -13,8 +13,9 @@ summaries come back as themselves. Fields: every field of
 ``dedup_key`` and ``full_content`` (when the indexed ``content`` is a capped copy or a
 preview). Export also writes ``{"type": "session", ...}`` lines (closed sessions and their
 tier) and ``{"type": "agent_state", ...}`` lines (with ``user_id`` when the entry is about a
-user, so erasing that user still reaches the restored copy); both restore too. The working-memory state
-of open sessions is not exported (their transcript is; the next compaction rebuilds it).
+user, so erasing that user still reaches the restored copy); both restore too. The
+working-memory state of open sessions is not exported (their transcript is; the next
+compaction rebuilds it).
 
 **Writes** (lines you write by hand; no ``id``): stored through the normal write path, so
 they are validated, deduplicated and indexed like any API call; a message is also keyed by
