@@ -25,7 +25,10 @@ How LangGraph's namespaces map onto agentmem
 * **Values** (any JSON object, up to 64 KiB encoded) and timestamps are kept in the agent
   state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
   hash of (namespace, key). That entry is the system of record for ``get``, listing and
-  filtering: the core has no lookup by topic key and no listing by metadata.
+  filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
+  namespace that names a user is tagged with that user, so erasing the user
+  (``AgentMemory.erase(user_id=...)``) deletes the value along with the memory (entries an
+  earlier version wrote untagged are tagged at the store's first operation).
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
@@ -440,6 +443,7 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
+        self._tagged = user_position is None  # no user to tag: see _tag_older_entries
         # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
@@ -551,10 +555,7 @@ class AgentMemStore(BaseStore):
                     continue
                 if self._omit_expired and entry.expired(now):
                     continue  # an expired item is not brought back by reading it
-                fresh = replace(entry, expires_at=now + timedelta(minutes=entry.ttl_minutes))
-                self._registry.state.set(
-                    self._entry_key(entry.namespace, entry.key), fresh.encode()
-                )
+                self._save(replace(entry, expires_at=now + timedelta(minutes=entry.ttl_minutes)))
 
     def sweep_ttl(self) -> int:
         """Delete the expired items, forgetting their memories; returns how many."""
@@ -675,9 +676,37 @@ class AgentMemStore(BaseStore):
         memory_id = self._remember(namespace, key, text) if text is not None else None
         if old is not None and old.memory_id is not None and old.memory_id != memory_id:
             self._forget(old)  # superseded by topic already when re-indexed; gone if not
-        entry = replace(entry, memory_id=memory_id)
-        self._registry.state.set(self._entry_key(namespace, key), entry.encode())
+        self._save(replace(entry, memory_id=memory_id))
         return memory_id
+
+    def _user_of(self, namespace: tuple[str, ...]) -> str | None:
+        try:
+            return self._owner(namespace).user_id
+        except ValidationError:  # an older item whose label no user id can be: none to erase
+            return None
+
+    def _save(self, entry: _Entry) -> None:
+        """Write ``entry``, tagged with the user its namespace names: erasing that user
+        (``AgentMemory.erase(user_id=...)``) deletes it with the user's memories."""
+        key = self._entry_key(entry.namespace, entry.key)
+        self._registry.state.set(key, entry.encode(), user_id=self._user_of(entry.namespace))
+
+    def _tag_older_entries(self) -> None:
+        """Tag the entries written before agent state named a user (by an earlier agentmem),
+        once per store object, so that erasing their user reaches them too. Each is read
+        again just before it is written, under the write lock, as a refreshing read is."""
+        with self._writing:
+            if self._tagged:
+                return
+            for found in self._registry.state.list():
+                if not found.key.startswith(_ENTRY_PREFIX) or found.user_id is not None:
+                    continue
+                seen = _Entry.decode(found.value)
+                if self._user_of(seen.namespace) is not None:
+                    entry = self._get_entry(seen.namespace, seen.key)
+                    if entry is not None:
+                        self._save(entry)
+            self._tagged = True
 
     def _forget(self, entry: _Entry) -> None:
         if entry.memory_id is not None:
@@ -762,6 +791,8 @@ class AgentMemStore(BaseStore):
         for op in ops:  # all of them first: a bad op in a batch runs none of it
             _check_op(op)
             validate_op_namespace(op)
+        if not self._tagged:
+            self._tag_older_entries()
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):

@@ -180,3 +180,30 @@ def test_write_on_one_node_read_on_another_kill_and_catch_up(cluster, tmp_path: 
         assert id_ in ids and not degraded
     meaning = on_c.recall("musical instrument child")
     assert [h.id for h in meaning.items[:1]] == [fact.id], (meaning, c.output()[-3000:])
+
+
+def test_erasing_a_user_on_one_node_removes_its_store_values_from_postgres(
+    cluster, tmp_path: Path
+) -> None:
+    import psycopg
+
+    from langchain_agentmem import AgentMemStore
+
+    flags, node = cluster
+    key = _key(flags, tmp_path / "keys-home")
+    a, b = node("a"), node("b")
+    with agentmem.connect(a.url, api_key=key) as on_a, agentmem.connect(b.url, api_key=key) as on_b:
+        store = AgentMemStore(on_a, user_position=1)
+        store.put(("memories", "u1"), "code", {"content": "Canary-PG-7305 locker code"})
+        store.put(("memories", "u2"), "code", {"content": "Canary-PG-1196 locker code"})
+
+        on_b.erase(tenant_id="acme", user_id="u1")
+
+        assert AgentMemStore(on_b, user_position=1).search(("memories", "u1")) == []
+        assert store.get(("memories", "u1"), "code") is None
+        assert store.get(("memories", "u2"), "code") is not None
+    with psycopg.connect(flags[1]) as conn:
+        rows = conn.execute(
+            "SELECT COUNT(*) FROM agent_state WHERE value LIKE %s", ("%Canary-PG-7305%",)
+        ).fetchone()
+    assert rows == (0,)

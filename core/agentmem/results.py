@@ -288,11 +288,12 @@ class UpsertResult:
 
 @dataclass(frozen=True, slots=True)
 class StateEntry:
-    """One stored state value."""
+    """One stored state value, and the user it is about (None: the agent's own)."""
 
     key: str
     value: Any
     updated_at: datetime
+    user_id: str | None = None
 
 
 @dataclass(frozen=True)

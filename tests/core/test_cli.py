@@ -856,6 +856,26 @@ def test_import_takes_an_empty_tool_output_and_never_rolls_state_back(tmp_path: 
         assert [(i.kind, i.content) for i in restored] == [("tool_output", "")]
 
 
+def test_an_imported_state_entry_about_a_user_is_erased_with_that_user(tmp_path: Path) -> None:
+    from agentmem.maintenance import transfer
+    from agentmem.models import Identity
+
+    with AgentMemory(tmp_path / "home", background=False) as mem:
+        state = mem.bind("acme", agent_id="a1").state
+        state.set("about-u1", {"note": "zqstate4471"}, user_id="u1")
+        state.set("own", {"note": "the agent's own"})
+        with pytest.raises(ValidationError, match="user_id"):
+            state.set("bad", 1, user_id=" ")
+        lines = [json.dumps(line) for line in transfer.export_lines(mem.context)]
+    assert [json.loads(s).get("user_id") for s in lines] == ["u1", None]
+    with AgentMemory(tmp_path / "copy", background=False) as copy:
+        transfer.apply_plan(copy.context, transfer.parse_lines(lines, Identity("x")))
+        receipt = copy.erase(tenant_id="acme", user_id="u1")
+        assert receipt.records["agent_state"] == 1
+        restored = copy.bind("acme", agent_id="a1").state
+        assert [e.key for e in restored.list()] == ["own"]
+
+
 def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
     # agentmem --home H export | head -c 10
     home = tmp_path / "home"

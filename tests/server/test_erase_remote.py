@@ -8,6 +8,7 @@ from _agentmem_server import ServerProcess
 
 import agentmem
 from agentmem import AuthError
+from langchain_agentmem import AgentMemStore
 
 
 def test_admin_key_erases_a_user_of_its_tenant(server: ServerProcess, tenant: str) -> None:
@@ -38,6 +39,29 @@ def test_admin_key_erases_a_user_of_its_tenant(server: ServerProcess, tenant: st
             agentmem.connect(server.url, api_key=pinned_key)
         again = admin.erase(tenant_id=tenant, user_id="erased")
         assert again.rows == 0  # nothing left to erase
+
+
+def test_erasing_a_user_removes_its_langgraph_store_values(
+    server: ServerProcess, tenant: str
+) -> None:
+    with agentmem.connect(server.url, api_key=server.create_key(tenant, admin=True)) as admin:
+        store = AgentMemStore(admin, user_position=1, wait_for_index=True)
+        store.put(("memories", "erased"), "code", {"content": "Canary-STORE-6071 locker code"})
+        store.put(("memories", "kept"), "code", {"content": "Canary-STORE-3388 locker code"})
+        assert _served_files_with(server, b"Canary-STORE-6071")
+
+        receipt = admin.erase(tenant_id=tenant, user_id="erased")
+
+        assert receipt.records["agent_state"] == 1
+        assert store.get(("memories", "erased"), "code") is None
+        assert store.search(("memories", "erased")) == []
+        assert [i.key for i in store.search(("memories", "kept"), query="locker code")] == ["code"]
+    # nothing of the erased user's value is left in the server's files (records included)
+    assert _served_files_with(server, b"Canary-STORE-6071") == []
+
+
+def _served_files_with(server: ServerProcess, needle: bytes) -> list[str]:
+    return [p.name for p in server.home.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
 def test_a_key_without_admin_cannot_erase(server: ServerProcess, tenant: str) -> None:

@@ -86,9 +86,11 @@ class StateOps:
         result: StateEntry | None = self._call("state.get", {"key": key})
         return result
 
-    def set(self, key: str, value: Any) -> StateEntry:
+    def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry:
         """See :meth:`agentmem.tiers.agent_state.AgentState.set`."""
-        result: StateEntry = self._call("state.set", {"key": key, "value": value})
+        result: StateEntry = self._call(
+            "state.set", {"key": key, "value": value, "user_id": user_id}
+        )
         return result
 
     def delete(self, key: str) -> bool:

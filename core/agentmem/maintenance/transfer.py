@@ -12,8 +12,10 @@ summaries come back as themselves. Fields: every field of
 ``memory``, ``summary``, ``session_chunk``), ``partition``, ``tier``, ``topic_key``,
 ``dedup_key`` and ``full_content`` (when the indexed ``content`` is a capped copy or a
 preview). Export also writes ``{"type": "session", ...}`` lines (closed sessions and their
-tier) and ``{"type": "agent_state", ...}`` lines; both restore too. The working-memory state
-of open sessions is not exported (their transcript is; the next compaction rebuilds it).
+tier) and ``{"type": "agent_state", ...}`` lines (with ``user_id`` when the entry is about a
+user, so erasing that user still reaches the restored copy); both restore too. The
+working-memory state of open sessions is not exported (their transcript is; the next
+compaction rebuilds it).
 
 **Writes** (lines you write by hand; no ``id``): stored through the normal write path, so
 they are validated, deduplicated and indexed like any API call; a message is also keyed by
@@ -148,8 +150,8 @@ def export_lines(
                 if f.name != "last_seq"
             },
         }
-    for tenant, agent, key, value, at in ctx.records.agent_state.all(tenant_id):
-        yield {
+    for tenant, agent, key, value, at, user in ctx.records.agent_state.all(tenant_id):
+        line = {
             "type": "agent_state",
             "tenant_id": tenant,
             "agent_id": agent,
@@ -157,6 +159,9 @@ def export_lines(
             "value": value,
             "updated_at": at.isoformat(),
         }
+        if user is not None:  # the user the entry is about: erasing them must still reach it
+            line["user_id"] = user
+        yield line
 
 
 def _jsonable(value: Any) -> Any:
@@ -522,6 +527,7 @@ def _agent_state(obj: Mapping[str, Any]) -> dict[str, Any]:
         "key": validation.identity(obj.get("key"), "key", required=True),
         "value": validation.metadata({"value": obj.get("value")}, "value")["value"],
         "updated_at": _time(obj, "updated_at"),
+        "user_id": validation.identity(obj.get("user_id"), "user_id"),
     }
 
 
@@ -603,7 +609,13 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
             counts.sessions += 1
     elif first.type == "agent_state":
         counts.agent_state += ctx.records.agent_state.set(
-            a["tenant_id"], a["agent_id"], a["key"], a["value"], a["updated_at"], only_if_newer=True
+            a["tenant_id"],
+            a["agent_id"],
+            a["key"],
+            a["value"],
+            a["updated_at"],
+            user_id=a["user_id"],
+            only_if_newer=True,
         )
     elif first.type == "message":
         records = [

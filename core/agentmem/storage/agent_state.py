@@ -1,4 +1,8 @@
-"""The ``agent_state`` table: small named JSON values per (tenant, agent)."""
+"""The ``agent_state`` table: small named JSON values per (tenant, agent).
+
+An entry may name the user it is about (``user_id``; NULL: the agent's own): erasing that
+user deletes it (:data:`agentmem.storage.erasure.IDENTITY_TABLES`).
+"""
 
 from __future__ import annotations
 
@@ -17,15 +21,18 @@ class AgentStateTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def get(self, tenant_id: str, agent_id: str, key: str) -> tuple[Any, datetime] | None:
+    def get(
+        self, tenant_id: str, agent_id: str, key: str
+    ) -> tuple[Any, datetime, str | None] | None:
+        """(value, updated_at, user) of an entry, or None."""
         rows = self._db.read(
-            "SELECT value, updated_at FROM agent_state WHERE tenant_id = ? AND agent_id = ? "
-            "AND key = ?",
+            "SELECT value, updated_at, user_id FROM agent_state WHERE tenant_id = ? "
+            "AND agent_id = ? AND key = ?",
             (tenant_id, agent_id, key),
         )
         if not rows:
             return None
-        return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1])
+        return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1]), rows[0][2]
 
     def set(
         self,
@@ -35,18 +42,21 @@ class AgentStateTable:
         value: Any,
         at: datetime,
         *,
+        user_id: str | None = None,
         only_if_newer: bool = False,
     ) -> bool:
-        """Write an entry; True if written. With ``only_if_newer`` (an import) an entry this
-        store holds from ``at`` or later is kept: an older export imported again must not
-        roll the state back."""
+        """Write an entry about ``user_id`` (None: about no user); True if written. With
+        ``only_if_newer`` (an import) an entry this store holds from ``at`` or later is kept:
+        an older export imported again must not roll the state back."""
         newer = " WHERE agent_state.updated_at < excluded.updated_at" if only_if_newer else ""
+        encoded = json.dumps(value, ensure_ascii=False)
         with self._db.write(keys=()) as tx:  # one upsert
             cur = tx.execute(
-                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at) "
-                "VALUES (?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
-                f"value = excluded.value, updated_at = excluded.updated_at{newer}",
-                (tenant_id, agent_id, key, json.dumps(value, ensure_ascii=False), iso(at)),
+                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at, user_id) "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
+                "value = excluded.value, updated_at = excluded.updated_at, "
+                f"user_id = excluded.user_id{newer}",
+                (tenant_id, agent_id, key, encoded, iso(at), user_id),
             )
             return cur.rowcount > 0
 
@@ -58,24 +68,26 @@ class AgentStateTable:
             )
             return cur.rowcount > 0
 
-    def list(self, tenant_id: str, agent_id: str) -> list[tuple[str, Any, datetime]]:
+    def list(self, tenant_id: str, agent_id: str) -> list[tuple[str, Any, datetime, str | None]]:
+        """(key, value, updated_at, user) of every entry of an agent, by key."""
         rows = self._db.read(
-            "SELECT key, value, updated_at FROM agent_state WHERE tenant_id = ? AND "
+            "SELECT key, value, updated_at, user_id FROM agent_state WHERE tenant_id = ? AND "
             "agent_id = ? ORDER BY key",
             (tenant_id, agent_id),
         )
-        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2])) for r in rows]
+        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2]), r[3]) for r in rows]
 
     def all(
         self, tenant_id: str | None = None
-    ) -> builtins.list[tuple[str, str, str, Any, datetime]]:
-        """(tenant, agent, key, value, updated_at) of every entry (of one tenant), for export."""
-        sql = "SELECT tenant_id, agent_id, key, value, updated_at FROM agent_state"
+    ) -> builtins.list[tuple[str, str, str, Any, datetime, str | None]]:
+        """(tenant, agent, key, value, updated_at, user) of every entry (of one tenant), for
+        export."""
+        sql = "SELECT tenant_id, agent_id, key, value, updated_at, user_id FROM agent_state"
         params: tuple[Any, ...] = ()
         if tenant_id is not None:
             sql += " WHERE tenant_id = ?"
             params = (tenant_id,)
         return [
-            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]))
+            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]), r[5])
             for r in self._db.read(sql + " ORDER BY tenant_id, agent_id, key", params)
         ]

@@ -3,7 +3,9 @@
 An erasure removes every row of one identity: a whole tenant, or the rows of a tenant owned
 by a user, an agent, or one user with one agent. A row *belongs* to the identity when its
 tenant matches and each given owner column (``user_id``, ``agent_id``) matches; a table
-without a given column holds nothing of that identity (``agent_state`` has no user).
+without a given column holds nothing of that identity. ``agent_state`` is keyed by agent and,
+for an entry kept about one user (a LangGraph store's value of that user's namespace), by
+that user too: erasing the user deletes it, and the agent's own entries (no user) stay.
 
 :data:`IDENTITY_TABLES` lists the tables keyed by owner columns besides ``memories``; a table
 added later that holds per-identity rows (API keys, say) joins every erasure by appending its
@@ -47,7 +49,7 @@ MEMORIES = IdentityTable("memories", "user_id", "agent_id")
 #: Other tables keyed by owner: an erasure deletes their rows of the identity.
 IDENTITY_TABLES: list[IdentityTable] = [
     IdentityTable("sessions", "user_id", "agent_id"),
-    IdentityTable("agent_state", None, "agent_id"),
+    IdentityTable("agent_state", "user_id", "agent_id"),
     IdentityTable("api_keys", "user_id", "agent_id"),
 ]
 #: Tables of a tenant's rows that are keyed by something else than an owner; erasing a

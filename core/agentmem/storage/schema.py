@@ -219,6 +219,14 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE api_keys ADD COLUMN operator INTEGER NOT NULL DEFAULT 0;
     """,
+    # 10: the user an agent-state entry is about (NULL: the agent's own), set by the writer
+    # when a value is kept for one user (a LangGraph store's item of that user's namespace);
+    # erasing that user deletes the entry with the user's other rows
+    """
+    ALTER TABLE agent_state ADD COLUMN user_id TEXT;
+    CREATE INDEX agent_state_user ON agent_state (tenant_id, user_id)
+        WHERE user_id IS NOT NULL;
+    """,
 ]
 
 
@@ -333,4 +341,6 @@ POSTGRES_MIGRATIONS: list[str] = [
     """,
     # 11: server-operator keys (SQLite migration 9)
     _postgres(MIGRATIONS[8]),
+    # 12: the user an agent-state entry is about (SQLite migration 10)
+    _postgres(MIGRATIONS[9]),
 ]

@@ -41,16 +41,25 @@ class AgentState:
         k = validation.identity(key, "key", required=True)
         assert k is not None
         found = self._table.get(self._identity.tenant_id, self._agent(), k)
-        return None if found is None else StateEntry(k, found[0], found[1])
+        return None if found is None else StateEntry(k, *found)
 
-    def set(self, key: str, value: Any) -> StateEntry:
-        """Store a JSON-serialisable value under ``key`` (replacing any previous one)."""
+    def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry:
+        """Store a JSON-serialisable value under ``key`` (replacing any previous one).
+
+        Args:
+            key: The entry's name.
+            value: Any JSON value.
+            user_id: The user the value is about, when it is kept for one user (an item of
+                that user's namespace in a LangGraph store): erasing that user deletes the
+                entry. None: the agent's own value, which erasing a user leaves.
+        """
         k = validation.identity(key, "key", required=True)
         assert k is not None
+        user = validation.identity(user_id, "user_id")
         encoded = validation.metadata({"value": value}, "value")["value"]
         now = now_utc()
-        self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now)
-        return StateEntry(k, encoded, now)
+        self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now, user_id=user)
+        return StateEntry(k, encoded, now, user)
 
     def delete(self, key: str) -> bool:
         """Remove the entry under ``key``; False if there was none."""
@@ -61,6 +70,6 @@ class AgentState:
     def list(self) -> list[StateEntry]:
         """Every entry of the bound agent, by key."""
         return [
-            StateEntry(k, value, at)
-            for k, value, at in self._table.list(self._identity.tenant_id, self._agent())
+            StateEntry(k, value, at, user)
+            for k, value, at, user in self._table.list(self._identity.tenant_id, self._agent())
         ]

@@ -1,0 +1,117 @@
+"""Erasing a user removes the values an ``AgentMemStore`` keeps for that user's namespaces
+(on SQLite and on Postgres); other users' values, unowned items and the agent's own state
+stay."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentmem import AgentMemory
+from langchain_agentmem import AgentMemStore
+
+pytestmark = pytest.mark.both_backends
+
+MakeMemory = Callable[..., AgentMemory]
+U1, U2 = "user-qv17", "user-hx42"
+C1, C2, C_SHARED, C_AGENT = "qvcanary5813", "hxcanary2290", "sharedcanary7", "agentcanary3"
+
+
+def _state_rows_with(mem: AgentMemory, needle: str) -> int:
+    rows = mem.records.read("SELECT COUNT(*) FROM agent_state WHERE value LIKE ?", (f"%{needle}%",))
+    return int(rows[0][0])
+
+
+def _files_with(home: Path, needle: str) -> list[str]:
+    raw = needle.encode("utf-8")
+    return sorted(
+        str(Path(root, name).relative_to(home))
+        for root, _, files in os.walk(home)
+        for name in files
+        if raw in Path(root, name).read_bytes()
+    )
+
+
+def _fill(mem: AgentMemory) -> AgentMemStore:
+    store = AgentMemStore(mem, tenant_id="acme", user_position=1)
+    for user, canary in ((U1, C1), (U2, C2)):
+        store.put(("memories", user), "pref", {"content": f"Prefers the code {canary}"})
+        store.put(("memories", user, "deep"), "n", {"note": canary}, index=False)
+        store.put(("memories", user), "ttl", {"content": f"short-lived {canary}"}, ttl=60)
+    store.put(("shared",), "faq", {"content": f"Opening hours {C_SHARED}"})
+    mem.bind("acme", agent_id="bot").state.set("cursor", {"last": C_AGENT})
+    mem.flush()
+    return store
+
+
+def test_erasing_a_user_removes_the_store_values_of_its_namespaces(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    store = _fill(mem)
+    assert store.get(("memories", U1), "pref") is not None
+    assert _state_rows_with(mem, C1) == 3
+
+    receipt = mem.erase(tenant_id="acme", user_id=U1)
+
+    assert receipt.records["agent_state"] == 3
+    assert store.get(("memories", U1), "pref") is None
+    assert store.get(("memories", U1, "deep"), "n") is None
+    assert store.search(("memories", U1)) == []
+    assert store.search(("memories", U1), query=C1) == []
+    assert [ns for ns in store.list_namespaces() if U1 in ns] == []
+    assert _state_rows_with(mem, C1) == 0
+    # the other user's values, the unowned item and the agent's own state stay
+    assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
+    assert store.search(("memories", U2), query=f"code {C2}")[0].key == "pref"
+    assert store.get(("shared",), "faq") is not None
+    state = mem.bind("acme", agent_id="bot").state.get("cursor")
+    assert state is not None and state.value == {"last": C_AGENT}
+    home = mem.home
+    mem.close()
+    assert _files_with(home, C1) == []  # nothing of the user in the records file (or any)
+
+
+def test_a_read_refreshing_an_items_ttl_keeps_it_erasable(make_memory: MakeMemory) -> None:
+    mem = make_memory()
+    store = _fill(mem)
+    assert store.get(("memories", U1), "ttl") is not None  # rewrites the entry's expiry
+    mem.erase(tenant_id="acme", user_id=U1)
+    assert store.get(("memories", U1), "ttl") is None
+    assert _state_rows_with(mem, C1) == 0
+
+
+def test_erasing_the_tenant_or_the_stores_agent_still_removes_every_value(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    store = _fill(mem)
+    mem.erase(tenant_id="acme", agent_id="langgraph-store:langgraph")
+    assert store.search(()) == []  # every value of the store went with its agent
+    assert mem.bind("acme", agent_id="bot").state.get("cursor") is not None
+    mem.erase(tenant_id="acme")
+    assert mem.records.read("SELECT COUNT(*) FROM agent_state")[0][0] == 0
+
+
+def test_values_written_before_entries_named_their_user_are_erased_too(
+    make_memory: MakeMemory,
+) -> None:
+    mem = make_memory()
+    _fill(mem)
+    # as an earlier agentmem wrote them: the same entries, naming no user
+    registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
+    for entry in registry.list():
+        registry.set(entry.key, entry.value)
+    assert {e.user_id for e in registry.list()} == {None}
+
+    store = AgentMemStore(mem, tenant_id="acme", user_position=1)
+    assert store.get(("shared",), "faq") is not None  # its first operation tags them
+    mem.erase(tenant_id="acme", user_id=U1)
+
+    assert store.search(("memories", U1)) == []
+    assert _state_rows_with(mem, C1) == 0
+    assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
+    assert {e.user_id for e in registry.list()} == {U2, None}
