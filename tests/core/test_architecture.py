@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tokens",
         "chunking",
         "speakers",
+        "phrasing",
         "distribution",
         "results",
         "recall_options",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
-from agentmem.e5 import E5_MODEL_NAME, MAX_TOKENS, E5Embedder
+from agentmem.e5 import E5_MODEL_NAME, MAX_TOKENS, E5Embedder, is_remark
 from agentmem.embeddings import CachedEmbedder
 
 
@@ -19,13 +19,20 @@ def e5() -> E5Embedder:
     return E5Embedder()
 
 
-def test_queries_and_passages_are_embedded_with_their_prefixes(e5: E5Embedder) -> None:
-    text = "Meine Schwester wohnt in Lissabon"
-    passage = e5.embed_documents([text])[0]
-    query = e5.embed_query(text)
+def test_questions_and_phrases_are_queries_remarks_are_passages(e5: E5Embedder) -> None:
+    question = "Wo wohnt meine Schwester?"
+    passage = e5.embed_documents([question])[0]
+    query = e5.embed_query(question)
     assert passage.shape == query.shape == (384,) and passage.dtype == np.float32
     assert np.isclose(np.linalg.norm(query), 1.0, atol=1e-5)
     assert not np.allclose(passage, query, atol=1e-3)  # "query: " vs "passage: "
+    # a search phrase is a query too
+    phrase = "Adresse meiner Schwester in Lissabon"
+    assert not np.allclose(e5.embed_query(phrase), e5.embed_documents([phrase])[0], atol=1e-3)
+    # a remark recalling an earlier exchange is matched as one statement with another
+    remark = "Meine Schwester ist letzte Woche mit ihren zwei Katzen nach Lissabon gezogen"
+    assert is_remark(remark) and not is_remark(phrase) and not is_remark(question)
+    assert np.allclose(e5.embed_query(remark), e5.embed_documents([remark])[0], atol=1e-6)
 
 
 def test_long_texts_are_cut_to_the_models_window(e5: E5Embedder) -> None:

@@ -27,6 +27,7 @@ from ..config import MemoryConfig
 from ..embeddings import Embedder, FloatArray
 from ..errors import RerankError, StorageError
 from ..models import Identity, RecallHit, RecallResult
+from ..phrasing import asks
 from ..rerank import Reranker
 from ..storage.keyword_index import KeywordFilter, KeywordIndex
 from ..storage.records import RecordStore
@@ -51,7 +52,6 @@ from .request import RecallRequest
 from .text import (
     Code,
     TextScorer,
-    asks,
     codes,
     compound_identifiers,
     identifier_terms,

@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..embeddings import Embedder, FloatArray
+from ..phrasing import words
 from ..speakers import metadata_speaker
 from ..storage.records import RecordStore
 from ..storage.rows import Brief, Row
 from ..write.index_text import index_text, keyword_text, row_key
 from ..write.keys import with_key
-from .text import words
 
 #: BM25 term-frequency saturation (Tantivy's default).
 BM25_K1 = 1.2

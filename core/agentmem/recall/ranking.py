@@ -204,7 +204,7 @@ class Candidate:
     says_code: bool | None = None
     #: Analysed terms of a chat message (None for other kinds).
     terms: int | None = None
-    #: A chat message asking a question (:func:`agentmem.recall.text.asks`).
+    #: A chat message asking a question (:func:`agentmem.phrasing.asks`).
     asks: bool = False
     prev_coverage: float = 0.0
     prev_cos: float = 0.0

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..phrasing import words
 from ..speakers import resolve_speaker
 from ..storage.rows import Brief
 from ..write.index_text import analysed_terms
@@ -216,25 +217,6 @@ _EDGE_PUNCTUATION = "\"'()[]{}<>.,;:!?"
 _LETTER_DIGIT = re.compile(r"[^\W\d_]\d")
 _HASH_NUMBER = re.compile(r"#\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-#: A word as the keyword tokenizer cuts text: a run of letters and digits.
-_WORD = re.compile(r"[^\W_]+")
-
-
-#: What may follow a question mark at the end of a message: closing quotes and brackets.
-_CLOSING = "\"')]}»”’」』"
-
-
-def asks(text: str) -> bool:
-    """Whether a message asks a question: it ends with a question mark (``?``, or the
-    full-width ``？`` of Chinese and Japanese), closing quotes and brackets aside."""
-    return text.rstrip().rstrip(_CLOSING).endswith(("?", "？"))
-
-
-def words(text: str) -> list[str]:
-    """The words of ``text`` as the keyword tokenizer cuts it, as written."""
-    return _WORD.findall(text)
 
 
 def identifier_words(query: str, analyze: Callable[[str], list[str]]) -> list[str]:

@@ -75,7 +75,7 @@ class LabelledQuery:
         unknown_code: The query gives a code none of its candidates says
             (:func:`agentmem.recall.ranking.unknown_code`: recall returns nothing).
         asks: Whether each candidate is a chat message asking a question
-            (:func:`agentmem.recall.text.asks`; the score gap is not measured from one).
+            (:func:`agentmem.phrasing.asks`; the score gap is not measured from one).
             Empty in files written before it was recorded: no candidate asks.
     """
 
