@@ -6,6 +6,7 @@ from typing import Any
 
 from agentmem.calibration import bundled_profile
 from agentmem.config import MAX_TOP_K
+from agentmem.phrasing import asks
 from agentmem.recall.explain import recall_explain
 from agentmem.recall.ranking import (
     CALIBRATION_FEATURES,
@@ -16,7 +17,6 @@ from agentmem.recall.ranking import (
 )
 from agentmem.recall.request import RETRIEVERS, RecallRequest
 from agentmem.recall.text import (
-    asks,
     codes,
     compound_identifiers,
     identifier_terms,
