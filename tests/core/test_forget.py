@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from _forgetting_support import everything_readable, gettable, rows_containing
+from _legacy_schema import downgrade
 
 from agentmem import AgentMemory, NotFoundError
 from agentmem.storage.keyword_index import KeywordFilter
@@ -224,14 +225,7 @@ def test_a_data_dir_from_before_source_links_gets_them_at_open(make_memory: Make
     mem.close()
     # what a data dir written before forgetting existed looks like (schema 5)
     conn = sqlite3.connect(home / "records.sqlite3")
-    conn.execute("ALTER TABLE api_keys DROP COLUMN operator")  # migration 9
-    for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
-        conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
-    conn.execute("DROP TABLE memory_sources")
-    conn.execute("DROP TABLE erasures")
-    conn.execute("ALTER TABLE memories DROP COLUMN forgotten_at")
-    conn.execute("DELETE FROM schema_version WHERE version > 5")
-    conn.commit()
+    downgrade(conn, 5)
     conn.close()
 
     again = make_memory(path=home)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _legacy_schema import downgrade
 from _reliability_support import DIM, HashEmbedder
 
 from agentmem import AgentMemory
@@ -133,15 +134,7 @@ def _make_legacy(home: Path) -> None:
     none of what later migrations added)."""
     conn = sqlite3.connect(home / "records.sqlite3")
     try:
-        conn.execute("DROP TABLE meta")
-        conn.execute("ALTER TABLE api_keys DROP COLUMN operator")  # migration 9
-        for column in ("kw_terms", "kw_term_count", "content_tokens"):  # migration 8
-            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
-        conn.execute("DROP TABLE erasures")
-        conn.execute("DROP TABLE memory_sources")
-        conn.execute("ALTER TABLE memories DROP COLUMN forgotten_at")
-        conn.execute("DELETE FROM schema_version WHERE version > 4")
-        conn.commit()
+        downgrade(conn, 4)
     finally:
         conn.close()
 
