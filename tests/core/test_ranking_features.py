@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentmem.calibration import bundled_profile
-from agentmem.config import MAX_TOP_K
+from agentmem.evaluation.halves import uncut_request
 from agentmem.phrasing import asks
 from agentmem.recall.explain import recall_explain
 from agentmem.recall.ranking import (
@@ -15,7 +15,7 @@ from agentmem.recall.ranking import (
     brevity,
     features,
 )
-from agentmem.recall.request import RETRIEVERS, RecallRequest
+from agentmem.recall.request import RETRIEVERS
 from agentmem.recall.text import (
     codes,
     compound_identifiers,
@@ -38,18 +38,7 @@ def _candidates(
 ) -> dict[str, tuple[float, ...]]:
     """Content -> features of every candidate of ``query`` (``mem``: ``(memory, bound)``)."""
     memory, bound = mem
-    req = RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope="any",
-        kinds=None,
-        memory_types=None,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
-        retrievers=retrievers,
-    )
+    req = uncut_request(query, retrievers=retrievers)
     ranked, visible, _ = memory.engine.candidates(bound.identity, req)
     return {visible[c.id][1].content: c.features for c in ranked}
 
@@ -435,18 +424,7 @@ def test_equal_keyword_scores_rank_in_write_order_whatever_the_index_gives(
     older = m.remember("Alice drinks green tea daily").id
     newer = m.remember("Bobby drinks green tea daily").id
     mem.flush()
-    req = RecallRequest(
-        query="green tea",
-        top_k=MAX_TOP_K,
-        scope="any",
-        kinds=None,
-        memory_types=None,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
-        retrievers=RETRIEVERS,
-    )
+    req = uncut_request("green tea")
 
     def ranks() -> tuple[dict[str, int | None], list[tuple[str, float]]]:
         ranked, _, _ = mem.engine.candidates(m.identity, req)

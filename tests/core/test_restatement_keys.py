@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentmem import AgentMemory
-from agentmem.config import MAX_TOP_K
-from agentmem.recall.request import RecallRequest
+from agentmem.evaluation.halves import uncut_request
 from agentmem.write.keys import RESTATE_MAX_CHARS, restatement
 
 MakeMemory = Callable[..., AgentMemory]
@@ -39,35 +38,13 @@ def test_a_turn_already_self_contained_gets_no_key() -> None:
 
 
 def _keyword_candidates(mem: AgentMemory, bound: Any, query: str) -> dict[str, float]:
-    req = RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope="any",
-        kinds=None,
-        memory_types=None,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
-        retrievers=("keyword",),
-    )
+    req = uncut_request(query, retrievers=("keyword",))
     ranked, visible, _ = mem.engine.candidates(bound.identity, req)
     return {visible[c.id][1].content: c.bm25 for c in ranked}
 
 
 def _cosines(mem: AgentMemory, bound: Any, query: str) -> dict[str, float]:
-    req = RecallRequest(
-        query=query,
-        top_k=MAX_TOP_K,
-        scope="any",
-        kinds=None,
-        memory_types=None,
-        rerank=False,
-        min_score=0.0,
-        token_budget=10**9,
-        filters={},
-        retrievers=("vector",),
-    )
+    req = uncut_request(query, retrievers=("vector",))
     ranked, visible, _ = mem.engine.candidates(bound.identity, req)
     return {visible[c.id][1].content: c.cos or 0.0 for c in ranked}
 
