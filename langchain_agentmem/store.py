@@ -24,12 +24,23 @@ How LangGraph's namespaces map onto agentmem
   a put supersedes the previous version of that key in the core.
 * **Values** (any JSON object, up to 64 KiB encoded) and timestamps are kept in the agent
   state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
-  hash of (namespace, key). That entry is the system of record for ``get``, listing and
-  filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
-  namespace that names a user or an agent is tagged with them, so erasing that user or agent
+  short hash of each namespace label (the first 20) followed by a hash of (namespace, key):
+  the entries of a namespace prefix are one range of keys, which ``state.list(prefix=...)``
+  reads alone, so a search or listing in a namespace costs what that namespace holds, not
+  the whole store. That entry is the system of record for ``get``, listing and filtering:
+  the core has no lookup by topic key and no listing by metadata. An entry of a namespace
+  that names a user or an agent is tagged with them, so erasing that user or agent
   (``AgentMemory.erase(user_id=...)``, ``erase(agent_id=...)``) deletes the value along with
-  the memory (entries an earlier version wrote untagged are tagged at the store's first
-  operation).
+  the memory. Entries an earlier version wrote (keyed by a hash of (namespace, key) alone,
+  perhaps untagged) are moved and tagged once per data, at the first operation of a store.
+* **Forgetting an item's memory forgets the item.** When the memory behind an item is
+  forgotten outside the store (``forget`` of the memory API, the ``delete_memory`` tool,
+  ``agentmem forget``, retention anonymizing it after the supersession judge retired it),
+  the item is gone: ``get``, ``search`` and ``list_namespaces`` look up the memories of the
+  entries they would return (one ``get_many`` per owner, only as far as the page they
+  return) and delete each entry whose memory is gone, so the value leaves the records at the
+  first read that meets it. A memory merely retired (superseded) keeps its item until
+  retention anonymizes it.
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
