@@ -116,6 +116,8 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
     damage = records.db.damage()
     if damage is not None:
         problems.append(damage)
+    if ctx.calibration.problem is not None:
+        problems.append(ctx.calibration.problem)
     if ctx.vector_loss is not None:
         problems.append(ctx.vector_loss.describe())
     whole = tenant_id is None
