@@ -294,6 +294,8 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 #: SQLite's primary result codes for a damaged file (SQLITE_CORRUPT) and for a file that is
 #: not a database at all (SQLITE_NOTADB).
 _DAMAGED = frozenset({11, 26})
+#: SQLITE_FULL: no room for the write (the disk, or max_page_count).
+_FULL = 13
 
 
 def _failed(what: str, path: Path, exc: sqlite3.Error) -> StorageError:
@@ -303,6 +305,12 @@ def _failed(what: str, path: Path, exc: sqlite3.Error) -> StorageError:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None and code & 0xFF in _DAMAGED:
         return StorageError(_damaged(path, str(exc)), path=str(path))
+    if code is not None and code & 0xFF == _FULL:
+        return StorageError(
+            f"{what}: {exc} (the disk holding {path} is full, or the file reached its size "
+            "limit): that write was rolled back; free some space and retry",
+            path=str(path),
+        )
     return StorageError(f"{what}: {exc}", path=str(path))
 
 
