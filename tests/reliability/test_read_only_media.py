@@ -118,10 +118,17 @@ def test_read_only_media_open_recall_stats_and_doctor(
         with pytest.raises(StorageError, match="read-only"):
             bound.remember("A write on read-only media")
 
+    # a relative path too (`agentmem --home ./mem stats`): the private views link to the dir
+    monkeypatch.chdir(media.parent)
+    with AgentMemory(Path(media.name), embedder=shared_embedder, read_only=True) as ro:
+        found = ro.bind(**IDENT).recall("which food could make them ill?")
+        assert found.items[0].id == ids[0] and found.degraded is False
+
     monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
     for command in ("stats", "doctor"):
-        capsys.readouterr()
-        assert main(["--home", str(media), command]) == 0, capsys.readouterr()
+        for home in (str(media), media.name):
+            capsys.readouterr()
+            assert main(["--home", home, command]) == 0, capsys.readouterr()
     assert _listing(source) == before
     assert not (source / "LOCK").exists() or "LOCK" in before
     assert not any(private.iterdir())  # the views of the indexes were removed at close
