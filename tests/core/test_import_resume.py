@@ -253,4 +253,6 @@ def test_a_full_disk_stops_an_import_saying_what_was_kept_and_a_rerun_finishes(
             conn.execute("PRAGMA max_page_count=1073741823")
         rest = transfer.apply_plan(mem.context, plan, batch_size=10)
         assert rest.messages_new == len(lines) - stored
-        assert sorted(row.content for row in m.messages()) == sorted(json.loads(line)["content"] for line in lines)
+        assert sorted(row.content for row in m.messages()) == sorted(
+            json.loads(line)["content"] for line in lines
+        )
