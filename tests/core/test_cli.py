@@ -903,7 +903,8 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
         ["forget", "m1"], ["get", "m1"], ["history", "m1"], ["answer", "x"],
         ["session-detail", "s"], ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
         ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
-        ["retention"], ["erase", "--tenant", "t", "--user", "u"],
+        ["retention"], ["erase", "--tenant", "t", "--user", "u"], ["calibrate"],
+        ["keys", "list"], ["keys", "revoke", "abc123"],
     ],
 )  # fmt: skip
 def test_a_command_that_stores_nothing_never_creates_a_data_dir(

@@ -298,6 +298,17 @@ def _embedder(spec: str | None, name: str | None) -> Embedder:
     return settings_embedder(Settings(embedder=spec, embedder_name=name))
 
 
+def refuse_missing_home(where: Path, records_url: str | None) -> None:
+    """Refuse a data dir that does not exist (records in Postgres aside), for a command that
+    stores nothing: on a mistyped --home it would create an empty store and report on it
+    ("0 result(s)", an empty export, no keys) as if all were well."""
+    if not records_url and not where.exists():
+        raise CliError(
+            f"--home: there is no data dir at {where} (only a command that stores something "
+            "creates one)"
+        )
+
+
 @contextmanager
 def open_memory(
     args: argparse.Namespace,
@@ -324,13 +335,8 @@ def open_memory(
     must_exist = beside_writer or not create
     if where.exists() and not where.is_dir():
         raise CliError(f"data dir {where} is a file, not a directory (see --home)")
-    if must_exist and not kwargs["settings"].records_url and not where.exists():
-        # on a mistyped --home, a reading command would create an empty store and report
-        # on it ("0 result(s)", an empty export) as if all were well
-        raise CliError(
-            f"--home: there is no data dir at {where} (only a command that stores something "
-            "creates one)"
-        )
+    if must_exist:
+        refuse_missing_home(where, kwargs["settings"].records_url)
     if beside_writer and where.is_dir() and not writable(where):
         # read-only media (or another user's dir): nothing here could take the writer lock
         mem = AgentMemory(path, read_only=True, **kwargs)
