@@ -223,7 +223,7 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["recall", "x", "--filter", "user_id=u1"], 2, "cannot filter on identity keys"),
         (["forget", "0123456789abcdef"], 1, "not found"),
         (["read-tool-output", "tout_missing"], 1, "no tool output with key"),
-        (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: no such file"),
+        (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: cannot read: No such file"),
     ],
 )
 def test_error_statuses_and_messages(

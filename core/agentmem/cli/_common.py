@@ -102,6 +102,35 @@ class CliError(Exception):
         self.status = status
 
 
+# -- input files ------------------------------------------------------------------------------
+def read_input(path: str) -> str:
+    """The text of an input file (``-``: stdin), read as import and ingest both read it:
+    UTF-8 with or without a byte-order mark (Windows editors write one), line ends kept.
+
+    Raises:
+        CliError: the file is missing, a directory or not UTF-8 (a bad argument), or cannot
+            be read (permissions, I/O: the operation failed).
+    """
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return fh.read()
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}", EXIT_FAILED) from exc
+
+
+def split_jsonl(text: str) -> list[str]:
+    """The lines of JSON Lines text (a final newline ends the last line: it starts no other)."""
+    # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
+    # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
+
+
 # -- identity and the store -------------------------------------------------------------------
 def _flag_or_env(args: argparse.Namespace, name: str) -> str | None:
     value = getattr(args, name, None)
