@@ -169,12 +169,15 @@ class Database:
         """Apply the migrations this file has not seen, each in its own transaction.
 
         Raises:
-            StorageError: the file was written by a newer agentmem (more migrations).
+            StorageError: the file was written by a newer agentmem (more migrations), or,
+                opened read-only, by an older one (it cannot be upgraded here).
         """
         if self._writer is None:
             version = self.schema_version()
             if version > len(migrations):
                 raise _too_new(self.path, version, len(migrations))
+            if 0 < version < len(migrations):  # 0: nothing there yet (refused elsewhere)
+                raise _too_old_to_read(self.path, version, len(migrations))
             return
         conn = self._writer
         try:
@@ -326,6 +329,19 @@ def _too_new(path: Path | str, version: int, known: int) -> StorageError:
     return StorageError(
         f"records store schema version {version} is newer than this agentmem ({known}); "
         "upgrade agentmem",
+        path=str(path),
+    )
+
+
+def _too_old_to_read(path: Path | str, version: int, known: int) -> StorageError:
+    # Read as it is, the queries of this version fail on tables and columns it lacks
+    # ("no such table: erasures"); only a writing open migrates it.
+    return StorageError(
+        f"records store {path} was written by an older agentmem (schema version {version}; "
+        f"this one reads {known}) and a read-only open cannot upgrade it: open it once for "
+        "writing with this agentmem (`agentmem --home DIR doctor`, say, while no other "
+        "process holds the data dir; on read-only media, a copy on writable storage), or "
+        "read it with the agentmem that wrote it",
         path=str(path),
     )
 
