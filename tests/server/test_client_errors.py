@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -37,6 +38,35 @@ def test_a_url_with_a_path_is_named_with_the_fix(server: ServerProcess, tenant: 
         agentmem.connect(url, api_key=server.create_key(tenant))
     said = str(caught.value)
     assert "HTTP 404" in said and f"{url}/v1/" in said and "root, without a path" in said
+
+
+class _WebPage(BaseHTTPRequestHandler):
+    """Another web app on the port the URL names: a page for every path."""
+
+    def do_GET(self) -> None:
+        page = b"<html><body>Welcome</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_url_of_another_web_app_is_named_with_the_fix() -> None:
+    other = ThreadingHTTPServer(("127.0.0.1", 0), _WebPage)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        with pytest.raises(RemoteError) as caught:
+            agentmem.connect(url, api_key="amk_whatever")
+    finally:
+        other.shutdown()
+        other.server_close()
+    said = str(caught.value)
+    assert "not JSON" in said and f"GET {url}/v1/" in said and "agentmem serve" in said
 
 
 def _bytes_waiting(port: int) -> bool:

@@ -189,18 +189,23 @@ def error_of(response: httpx.Response) -> AgentMemError:
         body = orjson.loads(response.content)
     except orjson.JSONDecodeError:
         body = None
-    if not is_error_body(body):  # not an agentmem answer: say where the request went
-        request = response.request
-        return RemoteError(
-            f"the server answered HTTP {response.status_code} without an agentmem error to "
-            f"{request.method} {request.url}: is the URL that of an `agentmem serve` (its "
-            "root, without a path), and no proxy in between refusing the call?",
-            status=response.status_code,
-        )
+    if not is_error_body(body):
+        return _not_agentmem(response, "without an agentmem error")
     exc = error_from(response.status_code, body)
     if isinstance(exc, RateLimitError):
         exc.retry_after = retry_after(response)
     return exc
+
+
+def _not_agentmem(response: httpx.Response, what: str) -> RemoteError:
+    """An answer no agentmem server gives: where the request went, and the likely cause."""
+    request = response.request
+    return RemoteError(
+        f"the server answered HTTP {response.status_code} {what} to {request.method} "
+        f"{request.url}: is the URL that of an `agentmem serve` (its root, without a path), "
+        "and no proxy in between answering for it?",
+        status=response.status_code,
+    )
 
 
 def retry_after(response: httpx.Response) -> float:
@@ -217,9 +222,7 @@ def payload(response: httpx.Response) -> Any:
         try:
             return orjson.loads(response.content)
         except orjson.JSONDecodeError as exc:
-            raise RemoteError(
-                "the server answered with something that is not JSON", status=response.status_code
-            ) from exc
+            raise _not_agentmem(response, "with something that is not JSON") from exc
     raise error_of(response)
 
 
