@@ -216,3 +216,21 @@ def test_an_unreadable_store_profile_is_reported_not_fatal(
     assert shipped is not None
     again.context.use_profile(dataclasses.replace(shipped, fitted_at="2026-01-01"))  # calibrate
     assert diagnose(again.context).ok
+
+
+def test_a_damaged_shipped_profile_names_the_file_and_the_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped profile is a file of the installed package, as the model is: a damaged
+    one is said as the model files are, with the command that restores it."""
+    from agentmem.calibration import profile as profile_module
+    from agentmem.errors import ModelFilesError
+
+    shipped = profile_module.bundled_path(MINILM)
+    damaged = tmp_path / shipped.name
+    damaged.write_text(shipped.read_text(encoding="utf-8")[:500], encoding="utf-8")  # torn
+    monkeypatch.setattr(profile_module, "bundled_path", lambda name: damaged)
+    with pytest.raises(ModelFilesError) as caught:
+        AgentMemory(tmp_path / "mem", background=False)
+    assert str(damaged) in str(caught.value) and "damaged" in str(caught.value)
+    assert caught.value.context["fix"] == "pip install --force-reinstall --no-deps agentmem-layer"
