@@ -1,0 +1,125 @@
+"""Keyword statistics of one tenant: what its recall's IDF is counted over.
+
+All tenants share one Tantivy index, and Tantivy's BM25 takes its statistics from the whole
+index: how many documents there are (N) and how many hold a term (n). Left alone, what tenant
+A stores would move the scores and order of tenant B's recall, and B could learn whether, and
+how often, a word occurs in A's rows by recalling it beside a word of its own. So every IDF
+recall uses (the keyword search's order and scores, the coverage feature, the scoring of rows
+not indexed yet) is counted over the querying tenant's live documents only:
+:func:`tenant_stats` counts them (one count search per term and field that holds it), and
+:class:`TenantIdf` turns them into the per-query boosts that make Tantivy's term scores use
+the tenant's IDF instead of its own. That goes for the filters too: a term query on the tenant,
+the partition or the session scores its own IDF, added to every row it selects.
+
+A store of one tenant with nothing deleted scores exactly as Tantivy alone does (every factor
+is 1.0, and no boost is added). Counting live documents only also drops what Tantivy counts of
+replaced and deleted entries until a merge rewrites their segment.
+
+What stays index-wide: Tantivy's length normalisation divides a row's length by the average
+length of its field over the index: every analysed token in ``content`` (or ``content_intl``)
+in the files, deleted entries' included, over every document in the files, of every tenant.
+Tantivy takes it from the index and lets no query give its own. That one number shifts how
+much a tenant's short rows gain over its long ones: another tenant writing long or short rows
+moves it, and so a tenant's scores, slightly; it tells how long the index's rows are on
+average, never which words any row holds. A deployment that must hide even that gives each
+tenant a data dir of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import tantivy
+
+#: The text fields (see :mod:`.keyword_index`): English rows, the others.
+TEXT_FIELDS = ("content", "content_intl")
+
+
+def bm25_idf(docs: int, holding: int) -> float:
+    """BM25's inverse document frequency (Tantivy's formula) of a term ``holding`` of
+    ``docs`` documents hold."""
+    return math.log(1.0 + (docs - holding + 0.5) / (holding + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class TenantStats:
+    """A tenant's live documents, and how many of them hold each counted term, by field."""
+
+    tenant: str
+    docs: int
+    holding: Mapping[tuple[str, str], int]
+    """(field, term) -> the tenant's live documents holding ``term`` in ``field``."""
+
+    def field_idf(self, field: str, term: str) -> float:
+        return bm25_idf(self.docs, self.holding[field, term])
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """BM25 IDF of each term over the tenant's rows (a row holds its text in one field)."""
+        return {t: bm25_idf(self.docs, sum(self.holding[f, t] for f in TEXT_FIELDS)) for t in terms}
+
+
+def text_pairs(terms: Iterable[str]) -> list[tuple[str, str]]:
+    """(field, term) of ``terms`` in every text field."""
+    return [(f, t) for t in terms for f in TEXT_FIELDS]
+
+
+def tenant_stats(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    tenant: str,
+    pairs: Iterable[tuple[str, str]],
+    known: TenantStats | None = None,
+) -> TenantStats:
+    """``tenant``'s live documents, and those holding each (field, term) of ``pairs`` (the
+    counts ``known`` has for ``tenant`` are kept; a term missing from the field's dictionary
+    is not searched)."""
+    must = tantivy.Occur.Must
+    own = tantivy.Query.term_query(schema, "tenant", tenant)
+    if known is None or known.tenant != tenant:
+        docs = _count(searcher, own)
+        known = TenantStats(tenant, docs, {("tenant", tenant): docs})
+    holding = dict(known.holding)
+    for field, term in pairs:
+        if (field, term) in holding:
+            continue
+        n = 0
+        if known.docs and searcher.doc_freq(field, term):
+            q = tantivy.Query.term_query(schema, field, term)
+            n = _count(searcher, tantivy.Query.boolean_query([(must, q), (must, own)]))
+        holding[field, term] = n
+    return TenantStats(tenant, known.docs, holding)
+
+
+class TenantIdf:
+    """The factors that turn Tantivy's IDF of a query in the files ``searcher`` reads into
+    the tenant's (``stats``, which must hold every term asked about).
+
+    Tantivy counts N over every document in the files and n over the entries of the term's
+    postings, deleted documents included until their segment is merged away: both are read
+    here exactly so, and a factor is exactly 1.0 when they equal the tenant's counts (a store
+    of one tenant, nothing deleted).
+    """
+
+    def __init__(self, searcher: tantivy.Searcher, stats: TenantStats) -> None:
+        self._searcher = searcher
+        self._stats = stats
+        # every document has exactly one term in a raw field
+        self._in_files = sum(int(n) for _, n in searcher.terms_with_prefix("kind", ""))
+
+    def factor(self, field: str, terms: Sequence[str]) -> float | None:
+        """Of a term query (one term) or a phrase query (Tantivy sums its terms' IDF); None
+        when one of ``terms`` is missing from the field's dictionary (it matches nothing)."""
+        in_files = [int(self._searcher.doc_freq(field, t)) for t in terms]
+        if not all(in_files):
+            return None
+        own = sum(self._stats.field_idf(field, t) for t in terms)
+        theirs = sum(bm25_idf(self._in_files, n) for n in in_files)
+        return 1.0 if own == theirs else own / theirs
+
+
+def _count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    """Live documents matching ``query``."""
+    # (tantivy's type stubs lack SearchResult.count, which the binding has)
+    return int(searcher.search(query, limit=1, count=True).count or 0)  # type: ignore[attr-defined]
