@@ -73,23 +73,35 @@ def tenant_stats(
     known: TenantStats | None = None,
 ) -> TenantStats:
     """``tenant``'s live documents, and those holding each (field, term) of ``pairs`` (the
-    counts ``known`` has for ``tenant`` are kept; a term missing from the field's dictionary
-    is not searched)."""
+    counts ``known`` has for ``tenant`` are kept).
+
+    A term missing from the field's dictionary is not searched; nor is any when the tenant
+    holds every entry in the files and none is deleted (a store of one tenant, merged): then
+    the dictionary's counts are the tenant's.
+    """
     must = tantivy.Occur.Must
     own = tantivy.Query.term_query(schema, "tenant", tenant)
+    live = int(searcher.num_docs)
+    whole = int(searcher.doc_freq("tenant", tenant)) == in_files(searcher) == live
     if known is None or known.tenant != tenant:
-        docs = _count(searcher, own)
+        docs = live if whole else _count(searcher, own)
         known = TenantStats(tenant, docs, {("tenant", tenant): docs})
     holding = dict(known.holding)
     for field, term in pairs:
         if (field, term) in holding:
             continue
-        n = 0
-        if known.docs and searcher.doc_freq(field, term):
+        n = int(searcher.doc_freq(field, term)) if known.docs else 0
+        if n and not whole:
             q = tantivy.Query.term_query(schema, field, term)
             n = _count(searcher, tantivy.Query.boolean_query([(must, q), (must, own)]))
         holding[field, term] = n
     return TenantStats(tenant, known.docs, holding)
+
+
+def in_files(searcher: tantivy.Searcher) -> int:
+    """Every document in the files ``searcher`` reads, deleted ones included until their
+    segment is merged away (Tantivy's N): each has exactly one term in a raw field."""
+    return sum(int(n) for _, n in searcher.terms_with_prefix("kind", ""))
 
 
 class TenantIdf:
@@ -105,8 +117,7 @@ class TenantIdf:
     def __init__(self, searcher: tantivy.Searcher, stats: TenantStats) -> None:
         self._searcher = searcher
         self._stats = stats
-        # every document has exactly one term in a raw field
-        self._in_files = sum(int(n) for _, n in searcher.terms_with_prefix("kind", ""))
+        self._in_files = in_files(searcher)
 
     def factor(self, field: str, terms: Sequence[str]) -> float | None:
         """Of a term query (one term) or a phrase query (Tantivy sums its terms' IDF); None
