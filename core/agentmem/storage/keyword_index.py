@@ -32,7 +32,14 @@ import tantivy
 
 from ..errors import StorageError
 from .datadir import writable
-from .keyword_stats import TEXT_FIELDS, TenantIdf, TenantStats, tenant_stats, text_pairs
+from .keyword_stats import (
+    TEXT_FIELDS,
+    CountCache,
+    TenantIdf,
+    TenantStats,
+    tenant_stats,
+    text_pairs,
+)
 from .language import cjk_bigrams, language
 
 ANALYZER = "agentmem_en"
@@ -142,6 +149,8 @@ class KeywordIndex:
         self.intl_analyzer = build_intl_analyzer()
         self._schema = _schema()
         self._lock = threading.Lock()
+        #: Counts behind the tenants' keyword statistics (see :mod:`.keyword_stats`).
+        self._counts = CountCache()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False  # writes not yet committed
         self._closed = False
@@ -368,7 +377,8 @@ class KeywordIndex:
 
     def tenant_stats(self, tenant: str, terms: Iterable[str]) -> TenantStats:
         """``tenant``'s keyword statistics for ``terms`` (see :mod:`.keyword_stats`)."""
-        return tenant_stats(self._index.searcher(), self._schema, tenant, text_pairs(terms))
+        searcher = self._index.searcher()
+        return tenant_stats(searcher, self._schema, tenant, text_pairs(terms), cache=self._counts)
 
     def idf(self, terms: Sequence[str], tenant: str) -> dict[str, float]:
         """BM25-style inverse document frequency of each term over ``tenant``'s live rows."""
@@ -399,7 +409,8 @@ class KeywordIndex:
         filters = self._filters(flt)
         wanted = text_pairs({*terms, *(t for p in phrases for t in p)})
         wanted += [pair for _, _, pair in filters if pair is not None]
-        idf = TenantIdf(searcher, tenant_stats(searcher, schema, flt.tenant, wanted, stats))
+        own = tenant_stats(searcher, schema, flt.tenant, wanted, stats, self._counts)
+        idf = TenantIdf(searcher, own)
         boosts = boosts or {}
 
         def scaled(
