@@ -75,6 +75,12 @@ class CountCache:
     every commit that adds or deletes a document changes it, and a change clears them all. A
     commit whose merge happened to make up for it exactly would leave a tenant its counts of
     the commit before until the next one: never another tenant's.
+
+    What it costs (100,000 bench rows of two tenants, the keyword side of a recall over two
+    partitions, a loaded 2-core machine): with the counts kept, 2.2 -> 2.55 ms against the
+    index-wide statistics; the first recall after a commit counts again (the tenant, its two
+    partitions, the query's terms: about 2.3 ms more). A store of one tenant counts nothing
+    (see :func:`tenant_stats`).
     """
 
     def __init__(self, limit: int = 50_000) -> None:
