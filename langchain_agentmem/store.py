@@ -26,9 +26,10 @@ How LangGraph's namespaces map onto agentmem
   state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
   hash of (namespace, key). That entry is the system of record for ``get``, listing and
   filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
-  namespace that names a user is tagged with that user, so erasing the user
-  (``AgentMemory.erase(user_id=...)``) deletes the value along with the memory (entries an
-  earlier version wrote untagged are tagged at the store's first operation).
+  namespace that names a user or an agent is tagged with them, so erasing that user or agent
+  (``AgentMemory.erase(user_id=...)``, ``erase(agent_id=...)``) deletes the value along with
+  the memory (entries an earlier version wrote untagged are tagged at the store's first
+  operation).
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
@@ -443,7 +444,8 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
-        self._tagged = user_position is None  # no user to tag: see _tag_older_entries
+        # nobody to tag when no namespace names a user or agent: see _tag_older_entries
+        self._tagged = user_position is None and agent_position is None
         # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
@@ -679,30 +681,41 @@ class AgentMemStore(BaseStore):
         self._save(replace(entry, memory_id=memory_id))
         return memory_id
 
-    def _user_of(self, namespace: tuple[str, ...]) -> str | None:
+    def _named(self, namespace: tuple[str, ...]) -> _Owner:
+        """The user and agent ``namespace`` names (None: it names none; the store's own agent
+        keeps every entry anyway)."""
         try:
-            return self._owner(namespace).user_id
-        except ValidationError:  # an older item whose label no user id can be: none to erase
-            return None
+            owner = self._owner(namespace)
+        except ValidationError:  # an older item whose label no id can be: none to erase
+            return _Owner(user_id=None, agent_id=None)
+        return owner if owner.agent_id != self._agent else replace(owner, agent_id=None)
 
     def _save(self, entry: _Entry) -> None:
-        """Write ``entry``, tagged with the user its namespace names: erasing that user
-        (``AgentMemory.erase(user_id=...)``) deletes it with the user's memories."""
+        """Write ``entry``, tagged with the user and agent its namespace names: erasing either
+        (``AgentMemory.erase(user_id=...)``, ``erase(agent_id=...)``) deletes it with their
+        memories."""
         key = self._entry_key(entry.namespace, entry.key)
-        self._registry.state.set(key, entry.encode(), user_id=self._user_of(entry.namespace))
+        named = self._named(entry.namespace)
+        self._registry.state.set(
+            key, entry.encode(), user_id=named.user_id, about_agent_id=named.agent_id
+        )
 
     def _tag_older_entries(self) -> None:
-        """Tag the entries written before agent state named a user (by an earlier agentmem),
-        once per store object, so that erasing their user reaches them too. Each is read
-        again just before it is written, under the write lock, as a refreshing read is."""
+        """Tag the entries an earlier agentmem wrote without the user or agent their
+        namespace names (before agent state could name them), once per store object, so that
+        erasing that user or agent reaches them too. Each is read again just before it is
+        written, under the write lock, as a refreshing read is."""
         with self._writing:
             if self._tagged:
                 return
             for found in self._registry.state.list():
-                if not found.key.startswith(_ENTRY_PREFIX) or found.user_id is not None:
+                if not found.key.startswith(_ENTRY_PREFIX):
                     continue
                 seen = _Entry.decode(found.value)
-                if self._user_of(seen.namespace) is not None:
+                named = self._named(seen.namespace)
+                if (named.user_id is not None and found.user_id is None) or (
+                    named.agent_id is not None and found.about_agent_id is None
+                ):
                     entry = self._get_entry(seen.namespace, seen.key)
                     if entry is not None:
                         self._save(entry)

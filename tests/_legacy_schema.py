@@ -8,6 +8,10 @@ import sqlite3
 
 #: Statements that undo each SQLite migration (``agentmem.storage.schema.MIGRATIONS``).
 _UNDO: dict[int, tuple[str, ...]] = {
+    11: (
+        "DROP INDEX agent_state_about_agent",
+        "ALTER TABLE agent_state DROP COLUMN about_agent_id",
+    ),
     10: ("DROP INDEX agent_state_user", "ALTER TABLE agent_state DROP COLUMN user_id"),
     9: ("ALTER TABLE api_keys DROP COLUMN operator",),
     8: tuple(

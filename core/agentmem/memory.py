@@ -435,14 +435,20 @@ class AgentMemory:
         return BoundMemory(self, identity)
 
     # -- maintenance -------------------------------------------------------------------------
-    def flush(self, timeout: float | None = None) -> bool:
+    def flush(self, timeout: float | None = None, *, tenant_id: str | None = None) -> bool:
         """Block until both indexes have caught up with the records (True if they did).
 
         Recall does not need it (it reads rows not indexed yet itself); use it before a
         benchmark, a backup of the indexes, or to measure indexing.
+
+        Args:
+            timeout: Seconds to wait at most (None: until caught up).
+            tenant_id: Wait for this tenant's rows only (what a server does for a tenant's
+                key); None: for every row.
         """
+        tenant = validation.identity(tenant_id, "tenant_id")
         ctx = self._live()
-        return True if ctx.read_only else ctx.indexer.flush(timeout)
+        return True if ctx.read_only else ctx.indexer.flush(timeout, tenant_id=tenant)
 
     def reindex(
         self,

@@ -98,7 +98,14 @@ class StateProtocol(Protocol):
 
     def get(self, key: str) -> StateEntry | None: ...
 
-    def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry: ...
+    def set(
+        self,
+        key: str,
+        value: Any,
+        *,
+        user_id: str | None = None,
+        about_agent_id: str | None = None,
+    ) -> StateEntry: ...
 
     def delete(self, key: str) -> bool: ...
 

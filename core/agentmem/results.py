@@ -288,12 +288,13 @@ class UpsertResult:
 
 @dataclass(frozen=True, slots=True)
 class StateEntry:
-    """One stored state value, and the user it is about (None: the agent's own)."""
+    """One stored state value, and the user and agent it is about (None: the agent's own)."""
 
     key: str
     value: Any
     updated_at: datetime
     user_id: str | None = None
+    about_agent_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -876,6 +876,36 @@ def test_an_imported_state_entry_about_a_user_is_erased_with_that_user(tmp_path:
         assert [e.key for e in restored.list()] == ["own"]
 
 
+def test_an_imported_state_entry_about_an_agent_is_erased_with_that_agent(
+    cli: CLI, home: Path, tmp_path: Path
+) -> None:
+    with AgentMemory(home, background=False) as mem:
+        state = mem.bind("acme", agent_id="store").state
+        state.set("about-a2", {"note": "zqagent5124"}, user_id="u1", about_agent_id="a2")
+        state.set("about-a3", {"note": "kept"}, about_agent_id="a3")
+        state.set("own", {"note": "the agent's own"})
+        with pytest.raises(ValidationError, match="about_agent_id"):
+            state.set("bad", 1, about_agent_id=" ")
+    exported = tmp_path / "export.jsonl"
+    assert cli("export", "-o", str(exported)).status == 0
+    assert [(r["key"], r.get("about_agent_id")) for r in _jsonl(exported)] == [
+        ("about-a2", "a2"),
+        ("about-a3", "a3"),
+        ("own", None),
+    ]
+    copy = tmp_path / "copy"
+    imported = cli("import", str(exported), home_dir=copy)
+    assert imported.status == 0, imported.err
+
+    erased = cli("erase", "--tenant", "acme", "--agent", "a2", "--json", home_dir=copy)
+
+    assert erased.status == 0, erased.err
+    assert erased.json()["records"]["agent_state"] == 1
+    with AgentMemory(copy, background=False) as restored:
+        entries = restored.bind("acme", agent_id="store").state.list()
+        assert [(e.key, e.about_agent_id) for e in entries] == [("about-a3", "a3"), ("own", None)]
+
+
 def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
     # agentmem --home H export | head -c 10
     home = tmp_path / "home"

@@ -137,3 +137,20 @@ def test_floors_apply_to_the_default_min_score_only() -> None:
     kinds = ["memory", "chat_message"]
     assert [c.id for c in kept(ranked, kinds, 0.3, floors)] == ["best", "turn"]
     assert [c.id for c in kept(ranked, kinds, 0.3, floors, floors=False)] == ["best"]
+
+
+def test_the_turn_ordered_first_is_returned_once_the_query_has_an_answer() -> None:
+    """The ordering and the scores are two models: a remark's earlier exchange ordered first
+    but scoring below the chat floor (0.3 x 0.8 here) comes second, after the confident
+    answer, instead of being cut. Without an answer the query still gets nothing."""
+    floors = {"chat_floor": 0.3, "item_floor": 0.5}
+    assert kept_indices([0.1, 0.8, 0.5], [True, True, True], 0.3, gap=0.3, **floors) == [
+        1,
+        0,
+        2,
+    ]
+    # a self-contained item ordered first still has to pass the gap
+    assert kept_indices([0.2, 0.9], [False, False], 0.3, gap=0.3, **floors) == [1]
+    # the rest are cut as before, and a best below min_score returns nothing
+    assert kept_indices([0.1, 0.8, 0.05], [True, True, True], 0.3, **floors) == [1, 0]
+    assert kept_indices([0.1, 0.29], [True, True], 0.3, **floors) == []

@@ -1,6 +1,6 @@
-"""Erasing a user removes the values an ``AgentMemStore`` keeps for that user's namespaces
-(on SQLite and on Postgres); other users' values, unowned items and the agent's own state
-stay."""
+"""Erasing a user (or an agent) removes the values an ``AgentMemStore`` keeps for the
+namespaces naming them (on SQLite and on Postgres); other users' (agents') values, unowned
+items and an agent's own state stay."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agentmem import AgentMemory
+from agentmem import AgentMemory, ErasureReceipt
 from langchain_agentmem import AgentMemStore
 
 pytestmark = pytest.mark.both_backends
 
 MakeMemory = Callable[..., AgentMemory]
-U1, U2 = "user-qv17", "user-hx42"
+#: The two owners a namespace names (users, or agents: see the ``who`` fixture).
+U1, U2 = "owner-qv17", "owner-hx42"
 C1, C2, C_SHARED, C_AGENT = "qvcanary5813", "hxcanary2290", "sharedcanary7", "agentcanary3"
 
 
@@ -35,8 +36,22 @@ def _files_with(home: Path, needle: str) -> list[str]:
     )
 
 
-def _fill(mem: AgentMemory) -> AgentMemStore:
-    store = AgentMemStore(mem, tenant_id="acme", user_position=1)
+@pytest.fixture(params=["user", "agent"])
+def who(request: pytest.FixtureRequest) -> str:
+    """Whom the namespaces name at index 1: users (``user_position=1``) or agents."""
+    return str(request.param)
+
+
+def _store(mem: AgentMemory, who: str) -> AgentMemStore:
+    return AgentMemStore(mem, tenant_id="acme", **{f"{who}_position": 1})
+
+
+def _erase(mem: AgentMemory, who: str, owner: str) -> ErasureReceipt:
+    return mem.erase(tenant_id="acme", **{f"{who}_id": owner})
+
+
+def _fill(mem: AgentMemory, who: str = "user") -> AgentMemStore:
+    store = _store(mem, who)
     for user, canary in ((U1, C1), (U2, C2)):
         store.put(("memories", user), "pref", {"content": f"Prefers the code {canary}"})
         store.put(("memories", user, "deep"), "n", {"note": canary}, index=False)
@@ -47,15 +62,15 @@ def _fill(mem: AgentMemory) -> AgentMemStore:
     return store
 
 
-def test_erasing_a_user_removes_the_store_values_of_its_namespaces(
-    make_memory: MakeMemory,
+def test_erasing_a_user_or_agent_removes_the_store_values_of_its_namespaces(
+    make_memory: MakeMemory, who: str
 ) -> None:
     mem = make_memory()
-    store = _fill(mem)
+    store = _fill(mem, who)
     assert store.get(("memories", U1), "pref") is not None
     assert _state_rows_with(mem, C1) == 3
 
-    receipt = mem.erase(tenant_id="acme", user_id=U1)
+    receipt = _erase(mem, who, U1)
 
     assert receipt.records["agent_state"] == 3
     assert store.get(("memories", U1), "pref") is None
@@ -64,7 +79,7 @@ def test_erasing_a_user_removes_the_store_values_of_its_namespaces(
     assert store.search(("memories", U1), query=C1) == []
     assert [ns for ns in store.list_namespaces() if U1 in ns] == []
     assert _state_rows_with(mem, C1) == 0
-    # the other user's values, the unowned item and the agent's own state stay
+    # the other owner's values, the unowned item and the agent's own state stay
     assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
     assert store.search(("memories", U2), query=f"code {C2}")[0].key == "pref"
     assert store.get(("shared",), "faq") is not None
@@ -72,14 +87,16 @@ def test_erasing_a_user_removes_the_store_values_of_its_namespaces(
     assert state is not None and state.value == {"last": C_AGENT}
     home = mem.home
     mem.close()
-    assert _files_with(home, C1) == []  # nothing of the user in the records file (or any)
+    assert _files_with(home, C1) == []  # nothing of the owner in the records file (or any)
 
 
-def test_a_read_refreshing_an_items_ttl_keeps_it_erasable(make_memory: MakeMemory) -> None:
+def test_a_read_refreshing_an_items_ttl_keeps_it_erasable(
+    make_memory: MakeMemory, who: str
+) -> None:
     mem = make_memory()
-    store = _fill(mem)
+    store = _fill(mem, who)
     assert store.get(("memories", U1), "ttl") is not None  # rewrites the entry's expiry
-    mem.erase(tenant_id="acme", user_id=U1)
+    _erase(mem, who, U1)
     assert store.get(("memories", U1), "ttl") is None
     assert _state_rows_with(mem, C1) == 0
 
@@ -96,22 +113,50 @@ def test_erasing_the_tenant_or_the_stores_agent_still_removes_every_value(
     assert mem.records.read("SELECT COUNT(*) FROM agent_state")[0][0] == 0
 
 
-def test_values_written_before_entries_named_their_user_are_erased_too(
-    make_memory: MakeMemory,
+def test_values_written_before_entries_named_their_owner_are_erased_too(
+    make_memory: MakeMemory, who: str
 ) -> None:
     mem = make_memory()
-    _fill(mem)
-    # as an earlier agentmem wrote them: the same entries, naming no user
+    _fill(mem, who)
+    # as an earlier agentmem wrote them: the same entries, naming no user or agent
     registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
     for entry in registry.list():
         registry.set(entry.key, entry.value)
-    assert {e.user_id for e in registry.list()} == {None}
+    assert {(e.user_id, e.about_agent_id) for e in registry.list()} == {(None, None)}
 
-    store = AgentMemStore(mem, tenant_id="acme", user_position=1)
+    store = _store(mem, who)
     assert store.get(("shared",), "faq") is not None  # its first operation tags them
-    mem.erase(tenant_id="acme", user_id=U1)
+    _erase(mem, who, U1)
 
     assert store.search(("memories", U1)) == []
     assert _state_rows_with(mem, C1) == 0
     assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
-    assert {e.user_id for e in registry.list()} == {U2, None}
+    tag = "user_id" if who == "user" else "about_agent_id"
+    assert {getattr(e, tag) for e in registry.list()} == {U2, None}
+
+
+def test_values_tagged_with_their_user_only_get_their_agent_too(
+    make_memory: MakeMemory,
+) -> None:
+    # the entries the previous version wrote: tagged with the user their namespace names,
+    # not yet with the agent
+    mem = make_memory()
+    store = AgentMemStore(mem, tenant_id="acme", user_position=1, agent_position=2)
+    store.put(("memories", U1, "a-1"), "pref", {"content": f"Prefers the code {C1}"})
+    store.put(("memories", U1, "a-2"), "pref", {"content": f"Prefers the code {C2}"})
+    registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
+    for entry in registry.list():
+        registry.set(entry.key, entry.value, user_id=entry.user_id)
+
+    again = AgentMemStore(mem, tenant_id="acme", user_position=1, agent_position=2)
+    assert again.get(("memories", U1, "a-1"), "pref") is not None  # tags them
+    assert {(e.user_id, e.about_agent_id) for e in registry.list()} == {
+        (U1, "a-1"),
+        (U1, "a-2"),
+    }
+    # a user with an agent: only the value naming both goes
+    receipt = mem.erase(tenant_id="acme", user_id=U1, agent_id="a-1")
+    assert receipt.records["agent_state"] == 1
+    assert again.get(("memories", U1, "a-1"), "pref") is None
+    assert again.get(("memories", U1, "a-2"), "pref") is not None
+    assert _state_rows_with(mem, C1) == 0

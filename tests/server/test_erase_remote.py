@@ -41,23 +41,25 @@ def test_admin_key_erases_a_user_of_its_tenant(server: ServerProcess, tenant: st
         assert again.rows == 0  # nothing left to erase
 
 
-def test_erasing_a_user_removes_its_langgraph_store_values(
-    server: ServerProcess, tenant: str
+@pytest.mark.parametrize("who", ["user", "agent"])
+def test_erasing_a_user_or_agent_removes_its_langgraph_store_values(
+    server: ServerProcess, tenant: str, who: str
 ) -> None:
+    gone, kept = f"Canary-STORE-{who}-6071", f"Canary-STORE-{who}-3388"
     with agentmem.connect(server.url, api_key=server.create_key(tenant, admin=True)) as admin:
-        store = AgentMemStore(admin, user_position=1, wait_for_index=True)
-        store.put(("memories", "erased"), "code", {"content": "Canary-STORE-6071 locker code"})
-        store.put(("memories", "kept"), "code", {"content": "Canary-STORE-3388 locker code"})
-        assert _served_files_with(server, b"Canary-STORE-6071")
+        store = AgentMemStore(admin, wait_for_index=True, **{f"{who}_position": 1})
+        store.put(("memories", "erased"), "code", {"content": f"{gone} locker code"})
+        store.put(("memories", "kept"), "code", {"content": f"{kept} locker code"})
+        assert _served_files_with(server, gone.encode())
 
-        receipt = admin.erase(tenant_id=tenant, user_id="erased")
+        receipt = admin.erase(tenant_id=tenant, **{f"{who}_id": "erased"})
 
         assert receipt.records["agent_state"] == 1
         assert store.get(("memories", "erased"), "code") is None
         assert store.search(("memories", "erased")) == []
         assert [i.key for i in store.search(("memories", "kept"), query="locker code")] == ["code"]
-    # nothing of the erased user's value is left in the server's files (records included)
-    assert _served_files_with(server, b"Canary-STORE-6071") == []
+    # nothing of the erased owner's value is left in the server's files (records included)
+    assert _served_files_with(server, gone.encode()) == []
 
 
 def _served_files_with(server: ServerProcess, needle: bytes) -> list[str]:

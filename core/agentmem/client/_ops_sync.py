@@ -86,10 +86,13 @@ class StateOps:
         result: StateEntry | None = self._call("state.get", {"key": key})
         return result
 
-    def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry:
+    def set(
+        self, key: str, value: Any, *, user_id: str | None = None, about_agent_id: str | None = None
+    ) -> StateEntry:
         """See :meth:`agentmem.tiers.agent_state.AgentState.set`."""
         result: StateEntry = self._call(
-            "state.set", {"key": key, "value": value, "user_id": user_id}
+            "state.set",
+            {"key": key, "value": value, "user_id": user_id, "about_agent_id": about_agent_id},
         )
         return result
 

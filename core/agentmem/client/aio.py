@@ -182,7 +182,8 @@ class AsyncClient:
         return AsyncRemoteBoundMemory(self, identity)
 
     async def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the server's indexes caught up with every write (True if they did)."""
+        """Wait until the server's indexes caught up with every write of the key's tenant
+        (with an operator key: of every tenant); True if they did."""
         body = shared.json_body({"timeout": timeout})
         return bool(shared.payload(await self.request("POST", "/v1/flush", content=body))["result"])
 

@@ -274,7 +274,7 @@ def agent_state(
     ctx.check_open()
     return [
         StateEntry(a, key, value, at)
-        for _, a, key, value, at, _user in ctx.records.agent_state.all(tenant)
+        for _, a, key, value, at, *_about in ctx.records.agent_state.all(tenant)
         if agent in (None, a)
     ]
 

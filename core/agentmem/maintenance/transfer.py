@@ -12,10 +12,10 @@ summaries come back as themselves. Fields: every field of
 ``memory``, ``summary``, ``session_chunk``), ``partition``, ``tier``, ``topic_key``,
 ``dedup_key`` and ``full_content`` (when the indexed ``content`` is a capped copy or a
 preview). Export also writes ``{"type": "session", ...}`` lines (closed sessions and their
-tier) and ``{"type": "agent_state", ...}`` lines (with ``user_id`` when the entry is about a
-user, so erasing that user still reaches the restored copy); both restore too. The
-working-memory state of open sessions is not exported (their transcript is; the next
-compaction rebuilds it).
+tier) and ``{"type": "agent_state", ...}`` lines (with ``user_id`` and ``about_agent_id``
+when the entry is about a user or another agent, so erasing them still reaches the restored
+copy); both restore too. The working-memory state of open sessions is not exported (their
+transcript is; the next compaction rebuilds it).
 
 **Writes** (lines you write by hand; no ``id``): stored through the normal write path, so
 they are validated, deduplicated and indexed like any API call; a message is also keyed by
@@ -150,7 +150,7 @@ def export_lines(
                 if f.name != "last_seq"
             },
         }
-    for tenant, agent, key, value, at, user in ctx.records.agent_state.all(tenant_id):
+    for tenant, agent, key, value, at, user, about in ctx.records.agent_state.all(tenant_id):
         line = {
             "type": "agent_state",
             "tenant_id": tenant,
@@ -159,8 +159,11 @@ def export_lines(
             "value": value,
             "updated_at": at.isoformat(),
         }
-        if user is not None:  # the user the entry is about: erasing them must still reach it
+        # whom the entry is about: erasing them must still reach the restored copy
+        if user is not None:
             line["user_id"] = user
+        if about is not None:
+            line["about_agent_id"] = about
         yield line
 
 
@@ -528,6 +531,7 @@ def _agent_state(obj: Mapping[str, Any]) -> dict[str, Any]:
         "value": validation.metadata({"value": obj.get("value")}, "value")["value"],
         "updated_at": _time(obj, "updated_at"),
         "user_id": validation.identity(obj.get("user_id"), "user_id"),
+        "about_agent_id": validation.identity(obj.get("about_agent_id"), "about_agent_id"),
     }
 
 
@@ -626,6 +630,7 @@ def _apply(ctx: StoreContext, batch: list[Op], counts: ImportCounts) -> None:
             a["value"],
             a["updated_at"],
             user_id=a["user_id"],
+            about_agent_id=a["about_agent_id"],
             only_if_newer=True,
         )
     elif first.type == "message":

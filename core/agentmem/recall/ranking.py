@@ -53,12 +53,13 @@ constants of this module.
    does Bongani Park look after?") is ordered by ``named_rank_weights`` (its words and names
    carry it), any other by ``rank_weights`` (its meaning may share no word with its
    answer). What is returned is decided by :func:`kept_indices`: nothing unless the best
-   candidate reaches ``min_score``; then the items at or above ``min_score`` or above a
-   share of the best score (``chat_floor`` for chat messages, ``item_floor`` for the rest),
-   a self-contained item (anything but a chat message) within the profile's ``score_gap``
-   of the best candidate that is not a question asked in the conversation too. A query giving a code (``OPS-4478``) that no candidate says gets
-   nothing. The scores of the items kept are made non-increasing down the list, so
-   higher is better everywhere.
+   candidate reaches ``min_score``; then a chat message ordered first, and the items at or
+   above ``min_score`` or above a share of the best score (``chat_floor`` for chat
+   messages, ``item_floor`` for the rest), a self-contained item (anything but a chat
+   message) within the profile's ``score_gap`` of the best candidate that is not a question
+   asked in the conversation too. A query giving a code (``OPS-4478``) that no candidate
+   says gets nothing. The scores of the items kept are made non-increasing down the list,
+   so higher is better everywhere.
 
 5. **Without a profile** (:data:`UNCALIBRATED`): candidates are ordered and scored by their
    fused rank, and ``min_score`` applies to keyword evidence only: recall returns nothing
@@ -317,6 +318,13 @@ def kept_indices(
     first such in the given order, moved ahead if a floor kept a weaker one before it): a
     weak turn ranked first does not push a confident answer from the top, nor take its score
     (scores are made non-increasing down the list).
+
+    Once the query has an answer, a chat message the ordering put first is always returned,
+    whatever its score: the ordering and the scores are two models, and the ordering knows
+    the turn's context (how well the turn before it matched, how short it is). Where they
+    disagree (a remark's earlier exchange, ordered first, scoring far below a turn sharing
+    its words) the ordering's pick comes second rather than not at all. A self-contained
+    item ordered first still has to pass the gap.
     """
     if min_score <= 0:
         return list(range(len(scores)))
@@ -335,7 +343,7 @@ def kept_indices(
     kept = [
         i
         for i, (score, is_chat) in enumerate(zip(scores, chat, strict=True))
-        if score >= (chat_min if is_chat else item_min)
+        if (i == 0 and is_chat) or score >= (chat_min if is_chat else item_min)
     ]
     first = next(i for i in kept if scores[i] >= min_score)  # the best one is kept
     return [first, *(i for i in kept if i != first)]

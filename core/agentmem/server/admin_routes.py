@@ -63,9 +63,12 @@ def server_router(state: ServerState) -> APIRouter:
     async def whoami(key: Principal) -> Response:
         return json_response(key)
 
-    @router.post("/v1/flush", summary="Wait until both indexes caught up")
+    @router.post("/v1/flush", summary="Wait until both indexes caught up with the key's tenant")
     async def flush(key: Principal, timeout: FlushTimeout = None) -> Response:
-        done = await run_in_threadpool(store.flush, timeout)
+        # a tenant's key waits for its tenant's rows only: nothing of another tenant's writes
+        # (their number, or that there are any) shows in how long it waits or what it gets
+        tenant = None if key.operator else key.tenant_id
+        done = await run_in_threadpool(store.flush, timeout, tenant_id=tenant)
         return json_response({"result": done})
 
     return router

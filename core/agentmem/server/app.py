@@ -12,7 +12,8 @@ route                          does
 ``GET /metrics``               Prometheus metrics (operator key; :mod:`.metrics`)
 ``POST /v1/ops/<operation>``   one operation of the bound memory (:mod:`.routes`)
 ``GET /v1/whoami``             the presented key (tenant, pins, admin), never its secret
-``POST /v1/flush``             wait until both indexes caught up (``{"timeout": s}``)
+``POST /v1/flush``             wait until both indexes caught up with the key's tenant
+                               (``{"timeout": s}``); with the whole store (operator key)
 ``GET /v1/admin/stats``        the key's tenant's stats (admin key); the store's, background
                                jobs and server info (operator key)
 ``GET /v1/admin/doctor``       the doctor report of the key's tenant (admin key), of the

@@ -1,7 +1,8 @@
 """The ``agent_state`` table: small named JSON values per (tenant, agent).
 
-An entry may name the user it is about (``user_id``; NULL: the agent's own): erasing that
-user deletes it (:data:`agentmem.storage.erasure.IDENTITY_TABLES`).
+An entry may name the user and the agent it is about (``user_id``, ``about_agent_id``; NULL:
+the owning agent's own): erasing that user, or that agent, deletes it
+(:data:`agentmem.storage.erasure.IDENTITY_TABLES`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ class AgentStateTable:
 
     def get(
         self, tenant_id: str, agent_id: str, key: str
-    ) -> tuple[Any, datetime, str | None] | None:
-        """(value, updated_at, user) of an entry, or None."""
+    ) -> tuple[Any, datetime, str | None, str | None] | None:
+        """(value, updated_at, user, about agent) of an entry, or None."""
         rows = self._db.read(
-            "SELECT value, updated_at, user_id FROM agent_state WHERE tenant_id = ? "
-            "AND agent_id = ? AND key = ?",
+            "SELECT value, updated_at, user_id, about_agent_id FROM agent_state "
+            "WHERE tenant_id = ? AND agent_id = ? AND key = ?",
             (tenant_id, agent_id, key),
         )
         if not rows:
             return None
-        return json.loads(rows[0][0]), datetime.fromisoformat(rows[0][1]), rows[0][2]
+        r = rows[0]
+        return json.loads(r[0]), datetime.fromisoformat(r[1]), r[2], r[3]
 
     def set(
         self,
@@ -43,20 +45,22 @@ class AgentStateTable:
         at: datetime,
         *,
         user_id: str | None = None,
+        about_agent_id: str | None = None,
         only_if_newer: bool = False,
     ) -> bool:
-        """Write an entry about ``user_id`` (None: about no user); True if written. With
-        ``only_if_newer`` (an import) an entry this store holds from ``at`` or later is kept:
-        an older export imported again must not roll the state back."""
+        """Write an entry about ``user_id`` and ``about_agent_id`` (None: about no user, no
+        other agent); True if written. With ``only_if_newer`` (an import) an entry this store
+        holds from ``at`` or later is kept: an older export imported again must not roll the
+        state back."""
         newer = " WHERE agent_state.updated_at < excluded.updated_at" if only_if_newer else ""
         encoded = json.dumps(value, ensure_ascii=False)
         with self._db.write(keys=()) as tx:  # one upsert
             cur = tx.execute(
-                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at, user_id) "
-                "VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at, "
-                f"user_id = excluded.user_id{newer}",
-                (tenant_id, agent_id, key, encoded, iso(at), user_id),
+                "INSERT INTO agent_state (tenant_id, agent_id, key, value, updated_at, user_id, "
+                "about_agent_id) VALUES (?,?,?,?,?,?,?) ON CONFLICT (tenant_id, agent_id, key) "
+                "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+                f"user_id = excluded.user_id, about_agent_id = excluded.about_agent_id{newer}",
+                (tenant_id, agent_id, key, encoded, iso(at), user_id, about_agent_id),
             )
             return cur.rowcount > 0
 
@@ -68,26 +72,31 @@ class AgentStateTable:
             )
             return cur.rowcount > 0
 
-    def list(self, tenant_id: str, agent_id: str) -> list[tuple[str, Any, datetime, str | None]]:
-        """(key, value, updated_at, user) of every entry of an agent, by key."""
+    def list(
+        self, tenant_id: str, agent_id: str
+    ) -> list[tuple[str, Any, datetime, str | None, str | None]]:
+        """(key, value, updated_at, user, about agent) of every entry of an agent, by key."""
         rows = self._db.read(
-            "SELECT key, value, updated_at, user_id FROM agent_state WHERE tenant_id = ? AND "
-            "agent_id = ? ORDER BY key",
+            "SELECT key, value, updated_at, user_id, about_agent_id FROM agent_state "
+            "WHERE tenant_id = ? AND agent_id = ? ORDER BY key",
             (tenant_id, agent_id),
         )
-        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2]), r[3]) for r in rows]
+        return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2]), r[3], r[4]) for r in rows]
 
     def all(
         self, tenant_id: str | None = None
-    ) -> builtins.list[tuple[str, str, str, Any, datetime, str | None]]:
-        """(tenant, agent, key, value, updated_at, user) of every entry (of one tenant), for
-        export."""
-        sql = "SELECT tenant_id, agent_id, key, value, updated_at, user_id FROM agent_state"
+    ) -> builtins.list[tuple[str, str, str, Any, datetime, str | None, str | None]]:
+        """(tenant, agent, key, value, updated_at, user, about agent) of every entry (of one
+        tenant), for export."""
+        sql = (
+            "SELECT tenant_id, agent_id, key, value, updated_at, user_id, about_agent_id "
+            "FROM agent_state"
+        )
         params: tuple[Any, ...] = ()
         if tenant_id is not None:
             sql += " WHERE tenant_id = ?"
             params = (tenant_id,)
         return [
-            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]), r[5])
+            (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]), r[5], r[6])
             for r in self._db.read(sql + " ORDER BY tenant_id, agent_id, key", params)
         ]

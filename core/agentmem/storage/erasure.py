@@ -3,9 +3,11 @@
 An erasure removes every row of one identity: a whole tenant, or the rows of a tenant owned
 by a user, an agent, or one user with one agent. A row *belongs* to the identity when its
 tenant matches and each given owner column (``user_id``, ``agent_id``) matches; a table
-without a given column holds nothing of that identity. ``agent_state`` is keyed by agent and,
-for an entry kept about one user (a LangGraph store's value of that user's namespace), by
-that user too: erasing the user deletes it, and the agent's own entries (no user) stay.
+without a given column holds nothing of that identity. ``agent_state`` is keyed by the agent
+keeping the entry and, for an entry kept about one user or another agent (a LangGraph
+store's value of that user's or agent's namespace), by that user (``user_id``) or agent
+(``about_agent_id``, a second agent column) too: erasing either deletes it, and the entries
+that name nobody (the agent's own) stay.
 
 :data:`IDENTITY_TABLES` lists the tables keyed by owner columns besides ``memories``; a table
 added later that holds per-identity rows (API keys, say) joins every erasure by appending its
@@ -36,12 +38,20 @@ from .sources import RowRef, unlink
 
 @dataclass(frozen=True, slots=True)
 class IdentityTable:
-    """A table whose rows are owned by an identity, by these columns (None: no such column)."""
+    """A table whose rows are owned by an identity, by these columns (None: no such column).
+    A row whose ``about_agent_column`` names an agent belongs to that agent as well as to the
+    one in ``agent_column``."""
 
     name: str
     user_column: str | None
     agent_column: str | None
     tenant_column: str = "tenant_id"
+    about_agent_column: str | None = None
+
+    @property
+    def agent_columns(self) -> tuple[str, ...]:
+        """The columns naming an agent a row belongs to (any of them matching is enough)."""
+        return tuple(c for c in (self.agent_column, self.about_agent_column) if c is not None)
 
 
 #: The ``memories`` table's owner columns (erased with its dependent tables).
@@ -49,7 +59,7 @@ MEMORIES = IdentityTable("memories", "user_id", "agent_id")
 #: Other tables keyed by owner: an erasure deletes their rows of the identity.
 IDENTITY_TABLES: list[IdentityTable] = [
     IdentityTable("sessions", "user_id", "agent_id"),
-    IdentityTable("agent_state", "user_id", "agent_id"),
+    IdentityTable("agent_state", "user_id", "agent_id", about_agent_column="about_agent_id"),
     IdentityTable("api_keys", "user_id", "agent_id"),
 ]
 #: Tables of a tenant's rows that are keyed by something else than an owner; erasing a
@@ -81,16 +91,16 @@ class ErasureSubject:
         the table cannot hold any (it lacks a column the subject names)."""
         sql = f"{table.tenant_column} = ?"
         params: list[Any] = [self.tenant_id]
-        for value, column in (
-            (self.user_id, table.user_column),
-            (self.agent_id, table.agent_column),
+        for value, columns in (
+            (self.user_id, (table.user_column,) if table.user_column else ()),
+            (self.agent_id, table.agent_columns),
         ):
             if value is None:
                 continue
-            if column is None:
+            if not columns:
                 return None
-            sql += f" AND {column} = ?"
-            params.append(value)
+            sql += " AND (" + " OR ".join(f"{c} = ?" for c in columns) + ")"
+            params.extend([value] * len(columns))
         return sql, params
 
     def owned_partitions(self) -> tuple[str, ...]:
@@ -288,11 +298,16 @@ class ErasureStore:
         """
         owners: dict[str, dict[tuple[Any, ...], int]] = {}
         for table in (MEMORIES, *IDENTITY_TABLES):
-            cols = [table.tenant_column, table.user_column or "NULL", table.agent_column or "NULL"]
+            cols = [
+                table.tenant_column,
+                table.user_column or "NULL",
+                table.agent_column or "NULL",
+                table.about_agent_column or "NULL",
+            ]
             owners[table.name] = {
-                (r[0], r[1], r[2]): int(r[3])
+                (r[0], r[1], r[2], r[3]): int(r[4])
                 for r in self._db.read(
-                    f"SELECT {', '.join(cols)}, COUNT(*) FROM {table.name} GROUP BY 1, 2, 3"
+                    f"SELECT {', '.join(cols)}, COUNT(*) FROM {table.name} GROUP BY 1, 2, 3, 4"
                 )
             }
         out = []
@@ -303,10 +318,10 @@ class ErasureStore:
                     continue
                 n = sum(
                     count
-                    for (tenant, user, agent), count in owners[table.name].items()
+                    for (tenant, user, agent, about), count in owners[table.name].items()
                     if tenant == subject.tenant_id
                     and (subject.user_id is None or user == subject.user_id)
-                    and (subject.agent_id is None or agent == subject.agent_id)
+                    and (subject.agent_id is None or subject.agent_id in (agent, about))
                 )
                 if n:
                     found[table.name] = n

@@ -227,6 +227,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX agent_state_user ON agent_state (tenant_id, user_id)
         WHERE user_id IS NOT NULL;
     """,
+    # 11: the agent an agent-state entry is about, when another than the agent keeping it
+    # (a LangGraph store's item of that agent's namespace); erasing that agent deletes it
+    """
+    ALTER TABLE agent_state ADD COLUMN about_agent_id TEXT;
+    CREATE INDEX agent_state_about_agent ON agent_state (tenant_id, about_agent_id)
+        WHERE about_agent_id IS NOT NULL;
+    """,
 ]
 
 
@@ -343,4 +350,6 @@ POSTGRES_MIGRATIONS: list[str] = [
     _postgres(MIGRATIONS[8]),
     # 12: the user an agent-state entry is about (SQLite migration 10)
     _postgres(MIGRATIONS[9]),
+    # 13: the agent an agent-state entry is about (SQLite migration 11)
+    _postgres(MIGRATIONS[10]),
 ]

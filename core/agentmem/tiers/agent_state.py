@@ -43,7 +43,14 @@ class AgentState:
         found = self._table.get(self._identity.tenant_id, self._agent(), k)
         return None if found is None else StateEntry(k, *found)
 
-    def set(self, key: str, value: Any, *, user_id: str | None = None) -> StateEntry:
+    def set(
+        self,
+        key: str,
+        value: Any,
+        *,
+        user_id: str | None = None,
+        about_agent_id: str | None = None,
+    ) -> StateEntry:
         """Store a JSON-serialisable value under ``key`` (replacing any previous one).
 
         Args:
@@ -52,14 +59,26 @@ class AgentState:
             user_id: The user the value is about, when it is kept for one user (an item of
                 that user's namespace in a LangGraph store): erasing that user deletes the
                 entry. None: the agent's own value, which erasing a user leaves.
+            about_agent_id: The agent the value is about, when it is kept for another agent
+                than the bound one (an item of that agent's namespace in a LangGraph store):
+                erasing that agent deletes the entry, as erasing the bound agent does.
         """
         k = validation.identity(key, "key", required=True)
         assert k is not None
         user = validation.identity(user_id, "user_id")
+        about = validation.identity(about_agent_id, "about_agent_id")
         encoded = validation.metadata({"value": value}, "value")["value"]
         now = now_utc()
-        self._table.set(self._identity.tenant_id, self._agent(), k, encoded, now, user_id=user)
-        return StateEntry(k, encoded, now, user)
+        self._table.set(
+            self._identity.tenant_id,
+            self._agent(),
+            k,
+            encoded,
+            now,
+            user_id=user,
+            about_agent_id=about,
+        )
+        return StateEntry(k, encoded, now, user, about)
 
     def delete(self, key: str) -> bool:
         """Remove the entry under ``key``; False if there was none."""
@@ -70,6 +89,6 @@ class AgentState:
     def list(self) -> list[StateEntry]:
         """Every entry of the bound agent, by key."""
         return [
-            StateEntry(k, value, at, user)
-            for k, value, at, user in self._table.list(self._identity.tenant_id, self._agent())
+            StateEntry(*found)
+            for found in self._table.list(self._identity.tenant_id, self._agent())
         ]
