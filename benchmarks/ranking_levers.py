@@ -209,7 +209,7 @@ def collect(
                     turns=[_turn_pos(d) for d in dias],
                     vector=np.asarray(emb.embed_query(lq.question)),
                     terms=terms,
-                    idf=mem.keywords.idf(terms) if terms else {},
+                    idf=mem.keywords.idf(terms, locomo.TENANT) if terms else {},
                 )
                 if close_sessions:
                     for name, col in (("fused", 2), ("cos", 0), ("coverage", 1)):

@@ -410,7 +410,9 @@ def _open_read_only(
         if recorded is not None and current is not None:
             raise fingerprint.mismatch_error(home, recorded, current)
         calibration = calibration_store.select(records, embedder)
-        keywords = KeywordIndex(home / KEYWORDS_DIR, read_only=True)
+        # absolute: on read-only media the index is read through links made in a temp dir,
+        # where a relative path (`agentmem --home ./mem stats`) would point at nothing
+        keywords = KeywordIndex((home / KEYWORDS_DIR).absolute(), read_only=True)
         loss = _check_vectors(records, vectors, repair=False)
     except BaseException:
         records.close()

@@ -194,3 +194,43 @@ def test_doctor_names_the_calibration_state(tmp_path: Path, make_memory: Any) ->
     mem.close()
     healthy = make_memory()  # the bundled model with its own profile: nothing to say
     assert not [n for n in diagnose(healthy.context).notes if "calibrat" in n]
+
+
+def test_an_unreadable_store_profile_is_reported_not_fatal(
+    make_memory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    mem = make_memory()
+    mem.records.meta.set(calibration_store.META_KEY, '{"weights": ')  # a torn write, say
+    home = mem.home
+    mem.close()
+    # the open that `doctor` and `calibrate` need works, says what is wrong and how to fix it
+    with caplog.at_level("WARNING", logger="agentmem"):
+        again = make_memory(home)
+    assert "unreadable calibration profile" in caplog.text and "agentmem calibrate" in caplog.text
+    assert again.context.calibration.source == "bundled"  # as if the store had none
+    report = diagnose(again.context)
+    assert not report.ok
+    assert any("calibration profile" in p and "agentmem calibrate" in p for p in report.problems)
+    assert again.records.meta.get(calibration_store.META_KEY) == '{"weights": '  # kept as found
+    shipped = bundled_profile(MINILM, 384)
+    assert shipped is not None
+    again.context.use_profile(dataclasses.replace(shipped, fitted_at="2026-01-01"))  # calibrate
+    assert diagnose(again.context).ok
+
+
+def test_a_damaged_shipped_profile_names_the_file_and_the_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped profile is a file of the installed package, as the model is: a damaged
+    one is said as the model files are, with the command that restores it."""
+    from agentmem.calibration import profile as profile_module
+    from agentmem.errors import ModelFilesError
+
+    shipped = profile_module.bundled_path(MINILM)
+    damaged = tmp_path / shipped.name
+    damaged.write_text(shipped.read_text(encoding="utf-8")[:500], encoding="utf-8")  # torn
+    monkeypatch.setattr(profile_module, "bundled_path", lambda name: damaged)
+    with pytest.raises(ModelFilesError) as caught:
+        AgentMemory(tmp_path / "mem", background=False)
+    assert str(damaged) in str(caught.value) and "damaged" in str(caught.value)
+    assert caught.value.context["fix"] == "pip install --force-reinstall --no-deps agentmem-layer"

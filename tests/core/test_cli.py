@@ -223,7 +223,7 @@ def test_unknown_kind_is_rejected_by_the_parser(
         (["recall", "x", "--filter", "user_id=u1"], 2, "cannot filter on identity keys"),
         (["forget", "0123456789abcdef"], 1, "not found"),
         (["read-tool-output", "tout_missing"], 1, "no tool output with key"),
-        (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: no such file"),
+        (["import", "no-such-file.jsonl"], 2, "no-such-file.jsonl: cannot read: No such file"),
     ],
 )
 def test_error_statuses_and_messages(
@@ -933,7 +933,8 @@ def test_export_into_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -
         ["forget", "m1"], ["get", "m1"], ["history", "m1"], ["answer", "x"],
         ["session-detail", "s"], ["working"], ["close-session"], ["knowledge", "get", "k"], ["knowledge", "list"],
         ["knowledge", "search", "x"], ["knowledge", "delete", "k"], ["reindex"], ["judge"],
-        ["retention"], ["erase", "--tenant", "t", "--user", "u"],
+        ["retention"], ["erase", "--tenant", "t", "--user", "u"], ["calibrate"],
+        ["keys", "list"], ["keys", "revoke", "abc123"],
     ],
 )  # fmt: skip
 def test_a_command_that_stores_nothing_never_creates_a_data_dir(

@@ -322,7 +322,7 @@ def test_a_burst_of_writes_is_indexed_as_the_same_writes_one_at_a_time(
     for query in ("tuna", "salmon", "kibble"):  # each said in a few messages
         assert _keyword_scores(at_once, query) == _keyword_scores(one_by_one, query)
         terms = at_once.keywords.query_terms(query)
-        assert at_once.keywords.idf(terms) == one_by_one.keywords.idf(terms)
+        assert at_once.keywords.idf(terms, "acme") == one_by_one.keywords.idf(terms, "acme")
     for mem in (one_by_one, at_once):
         # every entry in the files is a live one: none was written twice
         assert mem.keywords.doc_freq("tenant", "acme") == mem.keywords.num_docs() == len(turns)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agentmem import AgentMemory
+from agentmem.errors import StorageError
 from agentmem.maintenance import transfer
 from agentmem.models import Identity
 
@@ -225,3 +226,33 @@ def test_the_interrupted_message_names_what_was_stored(
     assert "interrupted after 4 of 9 line(s)" in " ".join(out.split())
     assert "4 messages (4 new)" in " ".join(out.split())
     assert "Run the same import again" in " ".join(out.split())
+
+
+def test_a_full_disk_stops_an_import_saying_what_was_kept_and_a_rerun_finishes(
+    tmp_path: Path,
+) -> None:
+    """SQLite's own "database or disk is full" (SQLITE_FULL), raised here by capping the
+    file's pages as a full disk would: the error says so, how far the import got, and that
+    running it again stores the rest; nothing stored before it is lost or stored twice."""
+    lines = [json.dumps({"role": "user", "content": f"note {i}: " + "x" * 2000}) for i in range(60)]
+    plan = transfer.parse_lines(lines, BASE)
+    with AgentMemory(tmp_path / "mem", background=False) as mem:
+        with mem.records.db.write() as conn:  # the writer connection: no room past 40 pages
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count={pages + 40}")
+        with pytest.raises(StorageError) as caught:
+            transfer.apply_plan(mem.context, plan, batch_size=10)
+        said = str(caught.value)
+        assert "full" in said and "free some space" in said
+        m = mem.bind("acme", user_id="u1", session_id="s-import")
+        stored = len(m.messages())
+        assert 0 < stored < len(lines)
+        assert f"{stored} of {len(lines)} line(s) stored before it are kept" in said
+        assert "run the same import again" in said
+        with mem.records.db.write() as conn:  # space freed
+            conn.execute("PRAGMA max_page_count=1073741823")
+        rest = transfer.apply_plan(mem.context, plan, batch_size=10)
+        assert rest.messages_new == len(lines) - stored
+        assert sorted(row.content for row in m.messages()) == sorted(
+            json.loads(line)["content"] for line in lines
+        )

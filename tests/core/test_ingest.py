@@ -594,3 +594,33 @@ def test_models_results_are_frozen() -> None:
 def test_bound_memory_methods_exist() -> None:
     for name in ("ingest", "history", "answer"):
         assert callable(getattr(BoundMemory, name))
+
+
+def test_cli_ingest_reads_files_as_import_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file a Windows editor saved (byte-order mark), JSON Lines with a U+2028 left
+    unescaped inside a string (json.dumps(ensure_ascii=False) writes it so), and a file that
+    is not text: the first two are stored as import stores them, the third refused by name."""
+    home = tmp_path / "home"
+    lines = [
+        {"role": "user", "content": "First line\u2028and the second, one message"},
+        {"role": "assistant", "content": "Noted"},
+    ]
+    jsonl = tmp_path / "conv.jsonl"
+    jsonl.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in lines), "utf-8")
+    status, out, err = _cli(capsys, home, "--json", "--user", "u1", "ingest", str(jsonl))
+    assert status == 0, err
+    first = json.loads(out)
+    assert first["messages_stored"] == 2
+    bom = tmp_path / "notepad.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(SESSION_1).encode())
+    status, out, err = _cli(capsys, home, "--json", "--user", "u1", "ingest", str(bom))
+    assert status == 0, err
+    binary = tmp_path / "photo.jpg"
+    binary.write_bytes(b"\xff\xd8\xff\xe0" + bytes(range(256)))
+    status, _, err = _cli(capsys, home, "--user", "u1", "ingest", str(binary))
+    assert status == 2 and "photo.jpg: not UTF-8 text" in err and "Traceback" not in err
+    with AgentMemory(home, background=False) as mem:
+        m = mem.bind("default", user_id="u1", session_id=first["session_id"])
+        assert [row.content for row in m.messages()] == [line["content"] for line in lines]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ from agentmem import (
     ValidationError,
 )
 from agentmem.embeddings import CachedEmbedder
+from agentmem.recall.explain import recall_explain
+from agentmem.storage.keyword_index import KeywordDoc, KeywordFilter, KeywordIndex, prepared
 
 pytestmark = pytest.mark.both_backends
 
@@ -396,3 +399,90 @@ def test_tool_outputs_of_users_sharing_a_session_id_stay_apart(make_memory) -> N
         u2.read_tool_output(first.source_ref or "")
     # the same call id again in the same conversation is still the same item
     assert u2.add_tool_output("call_1", "again").id == second.id
+
+
+def test_another_tenants_rows_never_move_a_recall(make_memory) -> None:
+    # Keyword statistics are counted over the querying tenant's rows only: were they the
+    # index's, globex storing "orchid" forty times would sink acme's "orchid" rows (a rarer
+    # word weighs more) and tell acme how often globex says it.
+    mem = make_memory(background=False)
+    acme = mem.bind("acme", user_id="u1")
+    globex = mem.bind("globex", user_id="u1")  # the same user id: the same partition names
+    mine = [
+        "orchid greenhouse needs watering",
+        "greenhouse door sticks often",
+        "orchid pots moved outside",
+        "greenhouse heater broke yesterday",
+        "kitchen tap drips slowly",
+    ]
+    theirs = [f"orchid shipment number {n}" for n in range(40)]
+    # Tantivy's length normalisation takes the average length of the field over the whole
+    # index (the residual the README names): every row here has four analysed terms in the
+    # English field, so that average is four with or without globex's rows
+    for text in mine + theirs:
+        assert prepared(text)[0] == "content" and len(mem.keywords.analyze(text)) == 4
+    for text in mine:
+        acme.remember(text)
+    mem.flush()
+
+    def seen() -> tuple[list[str], list[str], list[float]]:
+        """The hits and every candidate explained, in order, and each of their figures."""
+        options = {"top_k": 20, "min_score": 0.0}
+        hits = acme.recall("orchid greenhouse", **options).items  # type: ignore[arg-type]
+        why = recall_explain(acme.store.context, acme.identity, "orchid greenhouse", **options)
+        figures = [h.score for h in hits]
+        for c in why.candidates:
+            assert c.bm25 is not None or "orchid" not in c.content
+            figures += [c.bm25 or 0.0, c.calibrated_score, *(t.value for t in c.calibration)]
+        return [h.content for h in hits], [c.content for c in why.candidates], figures
+
+    alone = seen()
+    for text in theirs:
+        globex.remember(text)
+    mem.flush()
+    assert mem.keywords.doc_freq("content", "orchid") == 42  # one index holds both tenants
+    beside = seen()
+    assert beside[:2] == alone[:2]
+    # (Tantivy scores in 32-bit floats: its IDF times the tenant's factor, not the tenant's
+    # IDF itself, so the last bits may differ)
+    assert beside[2] == pytest.approx(alone[2], rel=1e-5)
+
+
+def test_keyword_statistics_leave_out_other_tenants_and_deleted_rows(tmp_path: Path) -> None:
+    # Tantivy counts deleted entries (until a merge) and every tenant's; the search must not
+    # (each row has four analysed terms: the average length stays four; the query's words
+    # are in two and three rows, so no two rows tie on different words)
+    idx = KeywordIndex(tmp_path / "kw")
+
+    def doc(tenant: str, n: int, text: str) -> KeywordDoc:
+        return KeywordDoc(f"{tenant}-{n}", tenant, "user:u1", "s1", "memory", "fact", "user", text)
+
+    mine = [
+        "orchid greenhouse needs watering",
+        "greenhouse door sticks often",
+        "orchid pots moved outside",
+        "greenhouse heater broke yesterday",
+        "kitchen tap drips slowly",
+    ]
+    idx.add([doc("acme", n, text) for n, text in enumerate(mine)])
+    idx.commit()
+    flt = KeywordFilter(tenant="acme", partitions=("user:u1",), session="s1", kinds=("memory",))
+    terms = idx.query_terms("orchid greenhouse")
+
+    def seen() -> tuple[dict[str, float], list[tuple[str, float]]]:
+        return idx.idf(terms, "acme"), idx.search(terms, flt, 10)
+
+    alone = seen()
+    idx.add([doc("globex", n, f"orchid shipment number {n}") for n in range(30)])
+    idx.add([doc("acme", 99, "orchid orchid orchid orchid")])
+    idx.commit()
+    # counted again after every commit (acme's own row moves its statistics)
+    assert idx.idf(["orchid"], "acme")["orchid"] < alone[0]["orchid"]
+    idx.delete([f"globex-{n}" for n in range(0, 30, 2)] + ["acme-99"])
+    idx.commit()
+    assert idx.doc_freq("content", "orchid") == 33  # deleted entries are still in the files
+    idf, hits = seen()
+    assert idf == alone[0]
+    assert [i for i, _ in hits] == [i for i, _ in alone[1]]
+    assert [s for _, s in hits] == pytest.approx([s for _, s in alone[1]], rel=1e-5)
+    idx.close()

@@ -177,7 +177,7 @@ def test_a_pending_phrase_across_a_dropped_word_is_not_said(make_memory: MakeMem
     m.remember("Bongani Park's team moved to Perth last spring")
     engine, analyze = mem.engine, mem.keywords.analyze
     terms = mem.keywords.query_terms("Caroline sister Bongani Park moved")
-    idf = mem.keywords.idf(terms)
+    idf = mem.keywords.idf(terms, "acme")
     rows = [row for row, _, _ in engine.pending.read("acme", ["user:u1"]).rows]
     across, within = ("carolin", "sister"), ("bongani", "park")
     plain = dict(engine.pending.keyword_scores(analyze, idf, rows, {}))

@@ -135,6 +135,23 @@ def _deleted_row_still_indexed(mem: AgentMemory, ids: list[str]) -> list[str]:
 def _check_stale_entries(report: dict[str, Any], ids: list[str], victims: list[str]) -> None:
     assert report["extra_keyword"] == 1 and report["samples"]["extra_keyword"] == victims
     assert report["extra_vectors"] == 1 and report["samples"]["extra_vectors"] == victims
+    assert not [p for p in report["problems"] if "no trace" in p]  # its row is still there
+
+
+def _records_lost_rows(mem: AgentMemory, ids: list[str]) -> list[str]:
+    """Acknowledged rows gone from the records without a trace, as when a -wal file holding
+    them was deleted: only the index entries are left."""
+    victims = ids[len(FACTS) : len(FACTS) + 2]  # the chat messages
+    with mem.records.write() as conn:
+        conn.execute("DELETE FROM memories WHERE id IN (?, ?)", victims)
+    return victims
+
+
+def _check_lost_rows(report: dict[str, Any], ids: list[str], victims: list[str]) -> None:
+    assert report["extra_keyword"] == report["extra_vectors"] == len(victims)
+    (problem,) = [p for p in report["problems"] if "no trace" in p]
+    assert problem.startswith(f"{len(victims)} index entries name rows")
+    assert "records lost acknowledged writes" in problem and "backup" in problem
 
 
 def _drop_collection(mem: AgentMemory, ids: list[str]) -> list[str]:
@@ -203,6 +220,7 @@ CASES: dict[str, tuple[Breaker | None, Callable[[Path], None] | None, Callable[.
     "keyword-docs-deleted": (_delete_keyword_docs, None, _check_missing_keyword),
     "extra-docs-vectors-and-collection": (_extra_entries, None, _check_extra),
     "retired-row-still-indexed": (_deleted_row_still_indexed, None, _check_stale_entries),
+    "records-lost-rows": (_records_lost_rows, None, _check_lost_rows),
     "chroma-collection-dropped": (_drop_collection, None, _check_collection_requeued),
     "keywords-dir-deleted": (None, _rm_keywords_dir, _check_keywords_lost),
     "tantivy-meta-corrupted": (None, _corrupt_tantivy_meta, _check_recovered_keywords),
@@ -229,7 +247,7 @@ def test_doctor_detects_and_reindex_heals(make_memory, cli, shared_embedder, cas
     victims: list[str] = []
     if break_open is not None:
         victims = break_open(mem, ids)
-        if case == "retired-row-still-indexed":
+        if case in ("retired-row-still-indexed", "records-lost-rows"):
             ids = [i for i in ids if i not in victims]
     mem.close()
     if break_closed is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _legacy_schema import downgrade
 
 from agentmem import AgentMemory, StorageError
 from agentmem.cli import _common, main
@@ -118,11 +120,49 @@ def test_read_only_media_open_recall_stats_and_doctor(
         with pytest.raises(StorageError, match="read-only"):
             bound.remember("A write on read-only media")
 
+    # a relative path too (`agentmem --home ./mem stats`): the private views link to the dir
+    monkeypatch.chdir(media.parent)
+    with AgentMemory(Path(media.name), embedder=shared_embedder, read_only=True) as ro:
+        found = ro.bind(**IDENT).recall("which food could make them ill?")
+        assert found.items[0].id == ids[0] and found.degraded is False
+
     monkeypatch.setattr(_common, "shared_embedder", lambda *_: shared_embedder)
     for command in ("stats", "doctor"):
-        capsys.readouterr()
-        assert main(["--home", str(media), command]) == 0, capsys.readouterr()
+        for home in (str(media), media.name):
+            capsys.readouterr()
+            assert main(["--home", home, command]) == 0, capsys.readouterr()
     assert _listing(source) == before
     assert not (source / "LOCK").exists() or "LOCK" in before
     assert not any(private.iterdir())  # the views of the indexes were removed at close
     shutil.rmtree(private)
+
+
+def _schema_version(home: Path) -> int:
+    conn = sqlite3.connect(f"file:{home / 'records.sqlite3'}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_read_only_open_of_an_older_data_dir_says_how_to_upgrade_it(
+    make_memory: Any, shared_embedder: Any
+) -> None:
+    """Beside an older agentmem's writer, or on read-only media, the dir cannot be migrated:
+    the open says so instead of failing on the first table the old schema lacks."""
+    mem = make_memory(background=False)
+    mem.bind(**IDENT).remember(FACTS[0])
+    home = mem.home
+    mem.close()
+    conn = sqlite3.connect(home / "records.sqlite3")
+    try:
+        downgrade(conn, 4)  # as an agentmem of schema 4 left it
+    finally:
+        conn.close()
+    with pytest.raises(StorageError, match="older agentmem") as caught:
+        AgentMemory(home, embedder=shared_embedder, read_only=True)
+    assert "schema version 4" in str(caught.value) and "doctor" in str(caught.value)
+    assert _schema_version(home) == 4  # nothing changed
+    AgentMemory(home, embedder=shared_embedder, background=False).close()  # migrates it
+    with AgentMemory(home, embedder=shared_embedder, read_only=True) as ro:
+        assert ro.bind(**IDENT).recall("peanuts").items[0].content == FACTS[0]

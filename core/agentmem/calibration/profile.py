@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from ..distribution import DISTRIBUTION
 from ..embeddings import Embedder
-from ..errors import ValidationError
+from ..errors import ModelFilesError, ValidationError
 from ..recall.ranking import CALIBRATION_FEATURES, FEATURE_NAMES, RANK_FEATURES, Scoring
 
 #: Version of the JSON layout (not of the weights).
@@ -350,7 +351,17 @@ def bundled_profile(model_name: str, dimensions: int | None) -> CalibrationProfi
     path = bundled_path(model_name)
     if not path.is_file():
         return None
-    profile = CalibrationProfile.from_json(path.read_text(encoding="utf-8"))
+    try:
+        profile = CalibrationProfile.from_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValidationError) as exc:
+        # a file of the installed package, as the model files are: reinstalling restores it
+        fix = f"pip install --force-reinstall --no-deps {DISTRIBUTION}"
+        raise ModelFilesError(
+            f"the calibration profile agentmem ships for {model_name} ({path}) is damaged "
+            f"({exc}); reinstall agentmem to restore it: {fix}",
+            path=str(path),
+            fix=fix,
+        ) from exc
     return profile if profile.embedder.names(model_name, dimensions) else None
 
 

@@ -43,12 +43,15 @@ class Selected:
         source: ``"store"`` (fitted for this store), ``"bundled"`` (shipped with agentmem)
             or ``"none"``.
         warning: Why the store is uncalibrated (None when it is not): said once, at open.
+        problem: Why the store's own profile could not be read, with the fix (None when it
+            could): the store scores as if it had none, and ``doctor`` reports it.
     """
 
     scoring: Scoring
     profile: CalibrationProfile | None
     source: str
     warning: str | None = None
+    problem: str | None = None
 
 
 def saved(records: RecordStore) -> CalibrationProfile | None:
@@ -75,7 +78,15 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
     """The scoring of a store opened with ``embedder`` (see the module docstring)."""
     name, dims = str(embedder.model_name), known_dimensions(embedder)
     notes = []
-    own = saved(records)
+    unreadable = None
+    try:
+        own = saved(records)
+    except StorageError as exc:
+        # A damaged profile is derived data, refitted in minutes: refusing the open would
+        # also refuse `doctor` and `calibrate`, the commands that report and repair it.
+        own = None
+        unreadable = f"{exc}; run `agentmem calibrate` to fit it again"
+        log.warning("%s (scoring as if the store had none until then)", unreadable)
     if own is not None and own.embedder.names(name, dims):
         problem = own.problem()
         if problem is None:
@@ -93,7 +104,7 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
     if shipped is not None:
         problem = shipped.problem()
         if problem is None:
-            return Selected(shipped.scoring(), shipped, "bundled")
+            return Selected(shipped.scoring(), shipped, "bundled", problem=unreadable)
         notes.append(f"the profile agentmem ships for it does not fit this version: {problem}")
     if not notes:
         notes.append("it has no calibration profile")
@@ -104,7 +115,7 @@ def select(records: RecordStore, embedder: Embedder) -> Selected:
         "`agentmem calibrate` (AgentMemory.calibrate()), which fits a profile for it in "
         "minutes"
     )
-    return Selected(UNCALIBRATED, None, "none", warning)
+    return Selected(UNCALIBRATED, None, "none", warning, unreadable)
 
 
 def drop(records: RecordStore) -> None:

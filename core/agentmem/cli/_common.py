@@ -102,6 +102,35 @@ class CliError(Exception):
         self.status = status
 
 
+# -- input files ------------------------------------------------------------------------------
+def read_input(path: str) -> str:
+    """The text of an input file (``-``: stdin), read as import and ingest both read it:
+    UTF-8 with or without a byte-order mark (Windows editors write one), line ends kept.
+
+    Raises:
+        CliError: the file is missing, a directory or not UTF-8 (a bad argument), or cannot
+            be read (permissions, I/O: the operation failed).
+    """
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return fh.read()
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}", EXIT_FAILED) from exc
+
+
+def split_jsonl(text: str) -> list[str]:
+    """The lines of JSON Lines text (a final newline ends the last line: it starts no other)."""
+    # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
+    # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
+
+
 # -- identity and the store -------------------------------------------------------------------
 def _flag_or_env(args: argparse.Namespace, name: str) -> str | None:
     value = getattr(args, name, None)
@@ -298,6 +327,17 @@ def _embedder(spec: str | None, name: str | None) -> Embedder:
     return settings_embedder(Settings(embedder=spec, embedder_name=name))
 
 
+def refuse_missing_home(where: Path, records_url: str | None) -> None:
+    """Refuse a data dir that does not exist (records in Postgres aside), for a command that
+    stores nothing: on a mistyped --home it would create an empty store and report on it
+    ("0 result(s)", an empty export, no keys) as if all were well."""
+    if not records_url and not where.exists():
+        raise CliError(
+            f"--home: there is no data dir at {where} (only a command that stores something "
+            "creates one)"
+        )
+
+
 @contextmanager
 def open_memory(
     args: argparse.Namespace,
@@ -324,13 +364,8 @@ def open_memory(
     must_exist = beside_writer or not create
     if where.exists() and not where.is_dir():
         raise CliError(f"data dir {where} is a file, not a directory (see --home)")
-    if must_exist and not kwargs["settings"].records_url and not where.exists():
-        # on a mistyped --home, a reading command would create an empty store and report
-        # on it ("0 result(s)", an empty export) as if all were well
-        raise CliError(
-            f"--home: there is no data dir at {where} (only a command that stores something "
-            "creates one)"
-        )
+    if must_exist:
+        refuse_missing_home(where, kwargs["settings"].records_url)
     if beside_writer and where.is_dir() and not writable(where):
         # read-only media (or another user's dir): nothing here could take the writer lock
         mem = AgentMemory(path, read_only=True, **kwargs)

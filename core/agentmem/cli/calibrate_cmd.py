@@ -43,7 +43,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 @command
 def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    with open_memory(args) as mem, out.progress("collecting labelled cases") as update:
+    # create=False: on a mistyped --home, minutes of fitting would end in a new empty store
+    with (
+        open_memory(args, create=False) as mem,
+        out.progress("collecting labelled cases") as update,
+    ):
         report = mem.calibrate(folds=args.folds, progress=update)
     if out.json:
         out.result(report.to_dict())

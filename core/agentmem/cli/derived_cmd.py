@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from ..client import Client
@@ -39,10 +37,12 @@ from ._common import (
     markup,
     open_memory,
     open_store,
+    read_input,
     read_text_arg,
     resolve_identity,
     shared_embedder,
     short,
+    split_jsonl,
     url_of,
 )
 
@@ -145,7 +145,7 @@ def read_conversation(text: str, name: str) -> tuple[str | None, list[dict[str, 
         data = json.loads(stripped)
     except json.JSONDecodeError:
         data = []
-        for n, line in enumerate(stripped.splitlines(), start=1):
+        for n, line in enumerate(split_jsonl(stripped), start=1):
             if not line.strip():
                 continue
             try:
@@ -178,14 +178,8 @@ def read_conversation(text: str, name: str) -> tuple[str | None, list[dict[str, 
 @command
 def cmd_ingest(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    if args.file == "-":
-        text, name = sys.stdin.read(), "stdin"
-    else:
-        path = Path(args.file)
-        try:
-            text, name = path.read_text(encoding="utf-8"), str(path)
-        except OSError as exc:
-            raise CliError(f"{args.file}: cannot read: {exc.strerror or exc}") from exc
+    text = read_input(args.file)
+    name = "stdin" if args.file == "-" else args.file
     file_session, messages = read_conversation(text, name)
     with _open_store(args) as mem:
         m = bind(mem, args)

@@ -28,7 +28,15 @@ from ..context import records_url
 from ..server.keys import ApiKey, create_key, list_keys, revoke_key
 from ..storage.datadir import RECORDS_FILE
 from ..storage.records import RecordStore
-from ._common import EXIT_OK, Output, command, home_of, markup, records_url_of
+from ._common import (
+    EXIT_OK,
+    Output,
+    command,
+    home_of,
+    markup,
+    records_url_of,
+    refuse_missing_home,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,11 +81,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 @contextmanager
-def open_records(args: argparse.Namespace) -> Iterator[RecordStore]:
-    """The records store of ``--home`` alone (no lock, no indexes), closed afterwards."""
+def open_records(args: argparse.Namespace, *, create: bool = False) -> Iterator[RecordStore]:
+    """The records store of ``--home`` alone (no lock, no indexes), closed afterwards; a
+    missing data dir is made only with ``create`` (a key made before the first serve)."""
     home = home_of(args) or default_home()
-    home.mkdir(parents=True, exist_ok=True)
     url = records_url(Settings.from_env().replace(records_url=records_url_of(args)))
+    if not create:
+        refuse_missing_home(home, url)
+    home.mkdir(parents=True, exist_ok=True)
     records = RecordStore(home / RECORDS_FILE, url=url)
     try:
         yield records
@@ -123,7 +134,7 @@ def _pins(key: ApiKey) -> str:
 def cmd_create(args: argparse.Namespace) -> int:
     args = _merge(args)
     out = Output.from_args(args)
-    with open_records(args) as records:
+    with open_records(args, create=True) as records:
         created = create_key(
             records,
             tenant_id=args.tenant,

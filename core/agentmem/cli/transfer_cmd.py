@@ -36,7 +36,9 @@ from ._common import (
     open_memory,
     open_store,
     plain,
+    read_input,
     resolve_identity,
+    split_jsonl,
     url_of,
 )
 
@@ -78,27 +80,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--kind", action="append", choices=KINDS, help="only records of this kind (repeat)"
     )
     p.set_defaults(func=cmd_export)
-
-
-def _split_lines(text: str) -> list[str]:
-    """The lines of a file (a final newline ends the last line: it starts no other)."""
-    # Only "\n" ends a JSON line: str.splitlines() would also split at U+2028 and friends,
-    # which json.dumps(ensure_ascii=False) leaves unescaped inside strings.
-    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
-
-
-def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return _split_lines(sys.stdin.read())
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return _split_lines(fh.read())
-    except FileNotFoundError as exc:
-        raise CliError(f"{path}: no such file") from exc
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except OSError as exc:
-        raise CliError(f"{path}: {exc.strerror or exc}", EXIT_FAILED) from exc
 
 
 def _flush_with_progress(mem: AgentMemory, out: Output, stop: threading.Event) -> bool:
@@ -220,7 +201,7 @@ def _plan(args: argparse.Namespace, lines: list[str], base: Identity) -> transfe
 @command
 def cmd_import(args: argparse.Namespace) -> int:
     out = Output.from_args(args)
-    lines = _read_lines(args.file)
+    lines = split_jsonl(read_input(args.file))
     started = time.perf_counter()
     local = url_of(args) is None
     if local:  # every line checked before the data dir is opened (or made)

@@ -21,7 +21,7 @@ from ..key_identity import resolve_identity
 from ..models import Identity
 from ..results import ApiKey
 from ..wire.codec import decode, orjson_default
-from ..wire.errors import error_from
+from ..wire.errors import error_from, is_error_body
 from ..wire.ops import OPS
 
 #: Default seconds a request may take (connect, send, wait, read).
@@ -189,10 +189,23 @@ def error_of(response: httpx.Response) -> AgentMemError:
         body = orjson.loads(response.content)
     except orjson.JSONDecodeError:
         body = None
+    if not is_error_body(body):
+        return _not_agentmem(response, "without an agentmem error")
     exc = error_from(response.status_code, body)
     if isinstance(exc, RateLimitError):
         exc.retry_after = retry_after(response)
     return exc
+
+
+def _not_agentmem(response: httpx.Response, what: str) -> RemoteError:
+    """An answer no agentmem server gives: where the request went, and the likely cause."""
+    request = response.request
+    return RemoteError(
+        f"the server answered HTTP {response.status_code} {what} to {request.method} "
+        f"{request.url}: is the URL that of an `agentmem serve` (its root, without a path), "
+        "and no proxy in between answering for it?",
+        status=response.status_code,
+    )
 
 
 def retry_after(response: httpx.Response) -> float:
@@ -209,9 +222,7 @@ def payload(response: httpx.Response) -> Any:
         try:
             return orjson.loads(response.content)
         except orjson.JSONDecodeError as exc:
-            raise RemoteError(
-                "the server answered with something that is not JSON", status=response.status_code
-            ) from exc
+            raise _not_agentmem(response, "with something that is not JSON") from exc
     raise error_of(response)
 
 
@@ -227,10 +238,32 @@ def result_of(op_name: str, response: httpx.Response) -> Any:
         ) from exc
 
 
-def transport_error(exc: httpx.HTTPError, url: str) -> RemoteError:
+def transport_error(exc: httpx.HTTPError, options: ClientOptions) -> RemoteError:
+    """What went wrong on the wire, said so that the caller knows whether the server may
+    have acted on the request (only a connection never made is certain not to have)."""
+    url = options.url
+    if isinstance(exc, httpx.ConnectTimeout):
+        return RemoteError(
+            f"cannot reach the agentmem server at {url}: connecting timed out after "
+            f"{options.timeout:g} s"
+        )
     if isinstance(exc, httpx.TimeoutException):
-        return RemoteError(f"agentmem server at {url} timed out ({type(exc).__name__})")
-    return RemoteError(f"cannot reach the agentmem server at {url}: {exc}")
+        return RemoteError(
+            f"agentmem server at {url} timed out ({type(exc).__name__}): no answer within "
+            f"{options.timeout:g} s, so the call may or may not have taken effect there; "
+            "a longer call needs a larger timeout= in agentmem.connect"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return RemoteError(
+            f"cannot reach the agentmem server at {url}: {exc} (is `agentmem serve` running there?)"
+        )
+    # the request went out and the connection broke before the answer: the server stopped,
+    # or restarted, while it held the call
+    return RemoteError(
+        f"the connection to the agentmem server at {url} broke during the call ({exc}): the "
+        "server may have stopped or restarted, and the call may or may not have taken effect "
+        "there"
+    )
 
 
 def should_retry(

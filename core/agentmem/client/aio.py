@@ -129,7 +129,7 @@ class AsyncClient:
             wait = shared.should_retry(error, response, attempt)
             if wait is None or attempt >= self.options.max_retries:
                 if error is not None:
-                    raise shared.transport_error(error, self.options.url) from error
+                    raise shared.transport_error(error, self.options) from error
                 assert response is not None
                 return response
             attempt += 1

@@ -112,12 +112,7 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
     """
     ctx.check_open()
     records = ctx.records
-    problems = [f"recovered at open: {note}" for note in ctx.recovered]
-    damage = records.db.damage()
-    if damage is not None:
-        problems.append(damage)
-    if ctx.vector_loss is not None:
-        problems.append(ctx.vector_loss.describe())
+    problems = _store_problems(ctx)
     whole = tenant_id is None
     rows: list[StateRow] = records.index.state(tenant_id)
     live_ids = {r[0] for r in rows}
@@ -125,6 +120,7 @@ def diagnose(ctx: StoreContext, *, tenant_id: str | None = None) -> DoctorReport
     partitions = [p for p in records.partitions.all() if whole or p[0] == tenant_id]
     vec = _vector_drift(ctx, rows, partitions, whole, problems)
     missing_vec, extra_vec = vec.all_missing, vec.all_extra
+    problems += _untraced(ctx, kw.extra | extra_vec)
     drift = _partition_drift(rows, partitions, kw.missing, vec)
 
     files = model_files_status(ctx.embedder, verify_checksums=True)
@@ -212,6 +208,38 @@ def _keyword_drift(
     # ids whose deletion is still queued are not extra (the indexer removes them next)
     queued = ctx.records.index.queued_keyword_removals()
     return _KeywordDrift(keyword_ids, missing, stale, keyword_ids - live_ids - queued)
+
+
+def _store_problems(ctx: StoreContext) -> list[str]:
+    """What the open repaired, and what is wrong with the store beyond index drift."""
+    problems = [f"recovered at open: {note}" for note in ctx.recovered]
+    found = (
+        ctx.records.db.damage(),
+        ctx.calibration.problem,
+        None if ctx.vector_loss is None else ctx.vector_loss.describe(),
+    )
+    return problems + [p for p in found if p is not None]
+
+
+def _untraced(ctx: StoreContext, extra: set[str]) -> list[str]:
+    """Index entries of rows the records store has no trace of. A forgotten or retired row
+    keeps its tombstone and an erasure its log, so an id with no row at all is one the
+    records lost (a deleted ``-wal`` file, an older copy put back): said, since ``reindex``
+    then drops the last sign that those writes were ever acknowledged."""
+    if not extra:
+        return []
+    held = {r[1].item.id for r in ctx.records.index.state_of(sorted(extra))}
+    lost = extra - held
+    if not lost:
+        return []
+    return [
+        f"{len(lost)} index entr{'y names a row' if len(lost) == 1 else 'ies name rows'} the "
+        "records store has no trace of (no row, no tombstone): unless an erasure reported "
+        "here was interrupted, the records lost acknowledged writes (a deleted or damaged "
+        "-wal file, an older copy put back). Restore the records from a backup if you have "
+        "one; the indexes hold no content to recover them from, and `agentmem reindex` "
+        "drops these entries"
+    ]
 
 
 def _vector_drift(

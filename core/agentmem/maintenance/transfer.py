@@ -56,7 +56,7 @@ from typing import Any
 from .. import scopes, validation
 from ..config import CHAT_COPY_MAX_BYTES
 from ..context import StoreContext
-from ..errors import ValidationError
+from ..errors import StorageError, ValidationError
 from ..models import (
     KINDS,
     MEMORY_TYPES,
@@ -561,6 +561,9 @@ def apply_plan(
 
     Raises:
         ValidationError: ``batch_size`` is not a positive integer.
+        StorageError: a batch could not be stored (a full disk, say); the message says how
+            many lines were stored before it (they are kept) and that the same import, run
+            again, stores the rest.
     """
     validation.positive_int(batch_size, "batch_size", allow_none=False)
     counts = ImportCounts(
@@ -570,7 +573,15 @@ def apply_plan(
         if should_stop is not None and should_stop():
             counts.interrupted = True
             break
-        _apply(ctx, batch, counts)
+        try:
+            _apply(ctx, batch, counts)
+        except StorageError as exc:
+            raise type(exc)(
+                f"{exc}; import stopped at line {batch[0].line}, {counts.applied} of "
+                f"{counts.planned} line(s) stored before it are kept: run the same import "
+                "again once that is fixed (nothing already stored is stored twice)",
+                **exc.context,
+            ) from exc
         counts.applied += len(batch)
         if progress is not None:
             progress(counts.applied, counts.planned)

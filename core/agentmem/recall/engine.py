@@ -30,6 +30,7 @@ from ..models import Identity, RecallHit, RecallResult
 from ..phrasing import asks
 from ..rerank import Reranker
 from ..storage.keyword_index import KeywordFilter, KeywordIndex
+from ..storage.keyword_stats import TenantStats
 from ..storage.records import RecordStore
 from ..storage.rows import Brief
 from ..storage.vector_index import VectorIndex, collection_name
@@ -326,18 +327,22 @@ class RecallEngine:
         finally:
             pending_read.set()
         lap("pending")
+        # every IDF below is counted over this tenant's rows only (see storage.keyword_stats)
+        stats = self.keywords.tenant_stats(
+            identity.tenant_id, [*terms, *(t for p in phrases for t in p)]
+        )
         keyword_lists = [
-            self.keywords.search(terms, flt, pool, boosts, phrases) if use_keyword else []
+            self.keywords.search(terms, flt, pool, boosts, phrases, stats) if use_keyword else []
             for _, flt, _ in searches
         ]
         lap("keyword_search")
         # Isolation gate: only rows the records store confirms for this identity survive.
         visible: dict[str, tuple[str, Brief]] = {}
-        self._gate_keywords(gate, (terms, boosts, phrases), keyword_lists, visible)
+        self._gate_keywords(gate, (terms, boosts, phrases, stats), keyword_lists, visible)
         lap("gate_keyword")
         # Rows the indexes had not caught up with are scored here.
         kw_rows, vec_rows = _admit_pending(gate, pending, visible)
-        idf = self.keywords.idf(terms) if terms else {}
+        idf = stats.idf(terms)
         if kw_rows and terms and use_keyword:
             self._score_pending_keywords(gate, idf, boosts, phrases, kw_rows, keyword_lists)
 
@@ -376,18 +381,18 @@ class RecallEngine:
     def _gate_keywords(
         self,
         gate: _Gate,
-        query: tuple[list[str], dict[str, float], list[tuple[str, ...]]],
+        query: tuple[list[str], dict[str, float], list[tuple[str, ...]], TenantStats],
         keyword_lists: list[list[tuple[str, float]]],
         visible: dict[str, tuple[str, Brief]],
     ) -> None:
         """Admit the keyword hits this identity may see, searching deeper where others
-        crowded them out. ``query`` is (terms, boosts, phrases)."""
+        crowded them out. ``query`` is (terms, boosts, phrases, the tenant's statistics)."""
         identity, req, wanted, searches, pool, refused = gate
-        terms, boosts, phrases = query
+        terms, boosts, phrases, stats = query
         self._admit_ids(identity, req, wanted, keyword_lists, visible, refused)
         for n in _crowded(keyword_lists, visible, pool):
             keyword_lists[n] = self.keywords.search(
-                terms, searches[n][1], pool * DEEPER, boosts, phrases
+                terms, searches[n][1], pool * DEEPER, boosts, phrases, stats
             )
             self._admit_ids(identity, req, wanted, keyword_lists[n : n + 1], visible, refused)
 

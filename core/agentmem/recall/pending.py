@@ -8,8 +8,8 @@ indexer clears a row's pending flag only once the index shows the row, so a row 
 during the recall is found one way or the other. A pending row is scored by
 
 - **keywords**: BM25 of the query terms, and of its name phrases, over the row's analysed
-  text, with the keyword index's IDF (length normalisation left out: no index statistics
-  exist for a row not yet in it);
+  text, with the IDF the keyword search uses (the tenant's: :mod:`..storage.keyword_stats`;
+  length normalisation left out: no index statistics exist for a row not yet in it);
 - **meaning**: the row embedded now and compared with the query vector (a small LRU keeps
   these vectors, so back-to-back recalls do not embed the same rows again).
 

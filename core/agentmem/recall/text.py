@@ -41,7 +41,7 @@ class TextEvidence:
 
 class TextScorer:
     """Text evidence of rows for one query (``terms``: the query's distinct analysed terms,
-    ``idf``: their IDF over the keyword index; ``phrases``: its :func:`name_phrases`;
+    ``idf``: their IDF over the tenant's rows; ``phrases``: its :func:`name_phrases`;
     ``codes``: its :func:`codes`; ``compounds``: its :func:`compound_identifiers`)."""
 
     def __init__(

@@ -169,12 +169,15 @@ class Database:
         """Apply the migrations this file has not seen, each in its own transaction.
 
         Raises:
-            StorageError: the file was written by a newer agentmem (more migrations).
+            StorageError: the file was written by a newer agentmem (more migrations), or,
+                opened read-only, by an older one (it cannot be upgraded here).
         """
         if self._writer is None:
             version = self.schema_version()
             if version > len(migrations):
                 raise _too_new(self.path, version, len(migrations))
+            if 0 < version < len(migrations):  # 0: nothing there yet (refused elsewhere)
+                raise _too_old_to_read(self.path, version, len(migrations))
             return
         conn = self._writer
         try:
@@ -294,6 +297,8 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 #: SQLite's primary result codes for a damaged file (SQLITE_CORRUPT) and for a file that is
 #: not a database at all (SQLITE_NOTADB).
 _DAMAGED = frozenset({11, 26})
+#: SQLITE_FULL: no room for the write (the disk, or max_page_count).
+_FULL = 13
 
 
 def _failed(what: str, path: Path, exc: sqlite3.Error) -> StorageError:
@@ -303,6 +308,12 @@ def _failed(what: str, path: Path, exc: sqlite3.Error) -> StorageError:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None and code & 0xFF in _DAMAGED:
         return StorageError(_damaged(path, str(exc)), path=str(path))
+    if code is not None and code & 0xFF == _FULL:
+        return StorageError(
+            f"{what}: {exc} (the disk holding {path} is full, or the file reached its size "
+            "limit): that write was rolled back; free some space and retry",
+            path=str(path),
+        )
     return StorageError(f"{what}: {exc}", path=str(path))
 
 
@@ -318,6 +329,19 @@ def _too_new(path: Path | str, version: int, known: int) -> StorageError:
     return StorageError(
         f"records store schema version {version} is newer than this agentmem ({known}); "
         "upgrade agentmem",
+        path=str(path),
+    )
+
+
+def _too_old_to_read(path: Path | str, version: int, known: int) -> StorageError:
+    # Read as it is, the queries of this version fail on tables and columns it lacks
+    # ("no such table: erasures"); only a writing open migrates it.
+    return StorageError(
+        f"records store {path} was written by an older agentmem (schema version {version}; "
+        f"this one reads {known}) and a read-only open cannot upgrade it: open it once for "
+        "writing with this agentmem (`agentmem --home DIR doctor`, say, while no other "
+        "process holds the data dir; on read-only media, a copy on writable storage), or "
+        "read it with the agentmem that wrote it",
         path=str(path),
     )
 

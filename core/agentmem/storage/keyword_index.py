@@ -11,6 +11,8 @@ User and agent queries never go through Tantivy's query parser: the query text i
 the same analyzer as the documents and turned into a boolean query of term queries (and of
 phrase queries over analysed terms, for names said whole), so no character or word (``"``,
 ``:``, ``AND``, ``*``) can raise a syntax error or change the query's meaning. Identity filters are term queries on raw (untokenized) fields.
+Every IDF a search scores with is the querying tenant's, never the whole index's (see
+:mod:`.keyword_stats`).
 
 One writer owns the index (the background indexer); ``commit()`` is followed by ``reload()``
 so searchers see new documents.
@@ -19,7 +21,6 @@ so searchers see new documents.
 from __future__ import annotations
 
 import contextlib
-import math
 import shutil
 import tempfile
 import threading
@@ -31,12 +32,18 @@ import tantivy
 
 from ..errors import StorageError
 from .datadir import writable
+from .keyword_stats import (
+    TEXT_FIELDS,
+    CountCache,
+    TenantIdf,
+    TenantStats,
+    tenant_stats,
+    text_pairs,
+)
 from .language import cjk_bigrams, language
 
 ANALYZER = "agentmem_en"
 INTL_ANALYZER = "agentmem_intl"
-#: The text fields: English rows, the others.
-TEXT_FIELDS = ("content", "content_intl")
 
 #: Common English function words: dropped from documents and queries alike, so a question
 #: like "where do I live" searches for "live".
@@ -142,6 +149,8 @@ class KeywordIndex:
         self.intl_analyzer = build_intl_analyzer()
         self._schema = _schema()
         self._lock = threading.Lock()
+        #: Counts behind the tenants' keyword statistics (see :mod:`.keyword_stats`).
+        self._counts = CountCache()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False  # writes not yet committed
         self._closed = False
@@ -366,15 +375,14 @@ class KeywordIndex:
             seen.setdefault(term, None)
         return list(seen)
 
-    def idf(self, terms: Sequence[str]) -> dict[str, float]:
-        """BM25-style inverse document frequency of each term over the whole index."""
+    def tenant_stats(self, tenant: str, terms: Iterable[str]) -> TenantStats:
+        """``tenant``'s keyword statistics for ``terms`` (see :mod:`.keyword_stats`)."""
         searcher = self._index.searcher()
-        n = max(int(searcher.num_docs), 1)
-        out: dict[str, float] = {}
-        for term in terms:
-            df = sum(int(searcher.doc_freq(field, term)) for field in TEXT_FIELDS)
-            out[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        return out
+        return tenant_stats(searcher, self._schema, tenant, text_pairs(terms), cache=self._counts)
+
+    def idf(self, terms: Sequence[str], tenant: str) -> dict[str, float]:
+        """BM25-style inverse document frequency of each term over ``tenant``'s live rows."""
+        return self.tenant_stats(tenant, terms).idf(terms)
 
     def search(
         self,
@@ -383,59 +391,90 @@ class KeywordIndex:
         limit: int,
         boosts: Mapping[str, float] | None = None,
         phrases: Sequence[Sequence[str]] = (),
+        stats: TenantStats | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 search for any of ``terms`` among the rows ``flt`` allows: (id, score) best
         first; a term's score is multiplied by its entry in ``boosts``; a row with one of
-        ``phrases`` (analysed terms, adjacent and in order) scores that phrase as well."""
+        ``phrases`` (analysed terms, adjacent and in order) scores that phrase as well.
+
+        Every IDF in the score is ``flt.tenant``'s (see :mod:`.keyword_stats`), counted here
+        unless ``stats`` (of that tenant) has the counts."""
         if not terms or not flt.partitions:
             return []
         schema = self._schema
         must = tantivy.Occur.Must
-        should = tantivy.Occur.Should
+        searcher = self._index.searcher()
+        if not any(searcher.doc_freq("partition", p) for p in flt.partitions):
+            return []  # nothing was ever indexed there (a dictionary lookup, no search)
+        filters = self._filters(flt)
+        wanted = text_pairs({*terms, *(t for p in phrases for t in p)})
+        wanted += [pair for _, _, pair in filters if pair is not None]
+        own = tenant_stats(searcher, schema, flt.tenant, wanted, stats, self._counts)
+        idf = TenantIdf(searcher, own)
         boosts = boosts or {}
 
-        def term(field: str, t: str) -> tantivy.Query:
-            q = tantivy.Query.term_query(schema, field, t)
-            return tantivy.Query.boost_query(q, boosts[t]) if t in boosts else q
+        def scaled(
+            q: tantivy.Query, field: str, words: Sequence[str], by: float = 1.0
+        ) -> tantivy.Query | None:
+            factor = idf.factor(field, words)
+            if factor is None:
+                return None
+            factor *= by
+            return q if factor == 1.0 else tantivy.Query.boost_query(q, factor)
 
-        # both fields: a field holding none of a term adds nothing to a row's score
-        text = [(should, term(f, t)) for f in TEXT_FIELDS for t in terms]
+        # a field holding none of a query's terms is left out: it adds nothing to a score
+        text = [
+            scaled(tantivy.Query.term_query(schema, f, t), f, [t], boosts.get(t, 1.0))
+            for f in TEXT_FIELDS
+            for t in terms
+        ]
         text += [
-            (should, tantivy.Query.phrase_query(schema, f, list(p)))
+            scaled(tantivy.Query.phrase_query(schema, f, list(p)), f, p)
             for f in TEXT_FIELDS
             for p in phrases
         ]
-        text_q = tantivy.Query.boolean_query(text)
-        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = [
-            (must, text_q),
-            (must, tantivy.Query.term_query(schema, "tenant", flt.tenant)),
-            (must, _any_of(schema, "partition", flt.partitions)),
-        ]
-        if flt.session is not None:
-            clauses.append((must, tantivy.Query.term_query(schema, "session", flt.session)))
-        if flt.not_session is not None:
-            clauses.append(
-                (
-                    tantivy.Occur.MustNot,
-                    tantivy.Query.term_query(schema, "session", flt.not_session),
-                )
-            )
+        should = [(tantivy.Occur.Should, q) for q in text if q is not None]
+        if not should:
+            return []
+        clauses = [(must, tantivy.Query.boolean_query(should))]
+        for occur, q, pair in filters:
+            clauses.append((occur, q if pair is None else scaled(q, pair[0], pair[1:]) or q))
+        try:
+            result = searcher.search(tantivy.Query.boolean_query(clauses), limit=limit, count=False)
+        except ValueError as exc:
+            raise StorageError(f"keyword search failed: {exc}") from exc
+        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+    def _filters(
+        self, flt: KeywordFilter
+    ) -> list[tuple[tantivy.Occur, tantivy.Query, tuple[str, str] | None]]:
+        """The clauses selecting the rows ``flt`` allows, each with the (field, value) of its
+        term query when it is one: that scores the IDF of its term, which must be the
+        tenant's too (a term set query scores a constant 1.0, an exclusion nothing)."""
+        must = tantivy.Occur.Must
+        out: list[tuple[tantivy.Occur, tantivy.Query, tuple[str, str] | None]] = []
         for field, values in (
+            ("tenant", (flt.tenant,)),
+            ("partition", flt.partitions),
+            ("session", None if flt.session is None else (flt.session,)),
+            ("not_session", None if flt.not_session is None else (flt.not_session,)),
             ("scope", flt.scopes),
             ("kind", flt.kinds),
             ("memory_type", flt.memory_types),
         ):
-            if values is not None:
-                clauses.append((must, _any_of(schema, field, values)))
-        query = tantivy.Query.boolean_query(clauses)
-        searcher = self._index.searcher()
-        if not any(searcher.doc_freq("partition", p) for p in flt.partitions):
-            return []  # nothing was ever indexed there (a dictionary lookup, no search)
-        try:
-            result = searcher.search(query, limit=limit, count=False)
-        except ValueError as exc:
-            raise StorageError(f"keyword search failed: {exc}") from exc
-        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+            if values is None:
+                continue
+            if field == "not_session":
+                q = tantivy.Query.term_query(self._schema, "session", values[0])
+                out.append((tantivy.Occur.MustNot, q, None))
+            elif len(values) == 1:
+                q = tantivy.Query.term_query(self._schema, field, values[0])
+                out.append((must, q, (field, values[0])))
+            else:
+                out.append(
+                    (must, tantivy.Query.term_set_query(self._schema, field, list(values)), None)
+                )
+        return out
 
 
 def _read_only_view(path: Path) -> Path:
@@ -473,9 +512,3 @@ def _document(doc: KeywordDoc) -> tantivy.Document:
         scope=doc.scope,
         **{field: text},
     )
-
-
-def _any_of(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:
-    if len(values) == 1:
-        return tantivy.Query.term_query(schema, field, values[0])
-    return tantivy.Query.term_set_query(schema, field, list(values))

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..distribution import pip_install
 from ..errors import StorageError
-from .database import Database, Transaction, _too_new
+from .database import Database, Transaction, _too_new, _too_old_to_read
 
 log = logging.getLogger("agentmem.storage")
 
@@ -313,6 +313,8 @@ class PostgresDatabase(Database):
                     version = _version(conn)
                     if version > len(migrations):
                         raise _too_new(self.url_redacted, version, len(migrations))
+                    if 0 < version < len(migrations):  # 0: nothing there yet (refused elsewhere)
+                        raise _too_old_to_read(self.url_redacted, version, len(migrations))
                     return
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))

@@ -59,7 +59,7 @@ def refuse_lost_records(
     keywords = home / KEYWORDS_DIR
     if keywords.is_dir():
         try:
-            index = KeywordIndex(keywords, read_only=True)
+            index = KeywordIndex(keywords.absolute(), read_only=True)  # linked from a temp dir
             try:
                 entries = index.num_docs()
             finally:

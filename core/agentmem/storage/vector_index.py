@@ -728,8 +728,8 @@ def _read_only_view(path: Path) -> Path:
                 source.close()
         if path.is_dir():
             for entry in path.iterdir():
-                if entry.is_dir():
-                    (view / entry.name).symlink_to(entry)
+                if entry.is_dir():  # absolute: a relative link would resolve in the view
+                    (view / entry.name).symlink_to(entry.absolute())
     except BaseException:
         shutil.rmtree(view, ignore_errors=True)
         raise

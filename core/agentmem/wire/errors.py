@@ -97,17 +97,23 @@ def _classes() -> dict[str, type[AgentMemError]]:
 _CLASSES = _classes()
 
 
+def is_error_body(body: Any) -> bool:
+    """Whether a response's JSON ``body`` is an agentmem error (not a proxy's page, say)."""
+    err = body.get("error") if isinstance(body, dict) else None
+    return isinstance(err, dict) and isinstance(err.get("type"), str)
+
+
 def error_from(status: int, body: Any) -> AgentMemError:
     """The exception a response of ``status`` with JSON ``body`` carries.
 
     A body that is not an agentmem error (a proxy's error page) becomes a
     :class:`~agentmem.errors.RemoteError` with the status.
     """
-    err = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(err, dict) or not isinstance(err.get("type"), str):
+    if not is_error_body(body):
         return RemoteError(
             f"the server answered HTTP {status} without an agentmem error", status=status
         )
+    err = body["error"]
     message = str(err.get("message", ""))
     raw_context = err.get("context")
     context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
@@ -122,4 +128,4 @@ def error_from(status: int, body: Any) -> AgentMemError:
         return AgentMemError(message, type=err["type"], **context)
 
 
-__all__ = ["error_body", "error_from", "headers_of", "status_of"]
+__all__ = ["error_body", "error_from", "headers_of", "is_error_body", "status_of"]
