@@ -76,8 +76,9 @@ class AgentStateTable:
         self, tenant_id: str, agent_id: str, prefix: str | None = None
     ) -> list[tuple[str, Any, datetime, str | None, str | None]]:
         """(key, value, updated_at, user, about agent) of every entry of an agent (whose key
-        starts with ``prefix``, when given), by key. The prefix is a range of the primary
-        key, so only the entries under it are read."""
+        starts with ``prefix``, when given), by key. On SQLite the prefix is one range of the
+        primary key; on Postgres a check on the agent's keys: either way only the entries
+        under it are read out and decoded."""
         sql = (
             "SELECT key, value, updated_at, user_id, about_agent_id FROM agent_state "
             "WHERE tenant_id = ? AND agent_id = ?"
