@@ -24,12 +24,23 @@ How LangGraph's namespaces map onto agentmem
   a put supersedes the previous version of that key in the core.
 * **Values** (any JSON object, up to 64 KiB encoded) and timestamps are kept in the agent
   state of an internal agent id (``langgraph-store:<store_id>``) of the tenant, keyed by a
-  hash of (namespace, key). That entry is the system of record for ``get``, listing and
-  filtering: the core has no lookup by topic key and no listing by metadata. An entry of a
-  namespace that names a user or an agent is tagged with them, so erasing that user or agent
+  short hash of each namespace label (the first 20) followed by a hash of (namespace, key):
+  the entries of a namespace prefix are one range of keys, which ``state.list(prefix=...)``
+  reads alone, so a search or listing in a namespace costs what that namespace holds, not
+  the whole store. That entry is the system of record for ``get``, listing and filtering:
+  the core has no lookup by topic key and no listing by metadata. An entry of a namespace
+  that names a user or an agent is tagged with them, so erasing that user or agent
   (``AgentMemory.erase(user_id=...)``, ``erase(agent_id=...)``) deletes the value along with
-  the memory (entries an earlier version wrote untagged are tagged at the store's first
-  operation).
+  the memory. Entries an earlier version wrote (keyed by a hash of (namespace, key) alone,
+  perhaps untagged) are moved and tagged once per data, at the first operation of a store.
+* **Forgetting an item's memory forgets the item.** When the memory behind an item is
+  forgotten outside the store (``forget`` of the memory API, the ``delete_memory`` tool,
+  ``agentmem forget``, retention anonymizing it after the supersession judge retired it),
+  the item is gone: ``get``, ``search`` and ``list_namespaces`` look up the memories of the
+  entries they would return (one ``get_many`` per owner, only as far as the page they
+  return) and delete each entry whose memory is gone, so the value leaves the records at the
+  first read that meets it. A memory merely retired (superseded) keeps its item until
+  retention anonymizes it.
 
 Search with ``query`` runs the core's hybrid recall (keyword + vector, calibrated scores in
 [0, 1]) per owner in the namespace prefix and merges by score; items that the recall did
@@ -92,7 +103,17 @@ from agentmem import BoundMemoryProtocol, MemoryProtocol, RecallHit, ValidationE
 from agentmem.models import MEMORY_TYPES
 from agentmem.tools.memory_shape import check_store, store_tenant
 
-_ENTRY_PREFIX = "item:"
+#: Entry keys: ``ns:`` and a short hash of each namespace label (the first
+#: ``_KEYED_LABELS``), then ``#`` and a hash of (namespace, key). The entries of a namespace
+#: prefix are thus one range of keys, which ``state.list(prefix=...)`` reads alone.
+_ENTRY_PREFIX = "ns:"
+_LABEL_HASH_CHARS = 8
+_KEYED_LABELS = 20  # keeps a key within the core's 256 characters
+#: The keys an earlier agentmem wrote (a hash of (namespace, key) only), moved at first use.
+_OLD_ENTRY_PREFIX = "item:"
+#: The registry entry saying the store's entries are keyed as above (and tagged).
+_LAYOUT_KEY = "store-layout"
+_LAYOUT = 2
 _SEARCH_TEXT_MAX_BYTES = 15 * 1024  # the core caps a memory at 16 KiB
 _NO_BUDGET = 1_000_000_000
 _RECALL_MAX = 20
@@ -129,6 +150,9 @@ class _Entry:
     #: Minutes of life after each write or refreshing read (None: the item never expires).
     ttl_minutes: float | None = None
     expires_at: datetime | None = None
+    #: The identity the memory was written under, which can see it (None: an entry an
+    #: earlier agentmem wrote; its namespace's owner now is taken).
+    owner: _Owner | None = None
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -162,11 +186,13 @@ class _Entry:
             "memory_id": self.memory_id,
             "ttl_minutes": self.ttl_minutes,
             "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
+            "owner": None if self.owner is None else [self.owner.user_id, self.owner.agent_id],
         }
 
     @classmethod
     def decode(cls, raw: Mapping[str, Any]) -> _Entry:
         expires = raw.get("expires_at")
+        owner = raw.get("owner")
         return cls(
             namespace=tuple(raw["namespace"]),
             key=raw["key"],
@@ -176,6 +202,7 @@ class _Entry:
             memory_id=raw.get("memory_id"),
             ttl_minutes=raw.get("ttl_minutes"),
             expires_at=None if expires is None else datetime.fromisoformat(expires),
+            owner=None if owner is None else _Owner(user_id=owner[0], agent_id=owner[1]),
         )
 
 
@@ -297,6 +324,14 @@ def _ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
     for field in ("default_ttl", "sweep_interval_minutes"):
         _minutes(ttl.get(field), f"ttl.{field}")
     return cast(TTLConfig, dict(ttl))
+
+
+def _prefix_key(namespace: Sequence[str]) -> str:
+    """The start every entry key of ``namespace`` and of the namespaces under it shares."""
+    return _ENTRY_PREFIX + "".join(
+        hashlib.sha256(label.encode("utf-8")).hexdigest()[:_LABEL_HASH_CHARS] + "/"
+        for label in namespace[:_KEYED_LABELS]
+    )
 
 
 def _utc_now() -> datetime:
@@ -444,8 +479,7 @@ class AgentMemStore(BaseStore):
         #: Puts read the key's entry, write its memory and then the entry: one at a time, so
         #: concurrent puts to a key leave its value and its memory the same version.
         self._writing = threading.Lock()
-        # nobody to tag when no namespace names a user or agent: see _tag_older_entries
-        self._tagged = user_position is None and agent_position is None
+        self._migrated = False  # see _migrate
         # Binding checks tenant_id and this agent id (printable, at most 256 characters).
         self._agent = f"langgraph-store:{store_id}"
         self._registry: BoundMemoryProtocol = memory.bind(tenant_id=tenant_id, agent_id=self._agent)
@@ -480,7 +514,7 @@ class AgentMemStore(BaseStore):
 
     def _entry_key(self, namespace: tuple[str, ...], key: str) -> str:
         digest = hashlib.sha256(json.dumps([list(namespace), key]).encode("utf-8")).hexdigest()
-        return _ENTRY_PREFIX + digest[:48]
+        return f"{_prefix_key(namespace)}#{digest[:48]}"
 
     def _topic(self, namespace: tuple[str, ...], key: str) -> str:
         raw = json.dumps([self.store_id, list(namespace), key]).encode("utf-8")
@@ -505,12 +539,11 @@ class AgentMemStore(BaseStore):
         text = "\n".join(t for t in texts if t and t.strip())
         return _cap_utf8(text, _SEARCH_TEXT_MAX_BYTES) if text.strip() else None
 
-    def _entries(self) -> list[_Entry]:
-        return [
-            _Entry.decode(e.value)
-            for e in self._registry.state.list()
-            if e.key.startswith(_ENTRY_PREFIX)
-        ]
+    def _entries(self, prefix: tuple[str, ...] = ()) -> list[_Entry]:
+        """The entries of the namespaces starting with ``prefix``: only those are read."""
+        found = self._registry.state.list(prefix=_prefix_key(prefix))
+        entries = (_Entry.decode(e.value) for e in found)
+        return [e for e in entries if e.namespace[: len(prefix)] == prefix]
 
     def _get_entry(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
         found = self._registry.state.get(self._entry_key(namespace, key))
@@ -621,8 +654,7 @@ class AgentMemStore(BaseStore):
         return True
 
     # -- operations --------------------------------------------------------------------------
-    def _remember(self, namespace: tuple[str, ...], key: str, text: str) -> str:
-        owner = self._owner(namespace)
+    def _remember(self, owner: _Owner, namespace: tuple[str, ...], key: str, text: str) -> str:
         bound = self._bind(owner)
         meta = self._memory_metadata(namespace, key)
         topic = self._topic(namespace, key)
@@ -671,14 +703,16 @@ class AgentMemStore(BaseStore):
             updated_at=now,
             memory_id="0" * 32,  # the size of the id it will get
             ttl_minutes=ttl,
+            owner=_Owner(user_id="u" * 256, agent_id="a" * 256),  # the largest it can be
             expires_at=None if ttl is None else now + timedelta(minutes=ttl),
         )
         _check_encodable(entry)  # before anything is written
         text = None if op.index is False else self._search_text(entry.value, op.index)
-        memory_id = self._remember(namespace, key, text) if text is not None else None
+        owner = self._owner(namespace)
+        memory_id = self._remember(owner, namespace, key, text) if text is not None else None
         if old is not None and old.memory_id is not None and old.memory_id != memory_id:
             self._forget(old)  # superseded by topic already when re-indexed; gone if not
-        self._save(replace(entry, memory_id=memory_id))
+        self._save(replace(entry, memory_id=memory_id, owner=owner))
         return memory_id
 
     def _named(self, namespace: tuple[str, ...]) -> _Owner:
@@ -700,30 +734,68 @@ class AgentMemStore(BaseStore):
             key, entry.encode(), user_id=named.user_id, about_agent_id=named.agent_id
         )
 
-    def _tag_older_entries(self) -> None:
-        """Tag the entries an earlier agentmem wrote without the user or agent their
-        namespace names (before agent state could name them), once per store object, so that
-        erasing that user or agent reaches them too. Each is read again just before it is
-        written, under the write lock, as a refreshing read is."""
+    def _migrate(self) -> None:
+        """Bring the entries an earlier agentmem wrote to this layout, once per data: keyed
+        under their namespace (``item:<hash>`` before, which a prefix could not select) and
+        tagged with the user and agent their namespace names (which erasure needs). A
+        registry entry records that it is done, so later a store object's first operation
+        costs one lookup."""
         with self._writing:
-            if self._tagged:
+            if self._migrated:
                 return
-            for found in self._registry.state.list():
-                if not found.key.startswith(_ENTRY_PREFIX):
-                    continue
-                seen = _Entry.decode(found.value)
-                named = self._named(seen.namespace)
-                if (named.user_id is not None and found.user_id is None) or (
-                    named.agent_id is not None and found.about_agent_id is None
-                ):
-                    entry = self._get_entry(seen.namespace, seen.key)
-                    if entry is not None:
-                        self._save(entry)
-            self._tagged = True
+            marker = self._registry.state.get(_LAYOUT_KEY)
+            if marker is None or marker.value != _LAYOUT:
+                for found in self._registry.state.list(prefix=_OLD_ENTRY_PREFIX):
+                    entry = _Entry.decode(found.value)
+                    if self._get_entry(entry.namespace, entry.key) is None:
+                        self._save(entry)  # a put since the upgrade wins over this copy
+                    self._registry.state.delete(found.key)
+                self._registry.state.set(_LAYOUT_KEY, _LAYOUT)
+            self._migrated = True
+
+    def _memory_owner(self, entry: _Entry) -> _Owner:
+        return entry.owner if entry.owner is not None else self._owner(entry.namespace)
 
     def _forget(self, entry: _Entry) -> None:
         if entry.memory_id is not None:
-            self._bind(self._owner(entry.namespace)).forget(entry.memory_id)
+            self._bind(self._memory_owner(entry)).forget(entry.memory_id)
+
+    def _gone(self, entries: Iterable[_Entry]) -> set[str]:
+        """The memory ids of ``entries`` whose memory was forgotten outside the store
+        (``forget``, the memory tools, the CLI, retention anonymizing it): one lookup per
+        owner. Their entries are deleted on the way, so the value goes as the memory did."""
+        entries = list(entries)
+        by_owner: dict[_Owner, list[str]] = {}
+        for entry in entries:
+            if entry.memory_id is not None:
+                by_owner.setdefault(self._memory_owner(entry), []).append(entry.memory_id)
+        gone: set[str] = set()
+        for owner, ids in by_owner.items():
+            there = {m.id for m in self._bind(owner).get_many(ids)}
+            gone.update(i for i in ids if i not in there)
+        if gone:
+            with self._writing:
+                for entry in entries:
+                    if entry.memory_id in gone:
+                        # a put may have written the key again meanwhile: that entry stays
+                        again = self._get_entry(entry.namespace, entry.key)
+                        if again is not None and again.memory_id == entry.memory_id:
+                            self._registry.state.delete(self._entry_key(entry.namespace, entry.key))
+        return gone
+
+    def _present(
+        self, ordered: Sequence[tuple[_Entry, float | None]], offset: int, limit: int
+    ) -> list[tuple[_Entry, float | None]]:
+        """The page ``[offset, offset + limit)`` of ``ordered`` counting only entries whose
+        memory is still there, checked a window at a time (not the whole store)."""
+        kept: list[tuple[_Entry, float | None]] = []
+        start, want = 0, offset + limit
+        while len(kept) < want and start < len(ordered):
+            window = ordered[start : start + want - len(kept)]
+            start += len(window)
+            gone = self._gone(e for e, _ in window)
+            kept.extend((e, score) for e, score in window if e.memory_id not in gone)
+        return kept[offset:want]
 
     def _drop(self, entry: _Entry) -> None:
         """Delete an item: forget its memory, then remove its entry."""
@@ -733,7 +805,7 @@ class AgentMemStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         entry = self._get_entry(tuple(op.namespace), str(op.key))
         found = self._live([entry]) if entry is not None else []
-        if not found:
+        if not found or found[0].memory_id in self._gone(found):
             return None
         if op.refresh_ttl:
             self._refresh(found)
@@ -743,12 +815,11 @@ class AgentMemStore(BaseStore):
         prefix = tuple(op.namespace_prefix)
         entries = [
             e
-            for e in self._live(self._entries())
-            if e.namespace[: len(prefix)] == prefix
-            and all(_compare(e.value.get(k), v) for k, v in (op.filter or {}).items())
+            for e in self._live(self._entries(prefix))
+            if all(_compare(e.value.get(k), v) for k, v in (op.filter or {}).items())
         ]
         entries.sort(key=lambda e: (e.updated_at, e.namespace, e.key), reverse=True)
-        ranked: list[SearchItem] = []
+        ordered: list[tuple[_Entry, float | None]] = []
         if op.query:
             by_memory = {e.memory_id: e for e in entries if e.memory_id is not None}
             hits: list[RecallHit] = []
@@ -759,16 +830,15 @@ class AgentMemStore(BaseStore):
             for hit in hits:
                 entry = by_memory.pop(hit.id, None)
                 if entry is not None:  # a live, current version inside prefix and filter
-                    ranked.append(entry.search_item(hit.score))
-            seen = {(i.namespace, i.key) for i in ranked}
-            ranked.extend(e.search_item(None) for e in entries if (e.namespace, e.key) not in seen)
+                    ordered.append((entry, hit.score))
+            seen = {(e.namespace, e.key) for e, _ in ordered}
+            ordered.extend((e, None) for e in entries if (e.namespace, e.key) not in seen)
         else:
-            ranked = [e.search_item(None) for e in entries]
-        page = ranked[op.offset : op.offset + op.limit]
+            ordered = [(e, None) for e in entries]
+        page = self._present(ordered, op.offset, op.limit)
         if op.refresh_ttl:
-            by_key = {(e.namespace, e.key): e for e in entries}
-            self._refresh(by_key[(i.namespace, i.key)] for i in page)
-        return page
+            self._refresh(e for e, _ in page)
+        return [e.search_item(score) for e, score in page]
 
     def _recall(self, owner: _Owner, prefix: tuple[str, ...], query: str) -> list[RecallHit]:
         filters: dict[str, Any] = {"lg_store": self.store_id}
@@ -788,11 +858,26 @@ class AgentMemStore(BaseStore):
         )
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {e.namespace for e in self._live(self._entries())}
-        if op.match_conditions:
-            namespaces = {
-                ns for ns in namespaces if all(_matches(ns, c) for c in op.match_conditions)
-            }
+        by_namespace: dict[tuple[str, ...], list[_Entry]] = {}
+        for entry in self._live(self._entries()):
+            if all(_matches(entry.namespace, c) for c in op.match_conditions or ()):
+                by_namespace.setdefault(entry.namespace, []).append(entry)
+        # a namespace is listed when one of its entries is still there: check one entry of
+        # each (those with no memory first: nothing to check), the next where it was gone
+        namespaces: set[tuple[str, ...]] = set()
+        queues = {
+            ns: sorted(es, key=lambda e: e.memory_id is not None) for ns, es in by_namespace.items()
+        }
+        while queues:
+            gone = self._gone(es[0] for es in queues.values())
+            for ns, es in list(queues.items()):
+                if es[0].memory_id not in gone:
+                    namespaces.add(ns)
+                    del queues[ns]
+                elif len(es) > 1:
+                    queues[ns] = es[1:]
+                else:
+                    del queues[ns]
         if op.max_depth is not None:
             namespaces = {ns[: op.max_depth] for ns in namespaces}
         return sorted(namespaces)[op.offset : op.offset + op.limit]
@@ -804,8 +889,8 @@ class AgentMemStore(BaseStore):
         for op in ops:  # all of them first: a bad op in a batch runs none of it
             _check_op(op)
             validate_op_namespace(op)
-        if not self._tagged:
-            self._tag_older_entries()
+        if not self._migrated:
+            self._migrate()
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):

@@ -760,6 +760,11 @@ class BoundMemory:
         """A live record visible to this identity, by id."""
         return memories.get(self._ctx, self.identity, memory_id)
 
+    def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem]:
+        """The live records visible to this identity among ``memory_ids``, in their order;
+        the ids of none (forgotten, deleted, anonymized, not visible here) are left out."""
+        return memories.get_many(self._ctx, self.identity, memory_ids)
+
     # -- recall ------------------------------------------------------------------------------
     def recall(
         self,

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, Unpack, runtime_checkable
 
@@ -109,7 +109,7 @@ class StateProtocol(Protocol):
 
     def delete(self, key: str) -> bool: ...
 
-    def list(self) -> builtins.list[StateEntry]: ...
+    def list(self, *, prefix: str | None = None) -> builtins.list[StateEntry]: ...
 
 
 class WorkingProtocol(Protocol):
@@ -222,6 +222,8 @@ class BoundMemoryProtocol(Protocol):
     def forget(self, memory_id: str) -> bool: ...
 
     def get(self, memory_id: str) -> MemoryItem: ...
+
+    def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem]: ...
 
     def recall(
         self,

@@ -4,6 +4,8 @@ items and an agent's own state stay."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +36,20 @@ def _files_with(home: Path, needle: str) -> list[str]:
         for name in files
         if raw in Path(root, name).read_bytes()
     )
+
+
+def _as_an_earlier_version_wrote(mem: AgentMemory, *, user_tag: bool = False) -> None:
+    """Rewrite the store's entries as an earlier agentmem kept them: keyed by a hash of
+    (namespace, key) alone, naming no user or agent (or, with ``user_tag``, the user only)."""
+    registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
+    for entry in registry.list():
+        registry.delete(entry.key)
+        if entry.key == "store-layout":
+            continue
+        raw = json.dumps([entry.value["namespace"], entry.value["key"]]).encode("utf-8")
+        old_key = "item:" + hashlib.sha256(raw).hexdigest()[:48]
+        value = {k: v for k, v in entry.value.items() if k != "owner"}
+        registry.set(old_key, value, user_id=entry.user_id if user_tag else None)
 
 
 @pytest.fixture(params=["user", "agent"])
@@ -118,21 +134,20 @@ def test_values_written_before_entries_named_their_owner_are_erased_too(
 ) -> None:
     mem = make_memory()
     _fill(mem, who)
-    # as an earlier agentmem wrote them: the same entries, naming no user or agent
+    _as_an_earlier_version_wrote(mem)
     registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
-    for entry in registry.list():
-        registry.set(entry.key, entry.value)
     assert {(e.user_id, e.about_agent_id) for e in registry.list()} == {(None, None)}
 
     store = _store(mem, who)
-    assert store.get(("shared",), "faq") is not None  # its first operation tags them
+    assert store.get(("shared",), "faq") is not None  # its first operation moves and tags them
+    assert [e.key for e in registry.list(prefix="item:")] == []
     _erase(mem, who, U1)
 
     assert store.search(("memories", U1)) == []
     assert _state_rows_with(mem, C1) == 0
     assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
     tag = "user_id" if who == "user" else "about_agent_id"
-    assert {getattr(e, tag) for e in registry.list()} == {U2, None}
+    assert {getattr(e, tag) for e in registry.list(prefix="ns:")} == {U2, None}
 
 
 def test_values_tagged_with_their_user_only_get_their_agent_too(
@@ -144,13 +159,12 @@ def test_values_tagged_with_their_user_only_get_their_agent_too(
     store = AgentMemStore(mem, tenant_id="acme", user_position=1, agent_position=2)
     store.put(("memories", U1, "a-1"), "pref", {"content": f"Prefers the code {C1}"})
     store.put(("memories", U1, "a-2"), "pref", {"content": f"Prefers the code {C2}"})
+    _as_an_earlier_version_wrote(mem, user_tag=True)
     registry = mem.bind("acme", agent_id="langgraph-store:langgraph").state
-    for entry in registry.list():
-        registry.set(entry.key, entry.value, user_id=entry.user_id)
 
     again = AgentMemStore(mem, tenant_id="acme", user_position=1, agent_position=2)
     assert again.get(("memories", U1, "a-1"), "pref") is not None  # tags them
-    assert {(e.user_id, e.about_agent_id) for e in registry.list()} == {
+    assert {(e.user_id, e.about_agent_id) for e in registry.list(prefix="ns:")} == {
         (U1, "a-1"),
         (U1, "a-2"),
     }

@@ -131,6 +131,19 @@ def test_langgraph_store_on_a_client(client: Client, tenant: str) -> None:
     assert store.get(("memories", "u1"), "pref") is None
 
 
+def test_langgraph_store_item_goes_when_its_memory_is_forgotten_remotely(client: Client) -> None:
+    store = AgentMemStore(client, user_position=1, wait_for_index=True)
+    store.put(("memories", "u1"), "code", {"content": "My locker code is 4417"})
+    store.put(("memories", "u1"), "pref", {"content": "Prefers dark mode"})
+    user = client.bind(user_id="u1")
+    (hit,) = [h for h in user.recall("locker code", scope="user").items if "4417" in h.content]
+    assert user.forget(hit.id)
+    assert store.get(("memories", "u1"), "code") is None
+    assert [i.key for i in store.search(("memories", "u1"))] == ["pref"]
+    assert [i.key for i in store.search(("memories", "u1"), query="locker code")] == ["pref"]
+    assert store.list_namespaces() == [("memories", "u1")]
+
+
 def test_langgraph_store_ttl_on_a_client(client: Client, tenant: str) -> None:
     """Expiry is kept in the records, so it holds over a remote memory; the swept item's
     memory is forgotten on the server."""

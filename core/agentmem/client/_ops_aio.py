@@ -5,7 +5,7 @@ the contract and run ``make generate``."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -100,9 +100,9 @@ class AsyncStateOps:
         result: bool = await self._call("state.delete", {"key": key})
         return result
 
-    async def list(self) -> builtins.list[StateEntry]:
+    async def list(self, *, prefix: str | None = None) -> builtins.list[StateEntry]:
         """See :meth:`agentmem.tiers.agent_state.AgentState.list`."""
-        result: builtins.list[StateEntry] = await self._call("state.list", {})
+        result: builtins.list[StateEntry] = await self._call("state.list", {"prefix": prefix})
         return result
 
 
@@ -225,6 +225,11 @@ class AsyncBoundOps:
     async def get(self, memory_id: str) -> MemoryItem:
         """See :meth:`agentmem.BoundMemory.get`."""
         result: MemoryItem = await self._call("get", {"memory_id": memory_id})
+        return result
+
+    async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem]:
+        """See :meth:`agentmem.BoundMemory.get_many`."""
+        result: list[MemoryItem] = await self._call("get_many", {"memory_ids": memory_ids})
         return result
 
     async def recall(

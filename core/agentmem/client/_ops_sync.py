@@ -6,7 +6,7 @@ the contract and run ``make generate``."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
 
@@ -101,9 +101,9 @@ class StateOps:
         result: bool = self._call("state.delete", {"key": key})
         return result
 
-    def list(self) -> builtins.list[StateEntry]:
+    def list(self, *, prefix: str | None = None) -> builtins.list[StateEntry]:
         """See :meth:`agentmem.tiers.agent_state.AgentState.list`."""
-        result: builtins.list[StateEntry] = self._call("state.list", {})
+        result: builtins.list[StateEntry] = self._call("state.list", {"prefix": prefix})
         return result
 
 
@@ -226,6 +226,11 @@ class BoundOps:
     def get(self, memory_id: str) -> MemoryItem:
         """See :meth:`agentmem.BoundMemory.get`."""
         result: MemoryItem = self._call("get", {"memory_id": memory_id})
+        return result
+
+    def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem]:
+        """See :meth:`agentmem.BoundMemory.get_many`."""
+        result: list[MemoryItem] = self._call("get_many", {"memory_ids": memory_ids})
         return result
 
     def recall(

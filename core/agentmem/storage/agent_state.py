@@ -73,14 +73,29 @@ class AgentStateTable:
             return cur.rowcount > 0
 
     def list(
-        self, tenant_id: str, agent_id: str
+        self, tenant_id: str, agent_id: str, prefix: str | None = None
     ) -> list[tuple[str, Any, datetime, str | None, str | None]]:
-        """(key, value, updated_at, user, about agent) of every entry of an agent, by key."""
-        rows = self._db.read(
+        """(key, value, updated_at, user, about agent) of every entry of an agent (whose key
+        starts with ``prefix``, when given), by key. On SQLite the prefix is one range of the
+        primary key; on Postgres a check on the agent's keys: either way only the entries
+        under it are read out and decoded."""
+        sql = (
             "SELECT key, value, updated_at, user_id, about_agent_id FROM agent_state "
-            "WHERE tenant_id = ? AND agent_id = ? ORDER BY key",
-            (tenant_id, agent_id),
+            "WHERE tenant_id = ? AND agent_id = ?"
         )
+        params: tuple[Any, ...] = (tenant_id, agent_id)
+        if prefix:
+            if self._db.dialect == "postgres":
+                # the column's collation may not order by code point; starts_with is exact
+                sql += " AND starts_with(key, ?)"
+                params += (prefix,)
+            else:  # BINARY collation: code point order, so the prefix is one index range
+                sql += " AND key >= ?"
+                params += (prefix,)
+                if (end := _after_prefix(prefix)) is not None:
+                    sql += " AND key < ?"
+                    params += (end,)
+        rows = self._db.read(sql + " ORDER BY key", params)
         return [(r[0], json.loads(r[1]), datetime.fromisoformat(r[2]), r[3], r[4]) for r in rows]
 
     def all(
@@ -100,3 +115,15 @@ class AgentStateTable:
             (r[0], r[1], r[2], json.loads(r[3]), datetime.fromisoformat(r[4]), r[5], r[6])
             for r in self._db.read(sql + " ORDER BY tenant_id, agent_id, key", params)
         ]
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (None: no bound): the
+    prefix with its last character raised by one, past the surrogates UTF-8 cannot hold."""
+    head = prefix.rstrip(chr(0x10FFFF))
+    if not head:
+        return None
+    code = ord(head[-1]) + 1
+    if 0xD800 <= code <= 0xDFFF:
+        code = 0xE000
+    return head[:-1] + chr(code)

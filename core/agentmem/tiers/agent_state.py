@@ -86,9 +86,11 @@ class AgentState:
         assert k is not None
         return self._table.delete(self._identity.tenant_id, self._agent(), k)
 
-    def list(self) -> list[StateEntry]:
-        """Every entry of the bound agent, by key."""
+    def list(self, *, prefix: str | None = None) -> list[StateEntry]:
+        """Every entry of the bound agent, by key; with ``prefix``, only those whose key
+        starts with it (read as one range of keys, however many other entries there are)."""
+        start = validation.identity(prefix, "prefix")
         return [
             StateEntry(*found)
-            for found in self._table.list(self._identity.tenant_id, self._agent())
+            for found in self._table.list(self._identity.tenant_id, self._agent(), start)
         ]

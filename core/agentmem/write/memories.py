@@ -1,4 +1,4 @@
-"""Explicit memories: ``remember``, ``remember_many``, ``get`` (``forget`` is in
+"""Explicit memories: ``remember``, ``remember_many``, ``get``, ``get_many`` (``forget`` is in
 :mod:`agentmem.derived.forget`: it reaches what was derived from a row).
 
 A memory is a ``kind="memory"`` row of scope user, agent, tenant or session. Writes are
@@ -8,7 +8,7 @@ retires the older memory with that key (:func:`~agentmem.write.records.memory_re
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import scopes as scope_rules
@@ -77,3 +77,24 @@ def get(ctx: StoreContext, identity: Identity, memory_id: str) -> MemoryItem:
     if row is None or not scope_rules.readable(identity, row):
         raise NotFoundError(f"no memory {id_!r} is visible here", memory_id=id_)
     return row.item
+
+
+def get_many(ctx: StoreContext, identity: Identity, memory_ids: Sequence[str]) -> list[MemoryItem]:
+    """The live records visible to ``identity`` among ``memory_ids``, in their order; ids of
+    none (forgotten, deleted, anonymized, another owner's, never stored) are left out. One
+    lookup for many ids: a caller that keeps ids of memories (a LangGraph store's entries)
+    learns which are gone without a request per id."""
+    if isinstance(memory_ids, str | bytes) or not isinstance(memory_ids, Sequence):
+        raise ValidationError("memory_ids", "must be a list of memory ids")
+    ids: list[str] = []
+    for n, memory_id in enumerate(memory_ids):
+        id_ = validation.identity(memory_id, f"memory_ids[{n}]", required=True)
+        assert id_ is not None
+        ids.append(id_)
+    ctx.check_open()
+    found = {
+        row.item.id: row.item
+        for row in ctx.records.memories.get_many(identity.tenant_id, list(dict.fromkeys(ids)))
+        if scope_rules.readable(identity, row)
+    }
+    return [found[i] for i in ids if i in found]
