@@ -22,47 +22,25 @@ Prints one JSON document. Nothing here is asserted by the tests.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from agentmem import AgentMemory
+from agentmem.bench.hash_embedder import HashEmbedder
 from agentmem.storage import database
 from agentmem.storage.datadir import dir_size
 from agentmem.storage.erasure import ErasureStore
 from agentmem.storage.records import RecordStore
 from agentmem.storage.vector_index import VectorIndex
 from agentmem.write.indexer import Indexer
-
-DIM = 384
-
-
-class HashEmbedder:
-    """Deterministic unit vectors from a hash of the text (fast; no model)."""
-
-    model_name = "bench-hash"
-    dimensions = DIM
-
-    def _one(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, DIM))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._one(text)
 
 
 @contextmanager

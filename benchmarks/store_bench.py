@@ -20,40 +20,19 @@ Prints one JSON document. Nothing here is asserted by the tests.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from agentmem import AgentMemory
+from agentmem.bench.hash_embedder import HashEmbedder
 from langchain_agentmem import AgentMemStore
 
-DIM = 384
 WORDS = "tea chess rain jazz garden train river piano lamp orbit maple violet copper".split()
-
-
-class HashEmbedder:
-    """Deterministic unit vectors from a hash of the text (fast; no model)."""
-
-    model_name = "bench-hash"
-    dimensions = DIM
-
-    def _one(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, DIM))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._one(text)
 
 
 def median_ms(run: Callable[[], Any], repeat: int) -> float:
@@ -82,7 +61,8 @@ def main() -> None:
             store.put(ns, f"k{i}", {"content": f"item {i} about {words}"})
         mem.flush()
         build_s = time.perf_counter() - started
-        ns = ("memories", "u7")
+        n = min(7, args.namespaces - 1)  # a namespace that exists, and its first item
+        ns = ("memories", f"u{n}")
         report = {
             "items": args.items,
             "namespaces": args.namespaces,
@@ -91,7 +71,7 @@ def main() -> None:
             "query_search_ms": median_ms(
                 lambda: store.search(ns, query="jazz garden", limit=10), args.repeat
             ),
-            "get_ms": median_ms(lambda: store.get(ns, "k7"), args.repeat),
+            "get_ms": median_ms(lambda: store.get(ns, f"k{n}"), args.repeat),
         }
         mem.close()
     print(json.dumps(report, indent=2))

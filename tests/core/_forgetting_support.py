@@ -3,29 +3,10 @@ is left in every store."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from agentmem import AgentMemory, BoundMemory
-
-
-def files_with(home: Path, needle: str) -> list[str]:
-    """Files under ``home`` (every store: SQLite and its WAL, Tantivy, Chroma) whose bytes
-    contain ``needle`` (UTF-8), as paths relative to ``home``."""
-    raw = needle.encode("utf-8")
-    found = []
-    for root, _, files in os.walk(home):
-        for name in files:
-            path = Path(root) / name
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if raw in data:
-                found.append(str(path.relative_to(home)))
-    return sorted(found)
 
 
 def keyword_terms_left(mem: AgentMemory, text: str) -> dict[str, int]:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _canaries import files_with
 from _forgetting_support import (
     columns_of,
     everything_readable,
-    files_with,
     gettable,
     keyword_terms_left,
     rows_containing,

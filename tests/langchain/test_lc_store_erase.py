@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from _canaries import files_with, state_rows_with
 
 from agentmem import AgentMemory, ErasureReceipt
 from langchain_agentmem import AgentMemStore
@@ -21,21 +20,6 @@ MakeMemory = Callable[..., AgentMemory]
 #: The two owners a namespace names (users, or agents: see the ``who`` fixture).
 U1, U2 = "owner-qv17", "owner-hx42"
 C1, C2, C_SHARED, C_AGENT = "qvcanary5813", "hxcanary2290", "sharedcanary7", "agentcanary3"
-
-
-def _state_rows_with(mem: AgentMemory, needle: str) -> int:
-    rows = mem.records.read("SELECT COUNT(*) FROM agent_state WHERE value LIKE ?", (f"%{needle}%",))
-    return int(rows[0][0])
-
-
-def _files_with(home: Path, needle: str) -> list[str]:
-    raw = needle.encode("utf-8")
-    return sorted(
-        str(Path(root, name).relative_to(home))
-        for root, _, files in os.walk(home)
-        for name in files
-        if raw in Path(root, name).read_bytes()
-    )
 
 
 def _as_an_earlier_version_wrote(mem: AgentMemory, *, user_tag: bool = False) -> None:
@@ -84,7 +68,7 @@ def test_erasing_a_user_or_agent_removes_the_store_values_of_its_namespaces(
     mem = make_memory()
     store = _fill(mem, who)
     assert store.get(("memories", U1), "pref") is not None
-    assert _state_rows_with(mem, C1) == 3
+    assert state_rows_with(mem, C1) == 3
 
     receipt = _erase(mem, who, U1)
 
@@ -94,7 +78,7 @@ def test_erasing_a_user_or_agent_removes_the_store_values_of_its_namespaces(
     assert store.search(("memories", U1)) == []
     assert store.search(("memories", U1), query=C1) == []
     assert [ns for ns in store.list_namespaces() if U1 in ns] == []
-    assert _state_rows_with(mem, C1) == 0
+    assert state_rows_with(mem, C1) == 0
     # the other owner's values, the unowned item and the agent's own state stay
     assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
     assert store.search(("memories", U2), query=f"code {C2}")[0].key == "pref"
@@ -103,7 +87,7 @@ def test_erasing_a_user_or_agent_removes_the_store_values_of_its_namespaces(
     assert state is not None and state.value == {"last": C_AGENT}
     home = mem.home
     mem.close()
-    assert _files_with(home, C1) == []  # nothing of the owner in the records file (or any)
+    assert files_with(home, C1) == []  # nothing of the owner in the records file (or any)
 
 
 def test_a_read_refreshing_an_items_ttl_keeps_it_erasable(
@@ -114,7 +98,7 @@ def test_a_read_refreshing_an_items_ttl_keeps_it_erasable(
     assert store.get(("memories", U1), "ttl") is not None  # rewrites the entry's expiry
     _erase(mem, who, U1)
     assert store.get(("memories", U1), "ttl") is None
-    assert _state_rows_with(mem, C1) == 0
+    assert state_rows_with(mem, C1) == 0
 
 
 def test_erasing_the_tenant_or_the_stores_agent_still_removes_every_value(
@@ -144,7 +128,7 @@ def test_values_written_before_entries_named_their_owner_are_erased_too(
     _erase(mem, who, U1)
 
     assert store.search(("memories", U1)) == []
-    assert _state_rows_with(mem, C1) == 0
+    assert state_rows_with(mem, C1) == 0
     assert sorted(i.key for i in store.search(("memories", U2))) == ["n", "pref", "ttl"]
     tag = "user_id" if who == "user" else "about_agent_id"
     assert {getattr(e, tag) for e in registry.list(prefix="ns:")} == {U2, None}
@@ -173,4 +157,4 @@ def test_values_tagged_with_their_user_only_get_their_agent_too(
     assert receipt.records["agent_state"] == 1
     assert again.get(("memories", U1, "a-1"), "pref") is None
     assert again.get(("memories", U1, "a-2"), "pref") is not None
-    assert _state_rows_with(mem, C1) == 0
+    assert state_rows_with(mem, C1) == 0

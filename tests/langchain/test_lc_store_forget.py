@@ -6,13 +6,12 @@ Also: a namespace-prefix search reads only the entries under that prefix."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _canaries import files_with, state_rows_with
 
 from agentmem import AgentMemory
 from agentmem.storage.rows import now_utc
@@ -24,21 +23,6 @@ pytestmark = pytest.mark.both_backends
 
 MakeMemory = Callable[..., AgentMemory]
 CANARY = "zqcanary7741"
-
-
-def _state_rows_with(mem: AgentMemory, needle: str) -> int:
-    rows = mem.records.read("SELECT COUNT(*) FROM agent_state WHERE value LIKE ?", (f"%{needle}%",))
-    return int(rows[0][0])
-
-
-def _files_with(home: Path, needle: str) -> list[str]:
-    raw = needle.encode("utf-8")
-    return sorted(
-        str(Path(root, name).relative_to(home))
-        for root, _, files in os.walk(home)
-        for name in files
-        if raw in Path(root, name).read_bytes()
-    )
 
 
 def _fill(mem: AgentMemory) -> tuple[AgentMemStore, str]:
@@ -59,7 +43,7 @@ def _assert_gone(mem: AgentMemory, store: AgentMemStore) -> None:
     assert [i.key for i in store.search(("memories", "u1"))] == ["pref"]
     assert [i.key for i in store.search(("memories", "u1"), query="locker code")] == ["pref"]
     assert [i.key for i in store.search(("memories",), query=CANARY)] == ["pref", "pref"]
-    assert _state_rows_with(mem, CANARY) == 0
+    assert state_rows_with(mem, CANARY) == 0
     # the other items stay
     item = store.get(("memories", "u2"), "pref")
     assert item is not None and item.value == {"content": "Prefers light mode"}
@@ -72,14 +56,14 @@ def test_forgetting_an_items_memory_through_the_api_removes_the_item(
     store, memory_id = _fill(mem)
     assert mem.bind("acme", user_id="u1").forget(memory_id)
     # until the store reads it, the value is still in the records...
-    assert _state_rows_with(mem, CANARY) == 1
+    assert state_rows_with(mem, CANARY) == 1
     # ...the first read that meets it deletes it and returns nothing
     assert store.get(("memories", "u1"), "secret") is None
-    assert _state_rows_with(mem, CANARY) == 0
+    assert state_rows_with(mem, CANARY) == 0
     _assert_gone(mem, store)
     home = mem.home
     mem.close()
-    assert _files_with(home, CANARY) == []
+    assert files_with(home, CANARY) == []
 
 
 @pytest.mark.parametrize("read", ["search", "query", "list_namespaces"])
@@ -96,7 +80,7 @@ def test_any_read_that_meets_a_forgotten_item_deletes_it(
         assert store.search(("memories", "u1"), query="locker code") == []
     else:
         assert store.list_namespaces() == [("memories", "u2")]
-    assert _state_rows_with(mem, CANARY) == 0
+    assert state_rows_with(mem, CANARY) == 0
 
 
 def test_forgetting_it_with_the_agents_delete_memory_tool_removes_the_item(

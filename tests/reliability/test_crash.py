@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _canaries import files_with
 from _reliability_support import (
     BATCH,
     ERASED_CANARY,
@@ -235,14 +236,6 @@ def test_sigkill_during_reindex(tmp_path: Path, spawn: Callable[..., object]) ->
     verify(home, acked).close()
 
 
-def _files_with(home: Path, needle: str) -> list[str]:
-    found = []
-    for path in home.rglob("*"):
-        if path.is_file() and needle.encode() in path.read_bytes():
-            found.append(str(path.relative_to(home)))
-    return found
-
-
 # measured: the erasure is logged and its rows deleted within milliseconds of ERASING; the
 # rewrites and compactions take the next ~0.2 s (a kill at 0.3 s mostly finds it done)
 @pytest.mark.parametrize("delay", [0.0, 0.03, 0.08, 0.15, 0.3])
@@ -266,5 +259,5 @@ def test_sigkill_during_erase(tmp_path: Path, spawn: Callable[..., object], dela
         assert not report.erasures, report.erasures
     finally:
         mem.close()
-    assert _files_with(home, ERASED_CANARY) == []
-    assert _files_with(home, KEPT_CANARY)
+    assert files_with(home, ERASED_CANARY) == []
+    assert files_with(home, KEPT_CANARY)
