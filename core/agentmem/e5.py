@@ -154,8 +154,15 @@ class E5Embedder:
         """Embed one query: a remark (:func:`is_remark`) as a passage, anything else with the
         ``"query: "`` prefix (see the module docstring)."""
         query = _check_text(text)
-        vector: FloatArray = self._encode([query], is_query=not is_remark(query))[0]
+        vector: FloatArray = self._encode([query], is_query=self.query_side(query) == "query")[0]
         return vector
+
+    @staticmethod
+    def query_side(text: str) -> str:
+        """How :meth:`embed_query` embeds ``text``: ``"query"`` or ``"passage"`` (a remark). A
+        cache of query vectors keys on it, so one filled before remarks were embedded as
+        passages is not read back for them."""
+        return "passage" if is_remark(text) else "query"
 
     def __repr__(self) -> str:
         return f"E5Embedder(threads={self._threads})"

@@ -3,6 +3,7 @@ calibration profile."""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from agentmem import AgentMemory, UncalibratedEmbedderWarning
 from agentmem.e5 import E5_MODEL_NAME, MAX_TOKENS, E5Embedder, is_remark
 from agentmem.embeddings import CachedEmbedder
+from agentmem.storage.embedding_cache import DiskEmbeddingCache
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,28 @@ def test_questions_and_phrases_are_queries_remarks_are_passages(e5: E5Embedder) 
     remark = "Meine Schwester ist letzte Woche mit ihren zwei Katzen nach Lissabon gezogen"
     assert is_remark(remark) and not is_remark(phrase) and not is_remark(question)
     assert np.allclose(e5.embed_query(remark), e5.embed_documents([remark])[0], atol=1e-6)
+
+
+def test_a_disk_cache_keys_queries_by_how_e5_embeds_them(e5: E5Embedder, tmp_path: Path) -> None:
+    """A query vector cached before remarks were embedded as passages (keyed by the text and
+    "query" alone) is not read back: the key names the side the query is embedded as."""
+    remark = "I finally booked the cooking class my sister kept telling me about"
+    question = "Which class did I book?"
+    stale = DiskEmbeddingCache(e5, tmp_path)
+    old_key = hashlib.sha256(f"query\x1f{E5_MODEL_NAME}\x1f{remark}".encode()).hexdigest()
+    with stale._db:
+        stale._db.execute(
+            "INSERT INTO vectors (key, vec) VALUES (?, ?)",
+            (old_key, np.ones(384, np.float32).tobytes()),
+        )
+    assert np.allclose(stale.embed_query(remark), e5.embed_documents([remark])[0], atol=1e-6)
+    assert np.allclose(stale.embed_query(question), e5.embed_query(question), atol=1e-6)
+    stale.close()
+    again = DiskEmbeddingCache(e5, tmp_path)  # read back from disk, each by its own side
+    assert np.allclose(again.embed_query(remark), e5.embed_documents([remark])[0], atol=1e-6)
+    assert np.allclose(again.embed_query(question), e5.embed_query(question), atol=1e-6)
+    assert again.hits == 2 and again.misses == 0
+    again.close()
 
 
 def test_long_texts_are_cut_to_the_models_window(e5: E5Embedder) -> None:

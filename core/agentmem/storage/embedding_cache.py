@@ -46,8 +46,13 @@ class DiskEmbeddingCache:
 
     def _key(self, text: str, *, query: bool = False) -> str:
         # a query is keyed apart: an asymmetric model (e5's "query: " / "passage: ")
-        # embeds the same text differently on each side
-        side = "query\x1f" if query else ""
+        # embeds the same text differently on each side; one that says per query which side
+        # it embeds it as (E5Embedder.query_side) is keyed by that, so vectors cached before
+        # that choice changed are not read back
+        side = ""
+        if query:
+            query_side = getattr(self.inner, "query_side", None)
+            side = f"query-as-{query_side(text)}\x1f" if callable(query_side) else "query\x1f"
         raw = f"{side}{self.inner.model_name}\x1f{text}".encode("utf-8", errors="surrogatepass")
         return hashlib.sha256(raw).hexdigest()
 
